@@ -1,0 +1,26 @@
+/* cm_buf.h - a growable byte/string buffer (always NUL-terminated). */
+#ifndef CM_BUF_H
+#define CM_BUF_H
+
+#include <stddef.h>
+
+struct cm_buf {
+    char *p;
+    size_t len, cap;
+};
+
+void cm_buf_init(struct cm_buf *b);
+void cm_buf_fini(struct cm_buf *b);
+/* Abort on out-of-memory (as every allocation in Shoal of a bounded size). */
+void cm_buf_append(struct cm_buf *b, const void *data, size_t len);
+void cm_buf_printf(struct cm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Transfers p to the caller (free()); b is left empty. */
+char *cm_buf_take(struct cm_buf *b, size_t *len);
+
+/* malloc/calloc/realloc that abort with a log line on failure. */
+void *cm_malloc(size_t n);
+void *cm_calloc(size_t n, size_t sz);
+void *cm_realloc(void *p, size_t n);
+char *cm_strdup(const char *s);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * cm_cos.h - the cloud object store (COS) every chunk is persisted in.
+ *
+ * Backends: "fs" (a local directory: write to a temp file, fsync, rename,
+ * fsync the directory, so no partial object is ever visible) and "s3"
+ * (libs3; later). All calls block: run them on worker threads. A cm_cos is
+ * thread-safe.
+ *
+ * Names: 1..512 bytes of [A-Za-z0-9._-/], no empty, "." or ".." segment.
+ */
+#ifndef CM_COS_H
+#define CM_COS_H
+
+#include <stddef.h>
+
+struct cm_cos;
+
+/* url: "fs:/abs/dir", or a plain directory path (created if absent). */
+int cm_cos_open(const char *url, struct cm_cos **out);
+void cm_cos_close(struct cm_cos *cos); /* NULL is a no-op */
+
+int cm_cos_put(struct cm_cos *cos, const char *name, const void *data, size_t len);
+/* *data is malloc'd and transferred to the caller; CM_E_NOTFOUND if absent. */
+int cm_cos_get(struct cm_cos *cos, const char *name, void **data, size_t *len);
+/* Removing a missing object is not an error. */
+int cm_cos_delete(struct cm_cos *cos, const char *name);
+/* Calls cb for every name starting with prefix (any order); cb returns
+ * non-zero to stop, which cm_cos_list then returns. */
+int cm_cos_list(struct cm_cos *cos, const char *prefix,
+                int (*cb)(void *arg, const char *name), void *arg);
+
+#endif

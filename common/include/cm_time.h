@@ -1,0 +1,24 @@
+/* cm_time.h - clocks. Policies never read these: time is passed in. */
+#ifndef CM_TIME_H
+#define CM_TIME_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t
+cm_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t
+cm_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+#endif

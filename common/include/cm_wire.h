@@ -1,0 +1,74 @@
+/*
+ * cm_wire.h - the binary protocol between gateways and storage nodes.
+ *
+ *   request:  [64-byte header][data_len bytes of payload]
+ *   response: same header, op | CM_OP_RESPONSE, same req_id, status
+ *
+ * Header, little-endian, fixed offsets:
+ *    0 u32 magic "SHOL"     4 u8 version    5 u8 op     6 u16 flags
+ *    8 i32 status          12 u32 tenant   16 u64 req_id
+ *   24 u64 object          32 u64 obj_version
+ *   40 u32 index           44 u32 incarnation
+ *   48 u32 data_len        52 u32 data_crc (CRC32C of the payload)
+ *   56 u32 reserved (0)    60 u32 hdr_crc  (CRC32C of bytes 0..59)
+ *
+ * Requests are pipelined on a connection and may be answered out of order;
+ * req_id matches them. A peer that receives a header failing any check
+ * closes the connection (nothing after a bad header can be trusted).
+ */
+#ifndef CM_WIRE_H
+#define CM_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CM_WIRE_MAGIC 0x4c4f4853u /* "SHOL" read little-endian */
+#define CM_WIRE_VERSION 1
+#define CM_WIRE_HDR_LEN 64
+#define CM_WIRE_MAX_DATA (256u << 20) /* hard cap; peers may set lower */
+
+enum cm_wire_op {
+    CM_OP_PING = 1, /* -> empty; incarnation = node's */
+    CM_OP_PUT = 2,  /* payload = chunk bytes -> empty */
+    CM_OP_GET = 3,  /* -> payload = chunk bytes */
+    CM_OP_DEL = 4,  /* -> empty; memory and COS; missing is not an error */
+    CM_OP_STAT = 5, /* -> empty, flags say PERSISTED; CM_E_NOTFOUND if unknown */
+    CM_OP_RESPONSE = 0x80,
+};
+
+enum cm_wire_flag {
+    CM_WF_PERSISTED = 1 << 0, /* response: the chunk is durable in COS */
+    CM_WF_COS_SYNC = 1 << 1,  /* PUT request: answer only once in COS */
+    CM_WF_FROM_COS = 1 << 2,  /* GET response: had to be reloaded from COS */
+};
+
+struct cm_wire_hdr {
+    uint8_t op;
+    uint16_t flags;
+    int32_t status; /* 0 or a negative cm_err / -errno */
+    uint32_t tenant;
+    uint64_t req_id;
+    uint64_t object;
+    uint64_t obj_version;
+    uint32_t index;
+    uint32_t incarnation; /* request: expected (0 = any); response: node's */
+    uint32_t data_len;
+    uint32_t data_crc;
+};
+
+/* Fills out[CM_WIRE_HDR_LEN], setting magic, version and hdr_crc. */
+void cm_wire_encode_hdr(const struct cm_wire_hdr *h, uint8_t *out);
+
+/*
+ * Parses and checks one header from buf[len]: -EAGAIN if len < HDR_LEN;
+ * CM_E_PROTO for bad magic, version, reserved bits, unknown op, or
+ * data_len > max_data; CM_E_CRC for a bad hdr_crc. 0 on success.
+ */
+int cm_wire_decode_hdr(const uint8_t *buf, size_t len, uint32_t max_data,
+                       struct cm_wire_hdr *out);
+
+/* Name of a chunk in COS: "t<tenant>/<object hex16>/<version>.<index>". */
+int cm_chunk_name(char *buf, size_t cap, uint32_t tenant, uint64_t object,
+                  uint64_t obj_version, uint32_t index);
+
+#endif

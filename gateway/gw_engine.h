@@ -1,0 +1,114 @@
+/*
+ * gw_engine.h - the gateway's chunk data path (private to gateway/).
+ *
+ *   HTTP thread ──put/get──▶ engine (libevent thread, one pipelined
+ *                            connection per node) ──wire──▶ shoal-fnstore
+ *                ◀─callback─
+ *
+ * The engine owns: connections to nodes, erasure coding, holder choice and
+ * fallback to parity, and the persistent buffer (each new object's bytes
+ * stay here until every chunk reports persisted in COS; a chunk whose
+ * holder dies first is stored again on another node). It owns no
+ * metadata: the front keeps layouts in LMDB and is told of changes.
+ *
+ * Layout of an object version: nstripes stripes; stripe s is k data chunks
+ * of chunk_size bytes (the last stripe zero-padded) plus m parity chunks;
+ * chunk j of every stripe lives on holders[j], with wire index
+ * s * (k + m) + j. k == 1 means 1+m whole copies (small objects): then
+ * every "parity" chunk is a copy of the data chunk.
+ *
+ * Threads: every function may be called from any thread. Callbacks run
+ * on the engine thread: do not block in them.
+ */
+#ifndef GW_ENGINE_H
+#define GW_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cm_ec.h"
+
+#define GW_MAX_HOLDERS CM_EC_MAX_CHUNKS
+
+struct gw_layout {
+    uint32_t tenant;
+    uint64_t object;   /* random, unique per stored version */
+    uint64_t version;  /* X-Shoal-Version; set by the front at commit */
+    uint64_t size;     /* object bytes */
+    uint64_t etag;     /* CRC64 of the object bytes */
+    uint8_t k, m;
+    uint32_t chunk_size;
+    uint32_t nstripes; /* 0 for an empty object */
+    uint32_t holders[GW_MAX_HOLDERS]; /* node ids, k + m of them */
+    uint64_t persisted; /* bit j: every chunk on holders[j] is in COS */
+};
+
+struct gw_node {
+    uint32_t id;
+    char addr[64]; /* "127.0.0.1:9500" */
+    int up;        /* controller's view; the engine also tracks its own */
+};
+
+struct gw_engine_cfg {
+    uint32_t max_chunk;     /* bytes per chunk at most (stripe = k * this) */
+    int io_timeout_ms;      /* a chunk op that takes longer failed */
+    int slow_ms;            /* a GET holder slower than this: ask parity too */
+    int persist_poll_ms;    /* how often pending chunks are STATed */
+    int redrive_after_ms;   /* unpersisted chunk on an unreachable holder */
+};
+
+struct gw_engine;
+
+/* Layout changed (a holder replaced, more chunks persisted): the front
+ * stores it if (tenant, object) is still a live version. */
+typedef void (*gw_layout_cb)(void *arg, const struct gw_layout *layout);
+
+int gw_engine_create(const struct gw_engine_cfg *cfg, gw_layout_cb on_layout, void *arg,
+                     struct gw_engine **out);
+void gw_engine_destroy(struct gw_engine *e); /* NULL is a no-op */
+
+/* Replaces the node directory (copied). */
+void gw_engine_set_nodes(struct gw_engine *e, const struct gw_node *nodes, size_t n);
+
+/*
+ * Stores data[size] for tenant as a new object. data is TRANSFERRED (freed
+ * with free() once persisted or on failure). placement: the partition's
+ * preferred node ids (borrowed for the call), in order; holder j is
+ * placement[j] when it is up, else another up node (distinct while there
+ * are enough). k == 1 stores 1+m whole copies. cb runs once: status 0 with
+ * the layout (borrowed for the call; version 0, persisted bits so far) once
+ * every chunk is in node memory; CM_E_UNAVAIL when fewer than k nodes are
+ * reachable; CM_E_BUSY when a node answered "queue full".
+ */
+typedef void (*gw_put_cb)(void *arg, int status, const struct gw_layout *layout);
+void gw_engine_put(struct gw_engine *e, uint32_t tenant, const uint32_t *placement,
+                   size_t nplace, uint8_t k, uint8_t m, void *data, uint64_t size,
+                   gw_put_cb cb, void *arg);
+
+/*
+ * Reads bytes [off, off + len) of the object (len may be 0). Fetches data
+ * chunks from their holders, replacing a holder that errs or is slower than
+ * slow_ms by parity (decode). cb runs once with a malloc'd buffer of len
+ * bytes (transferred), or a negative status (CM_E_UNAVAIL, CM_E_BUSY).
+ */
+typedef void (*gw_get_cb)(void *arg, int status, void *buf, size_t len);
+void gw_engine_get(struct gw_engine *e, const struct gw_layout *layout, uint64_t off,
+                   uint64_t len, gw_get_cb cb, void *arg);
+
+/* Deletes every chunk of layout after delay_ms (so readers that loaded the
+ * old layout can finish). Best effort; fire and forget. */
+void gw_engine_delete(struct gw_engine *e, const struct gw_layout *layout, int delay_ms);
+
+/* After a restart: keep polling a layout whose persisted mask is not full,
+ * rebuilding (by decoding from other holders) chunks whose holder is gone. */
+void gw_engine_track(struct gw_engine *e, const struct gw_layout *layout);
+
+struct gw_engine_stats {
+    uint64_t buffered_bytes;   /* persistent buffer */
+    uint64_t buffered_objects;
+    uint64_t redriven_chunks;  /* total */
+    uint64_t parity_reads;     /* total GET stripes served by decoding */
+};
+void gw_engine_stats(struct gw_engine *e, struct gw_engine_stats *out);
+
+#endif
