@@ -1,0 +1,224 @@
+/*
+ * ec_bench.c - shoal-ecbench: single-core throughput of cm_ec encode and
+ * decode (after losing m chunks) against memcpy of the same bytes.
+ *
+ *   shoal-ecbench [--k K --m M] [--size BYTES] [--seconds S] [--json]
+ *
+ * With no --k/--m it runs RS(4+2) and RS(10+2). Throughput is object bytes
+ * (k data chunks) per second, so encode and memcpy compare directly.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cm_ec.h"
+
+static double
+now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+usage(FILE *f)
+{
+    fputs("usage: shoal-ecbench [--k K --m M] [--size BYTES] [--seconds S] [--json]\n"
+          "Single-core Reed-Solomon (cm_ec) encode and decode-after-losing-m-chunks\n"
+          "throughput vs memcpy. Default: RS(4+2) and RS(10+2), 1 MiB objects, 1 s each.\n"
+          "  --k K        data chunks (1..32)\n"
+          "  --m M        parity chunks (1..8)\n"
+          "  --size B     object size in bytes [1048576]\n"
+          "  --seconds S  time per measurement [1]\n"
+          "  --json       one JSON object per line instead of a table\n"
+          "  --help, --version\n",
+          f);
+}
+
+static int
+arg_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+struct res {
+    double enc, dec, cpy; /* bytes/s of object data */
+};
+
+static int
+run_one(int k, int m, size_t size, double secs, struct res *out)
+{
+    struct cm_ec *ec = NULL;
+    int rc = cm_ec_create(k, m, &ec);
+    if (rc != 0) {
+        return rc;
+    }
+    size_t len = (size + (size_t)k - 1) / (size_t)k;
+    uint8_t *chunks[CM_EC_MAX_CHUNKS];
+    uint8_t *saved[CM_EC_MAX_CHUNKS];
+    uint8_t present[CM_EC_MAX_CHUNKS];
+    uint8_t *src = malloc(size), *dst = malloc(size);
+    rc = -1;
+    if (src == NULL || dst == NULL) {
+        goto out;
+    }
+    memset(chunks, 0, sizeof(chunks));
+    memset(saved, 0, sizeof(saved));
+    for (int i = 0; i < k + m; i++) {
+        chunks[i] = malloc(len);
+        saved[i] = malloc(len);
+        if (chunks[i] == NULL || saved[i] == NULL) {
+            goto out;
+        }
+    }
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < k; i++) {
+        for (size_t j = 0; j < len; j++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            chunks[i][j] = (uint8_t)x;
+        }
+    }
+    for (size_t j = 0; j < size; j++) {
+        src[j] = (uint8_t)(j * 31u);
+    }
+
+    long iters = 0;
+    double t0 = now_s(), t;
+    do {
+        cm_ec_encode(ec, len, (const uint8_t *const *)chunks, chunks + k);
+        iters++;
+    } while ((t = now_s()) - t0 < secs);
+    out->enc = (double)iters * (double)len * k / (t - t0);
+
+    for (int i = 0; i < k + m; i++) {
+        memcpy(saved[i], chunks[i], len);
+    }
+    /* Lose the first m data chunks: the costliest case (data to rebuild). */
+    iters = 0;
+    t0 = now_s();
+    do {
+        for (int i = 0; i < k + m; i++) {
+            present[i] = i >= m;
+        }
+        if (cm_ec_decode(ec, len, chunks, present) != 0) {
+            goto out;
+        }
+        iters++;
+    } while ((t = now_s()) - t0 < secs);
+    out->dec = (double)iters * (double)len * k / (t - t0);
+    for (int i = 0; i < k + m; i++) {
+        if (memcmp(saved[i], chunks[i], len) != 0) {
+            fprintf(stderr, "shoal-ecbench: decode mismatch in chunk %d\n", i);
+            goto out;
+        }
+    }
+
+    iters = 0;
+    t0 = now_s();
+    do {
+        memcpy(dst, src, size);
+        __asm__ volatile("" : : "r"(dst) : "memory");
+        src[iters % size]++;
+        iters++;
+    } while ((t = now_s()) - t0 < secs);
+    out->cpy = (double)iters * (double)size / (t - t0);
+    rc = 0;
+
+out:
+    for (int i = 0; i < k + m; i++) {
+        free(chunks[i]);
+        free(saved[i]);
+    }
+    free(src);
+    free(dst);
+    cm_ec_destroy(ec);
+    return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+    long k = 0, m = 0, size = 1 << 20, secs_ms = 1000;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("shoal-ecbench %s\n", SHOAL_VERSION);
+            return 0;
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
+            continue;
+        } else if (v == NULL) {
+            fprintf(stderr, "shoal-ecbench: bad or incomplete flag '%s'\n", a);
+            return 2;
+        }
+        int bad;
+        if (strcmp(a, "--k") == 0) {
+            bad = arg_long(v, 1, CM_EC_MAX_K, &k);
+        } else if (strcmp(a, "--m") == 0) {
+            bad = arg_long(v, 1, CM_EC_MAX_M, &m);
+        } else if (strcmp(a, "--size") == 0) {
+            bad = arg_long(v, 1, 1L << 30, &size);
+        } else if (strcmp(a, "--seconds") == 0) {
+            double d = strtod(v, NULL);
+            bad = !(d > 0 && d <= 600);
+            secs_ms = (long)(d * 1000);
+        } else {
+            fprintf(stderr, "shoal-ecbench: unknown flag '%s'\n", a);
+            return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "shoal-ecbench: bad value '%s' for %s\n", v, a);
+            return 2;
+        }
+        i++;
+    }
+    if ((k == 0) != (m == 0)) {
+        fprintf(stderr, "shoal-ecbench: give both --k and --m\n");
+        return 2;
+    }
+    int codes[2][2] = {{4, 2}, {10, 2}};
+    int ncodes = 2;
+    if (k != 0) {
+        codes[0][0] = (int)k;
+        codes[0][1] = (int)m;
+        ncodes = 1;
+    }
+    if (!json) {
+        printf("%-8s %10s %12s %12s %12s %8s %8s\n", "code", "size", "encode MB/s",
+               "decode MB/s", "memcpy MB/s", "enc/cpy", "dec/cpy");
+    }
+    for (int i = 0; i < ncodes; i++) {
+        struct res r;
+        if (run_one(codes[i][0], codes[i][1], (size_t)size, (double)secs_ms / 1000.0, &r) != 0) {
+            fprintf(stderr, "shoal-ecbench: RS(%d+%d) failed\n", codes[i][0], codes[i][1]);
+            return 1;
+        }
+        if (json) {
+            printf("{\"k\":%d,\"m\":%d,\"size\":%ld,\"encode_mb_s\":%.1f,\"decode_mb_s\":%.1f,"
+                   "\"memcpy_mb_s\":%.1f}\n",
+                   codes[i][0], codes[i][1], size, r.enc / 1e6, r.dec / 1e6, r.cpy / 1e6);
+        } else {
+            char name[16];
+            snprintf(name, sizeof(name), "RS(%d+%d)", codes[i][0], codes[i][1]);
+            printf("%-8s %10ld %12.0f %12.0f %12.0f %8.2f %8.2f\n", name, size, r.enc / 1e6,
+                   r.dec / 1e6, r.cpy / 1e6, r.enc / r.cpy, r.dec / r.cpy);
+        }
+    }
+    return 0;
+}

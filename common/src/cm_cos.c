@@ -1,0 +1,539 @@
+/*
+ * cm_cos.c - the cloud object store front end and its "fs" backend.
+ *
+ * A cm_cos is a backend ops table plus that backend's state; backends are
+ * listed in one table below, so an S3 backend lives in its own file and
+ * adds one line here.
+ *
+ * fs backend: object "a/b/c" is the file <root>/a/b/c. A put writes a
+ * temp file in the final directory, fsyncs it, renames it over the name and
+ * fsyncs the directory, so readers see the old object or the new one, never
+ * a partial one, and the rename survives a crash. Temp names contain '#',
+ * a byte no object name may hold, so list() can skip them (and leftovers of
+ * a crash are recognizable). Stateless apart from the root path: thread-safe.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cm_buf.h"
+#include "cm_cos.h"
+#include "cm_err.h"
+#include "cm_log.h"
+
+#define COS_NAME_MAX 512
+
+struct cos_ops {
+    int (*open)(const char *url, void **state);
+    void (*close)(void *state);
+    int (*put)(void *state, const char *name, const void *data, size_t len);
+    int (*get)(void *state, const char *name, void **data, size_t *len);
+    int (*del)(void *state, const char *name);
+    int (*list)(void *state, const char *prefix, int (*cb)(void *arg, const char *name), void *arg);
+};
+
+struct cm_cos {
+    const struct cos_ops *ops;
+    void *state;
+};
+
+/* ---- name rules, shared by every backend ---- */
+
+static int
+name_char_ok(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-' || c == '/';
+}
+
+static int
+name_valid(const char *name)
+{
+    size_t len, i, seg = 0;
+
+    if (name == NULL) {
+        return 0;
+    }
+    len = strlen(name);
+    if (len == 0 || len > COS_NAME_MAX) {
+        return 0;
+    }
+    for (i = 0; i <= len; i++) {
+        if (i == len || name[i] == '/') {
+            size_t sl = i - seg;
+            if (sl == 0 || (sl == 1 && name[seg] == '.') ||
+                (sl == 2 && name[seg] == '.' && name[seg + 1] == '.')) {
+                return 0;
+            }
+            seg = i + 1;
+        } else if (!name_char_ok(name[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * A prefix is a plain string filter and may end mid-segment or with '/';
+ * its complete segments name the directory a listing starts from, so they
+ * follow the name rules (no climbing out of the root).
+ */
+static int
+prefix_valid(const char *prefix)
+{
+    size_t len = strlen(prefix), i, seg = 0;
+
+    if (len > COS_NAME_MAX) {
+        return 0;
+    }
+    for (i = 0; i < len; i++) {
+        if (prefix[i] == '/') {
+            size_t sl = i - seg;
+            if (sl == 0 || (sl == 1 && prefix[seg] == '.') ||
+                (sl == 2 && prefix[seg] == '.' && prefix[seg + 1] == '.')) {
+                return 0;
+            }
+            seg = i + 1;
+        } else if (!name_char_ok(prefix[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- fs backend ---- */
+
+struct fs_state {
+    char *root;
+};
+
+static atomic_uint fs_tmp_counter;
+
+static int
+mkdir_p(const char *path)
+{
+    char buf[PATH_MAX];
+    size_t len = strlen(path), i;
+
+    if (len == 0 || len >= sizeof(buf)) {
+        return -ENAMETOOLONG;
+    }
+    memcpy(buf, path, len + 1);
+    for (i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') {
+            continue;
+        }
+        buf[i] = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+            return -errno;
+        }
+        buf[i] = path[i];
+    }
+    return 0;
+}
+
+static int
+fsync_dir(const char *dir)
+{
+    int fd, ret = 0;
+
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        return -errno;
+    }
+    if (fsync(fd) != 0) {
+        ret = -errno;
+    }
+    close(fd);
+    return ret;
+}
+
+static int
+fs_open(const char *url, void **state)
+{
+    struct fs_state *fs;
+    const char *dir = url;
+    int ret;
+
+    if (strncmp(url, "fs:", 3) == 0) {
+        dir = url + 3;
+        /* tolerate "fs:///abs" as well as "fs:/abs" */
+        if (strncmp(dir, "//", 2) == 0) {
+            dir += 2;
+        }
+    }
+    if (dir[0] == '\0') {
+        return CM_E_BADARG;
+    }
+    ret = mkdir_p(dir);
+    if (ret != 0) {
+        CM_ERROR("cos: cannot create dir=%s err=%s", dir, cm_errname(ret));
+        return ret;
+    }
+    fs = cm_calloc(1, sizeof(*fs));
+    fs->root = cm_strdup(dir);
+    /* Strip trailing slashes so joined paths stay canonical. */
+    for (size_t n = strlen(fs->root); n > 1 && fs->root[n - 1] == '/'; n--) {
+        fs->root[n - 1] = '\0';
+    }
+    *state = fs;
+    return 0;
+}
+
+static void
+fs_close(void *state)
+{
+    struct fs_state *fs = state;
+
+    free(fs->root);
+    free(fs);
+}
+
+static int
+fs_path(const struct fs_state *fs, const char *name, char *buf, size_t cap)
+{
+    int n = snprintf(buf, cap, "%s/%s", fs->root, name);
+
+    return (n < 0 || (size_t)n >= cap) ? -ENAMETOOLONG : 0;
+}
+
+static int
+write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    ssize_t w;
+
+    while (len > 0) {
+        w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -errno;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+static int
+fs_put(void *state, const char *name, const void *data, size_t len)
+{
+    struct fs_state *fs = state;
+    char path[PATH_MAX], tmp[PATH_MAX], dir[PATH_MAX];
+    char *slash;
+    int fd = -1, ret, n;
+
+    ret = fs_path(fs, name, path, sizeof(path));
+    if (ret != 0) {
+        return ret;
+    }
+    memcpy(dir, path, strlen(path) + 1);
+    slash = strrchr(dir, '/');
+    *slash = '\0';
+    n = snprintf(tmp, sizeof(tmp), "%s/#tmp.%d.%u", dir, (int)getpid(),
+                 atomic_fetch_add(&fs_tmp_counter, 1));
+    if (n < 0 || (size_t)n >= sizeof(tmp)) {
+        return -ENAMETOOLONG;
+    }
+    if (slash != dir + strlen(fs->root)) {
+        ret = mkdir_p(dir);
+        if (ret != 0) {
+            goto out;
+        }
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        ret = -errno;
+        goto out;
+    }
+    ret = write_all(fd, data, len);
+    if (ret == 0 && fsync(fd) != 0) {
+        ret = -errno;
+    }
+    if (close(fd) != 0 && ret == 0) {
+        ret = -errno;
+    }
+    fd = -1;
+    if (ret != 0) {
+        unlink(tmp);
+        goto out;
+    }
+    if (rename(tmp, path) != 0) {
+        ret = -errno;
+        unlink(tmp);
+        goto out;
+    }
+    ret = fsync_dir(dir);
+out:
+    if (ret != 0) {
+        CM_WARN("cos: put failed name=%s err=%s", name, cm_errname(ret));
+    }
+    return ret;
+}
+
+static int
+fs_get(void *state, const char *name, void **data, size_t *len)
+{
+    struct fs_state *fs = state;
+    char path[PATH_MAX];
+    struct stat st;
+    char *buf = NULL;
+    size_t off = 0;
+    ssize_t r;
+    int fd = -1, ret;
+
+    ret = fs_path(fs, name, path, sizeof(path));
+    if (ret != 0) {
+        return ret;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        ret = (errno == ENOENT || errno == ENOTDIR) ? CM_E_NOTFOUND : -errno;
+        goto out;
+    }
+    if (fstat(fd, &st) != 0) {
+        ret = -errno;
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ret = CM_E_NOTFOUND;
+        goto out;
+    }
+    buf = cm_malloc((size_t)st.st_size + 1);
+    while (off < (size_t)st.st_size) {
+        r = read(fd, buf + off, (size_t)st.st_size - off);
+        if (r < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            ret = -errno;
+            goto out;
+        }
+        if (r == 0) {
+            break; /* the file shrank; objects are replaced, not truncated */
+        }
+        off += (size_t)r;
+    }
+    buf[off] = '\0';
+    *data = buf;
+    *len = off;
+    buf = NULL;
+out:
+    if (fd >= 0) {
+        close(fd);
+    }
+    free(buf);
+    return ret;
+}
+
+static int
+fs_del(void *state, const char *name)
+{
+    struct fs_state *fs = state;
+    char path[PATH_MAX];
+    int ret;
+
+    ret = fs_path(fs, name, path, sizeof(path));
+    if (ret != 0) {
+        return ret;
+    }
+    if (unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR) {
+        return -errno;
+    }
+    return 0;
+}
+
+struct fs_walk {
+    const struct fs_state *fs;
+    const char *prefix;
+    size_t plen;
+    int (*cb)(void *arg, const char *name);
+    void *arg;
+};
+
+/* rel: the name of dir relative to the root ("" for the root itself). */
+static int
+fs_walk_dir(struct fs_walk *w, const char *rel)
+{
+    char path[PATH_MAX], child[COS_NAME_MAX + 2];
+    struct dirent *de;
+    DIR *d;
+    int n, ret = 0;
+
+    n = snprintf(path, sizeof(path), "%s/%s", w->fs->root, rel);
+    if (n < 0 || (size_t)n >= sizeof(path)) {
+        return 0;
+    }
+    d = opendir(path);
+    if (d == NULL) {
+        return (errno == ENOENT || errno == ENOTDIR) ? 0 : -errno;
+    }
+    while ((de = readdir(d)) != NULL) {
+        size_t cl;
+        int is_dir;
+
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+            strchr(de->d_name, '#') != NULL) {
+            continue;
+        }
+        n = snprintf(child, sizeof(child), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+        if (n < 0 || (size_t)n > COS_NAME_MAX) {
+            continue;
+        }
+        cl = (size_t)n;
+        /* Only descend where the prefix can still match. */
+        if (strncmp(child, w->prefix, cl < w->plen ? cl : w->plen) != 0) {
+            continue;
+        }
+        if (de->d_type == DT_UNKNOWN || de->d_type == DT_LNK) {
+            struct stat st;
+            char full[PATH_MAX];
+            n = snprintf(full, sizeof(full), "%s/%s", w->fs->root, child);
+            if (n < 0 || (size_t)n >= sizeof(full) || stat(full, &st) != 0) {
+                continue;
+            }
+            is_dir = S_ISDIR(st.st_mode);
+        } else {
+            is_dir = de->d_type == DT_DIR;
+        }
+        if (is_dir) {
+            ret = fs_walk_dir(w, child);
+        } else if (cl >= w->plen && name_valid(child)) {
+            ret = w->cb(w->arg, child);
+        }
+        if (ret != 0) {
+            break;
+        }
+    }
+    closedir(d);
+    return ret;
+}
+
+static int
+fs_list(void *state, const char *prefix, int (*cb)(void *arg, const char *name), void *arg)
+{
+    struct fs_walk w = {state, prefix, strlen(prefix), cb, arg};
+    char start[COS_NAME_MAX + 1];
+    const char *slash = strrchr(prefix, '/');
+    size_t sl = slash != NULL ? (size_t)(slash - prefix) : 0;
+
+    /* Start at the deepest directory the prefix names completely. */
+    memcpy(start, prefix, sl);
+    start[sl] = '\0';
+    return fs_walk_dir(&w, start);
+}
+
+static const struct cos_ops fs_ops = {
+    .open = fs_open,
+    .close = fs_close,
+    .put = fs_put,
+    .get = fs_get,
+    .del = fs_del,
+    .list = fs_list,
+};
+
+/* ---- front end ---- */
+
+/* Backends recognized by url prefix; NULL ops = known but not built yet. */
+static const struct {
+    const char *prefix;
+    const struct cos_ops *ops;
+} cos_backends[] = {
+    {"s3://", NULL},
+    {"fs:", &fs_ops},
+};
+
+int
+cm_cos_open(const char *url, struct cm_cos **out)
+{
+    const struct cos_ops *ops = &fs_ops; /* a plain path is a directory */
+    struct cm_cos *cos;
+    void *state = NULL;
+    size_t i;
+    int ret;
+
+    *out = NULL;
+    if (url == NULL || url[0] == '\0') {
+        return CM_E_BADARG;
+    }
+    for (i = 0; i < sizeof(cos_backends) / sizeof(cos_backends[0]); i++) {
+        if (strncmp(url, cos_backends[i].prefix, strlen(cos_backends[i].prefix)) == 0) {
+            ops = cos_backends[i].ops;
+            break;
+        }
+    }
+    if (ops == NULL) {
+        CM_ERROR("cos: backend not supported url=%s", url);
+        return -ENOTSUP;
+    }
+    ret = ops->open(url, &state);
+    if (ret != 0) {
+        return ret;
+    }
+    cos = cm_calloc(1, sizeof(*cos));
+    cos->ops = ops;
+    cos->state = state;
+    *out = cos;
+    return 0;
+}
+
+void
+cm_cos_close(struct cm_cos *cos)
+{
+    if (cos == NULL) {
+        return;
+    }
+    cos->ops->close(cos->state);
+    free(cos);
+}
+
+int
+cm_cos_put(struct cm_cos *cos, const char *name, const void *data, size_t len)
+{
+    if (!name_valid(name)) {
+        return CM_E_BADARG;
+    }
+    return cos->ops->put(cos->state, name, data, len);
+}
+
+int
+cm_cos_get(struct cm_cos *cos, const char *name, void **data, size_t *len)
+{
+    *data = NULL;
+    *len = 0;
+    if (!name_valid(name)) {
+        return CM_E_BADARG;
+    }
+    return cos->ops->get(cos->state, name, data, len);
+}
+
+int
+cm_cos_delete(struct cm_cos *cos, const char *name)
+{
+    if (!name_valid(name)) {
+        return CM_E_BADARG;
+    }
+    return cos->ops->del(cos->state, name);
+}
+
+int
+cm_cos_list(struct cm_cos *cos, const char *prefix, int (*cb)(void *arg, const char *name),
+            void *arg)
+{
+    if (prefix == NULL) {
+        prefix = "";
+    }
+    if (!prefix_valid(prefix)) {
+        return CM_E_BADARG;
+    }
+    return cos->ops->list(cos->state, prefix, cb, arg);
+}

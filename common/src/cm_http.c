@@ -1,0 +1,577 @@
+/*
+ * cm_http.c - HTTP/1.1 server over libmicrohttpd (the only file that
+ * includes <microhttpd.h>).
+ *
+ *   MHD thread:  call 1 (headers)  -> headers() may answer early
+ *                call 2..n (body)  -> appended to r->body (bounded)
+ *                last call         -> request(): respond, or suspend
+ *   any thread:  cm_http_respond() -> stores the response, resumes
+ *   MHD thread:  call after resume -> queues the stored response
+ *
+ * Responses are always queued on a later call than the first: queueing on
+ * the first call makes libmicrohttpd 0.9.75 close the connection.
+ *
+ * The URL is left %-encoded (a no-op unescape callback) so callers see
+ * exactly what the client sent (a %00 or %2F in a key matters); query
+ * values are decoded here on demand.
+ *
+ * Invariant: r->lock guards resp/in_handler/suspend_wanted/suspended; a
+ * suspended request is never freed by MHD (it is not polled), so the thread
+ * that responds owns the only live reference until it resumes it.
+ */
+#include "cm_http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "cm_buf.h"
+#include "cm_config.h"
+#include "cm_err.h"
+#include "cm_log.h"
+
+struct cm_http_kv {
+    struct cm_http_kv *next;
+    char *name;
+    char *value;
+};
+
+struct cm_http_server {
+    struct MHD_Daemon *d;
+    struct cm_http_handlers h;
+    void *arg;
+    uint64_t max_body;
+    atomic_int suspended; /* requests waiting for a response from elsewhere */
+};
+
+struct cm_http_req {
+    struct cm_http_server *srv;
+    struct MHD_Connection *conn;
+    const char *method; /* borrowed from MHD for the request's life */
+    const char *path;
+    char *body;
+    size_t body_len, body_cap;
+    int dispatched;     /* request() has been called */
+    int early;          /* answered before the body was read */
+    void *user;
+    struct cm_http_kv *resp_headers;
+    struct cm_http_kv *query_cache; /* decoded query values handed out */
+
+    pthread_mutex_t lock;
+    struct MHD_Response *resp;
+    unsigned resp_status;
+    int in_handler;
+    int suspend_wanted;
+    int suspended;
+};
+
+static size_t
+http_unescape_none(void *cls, struct MHD_Connection *c, char *s)
+{
+    return strlen(s);
+}
+
+static void
+kv_free(struct cm_http_kv *kv)
+{
+    while (kv != NULL) {
+        struct cm_http_kv *next = kv->next;
+        free(kv->name);
+        free(kv->value);
+        free(kv);
+        kv = next;
+    }
+}
+
+static void
+req_free(struct cm_http_req *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    if (r->resp != NULL) {
+        MHD_destroy_response(r->resp);
+    }
+    kv_free(r->resp_headers);
+    kv_free(r->query_cache);
+    free(r->body);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+static void
+http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+               enum MHD_RequestTerminationCode toe)
+{
+    req_free(*con_cls);
+    *con_cls = NULL;
+}
+
+/* Strict decimal, no sign, no suffix. */
+static int
+parse_len(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (s == NULL || *s == '\0') {
+        return CM_E_BADARG;
+    }
+    for (; *s != '\0'; s++) {
+        if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10) {
+            return CM_E_BADARG;
+        }
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static void
+respond_error(struct cm_http_req *r, int status, const char *code, const char *msg)
+{
+    struct cm_buf b;
+    size_t len;
+    char *body;
+
+    cm_buf_init(&b);
+    cm_buf_printf(&b, "{\"error\":\"%s\",\"message\":\"%s\"}", code, msg);
+    body = cm_buf_take(&b, &len);
+    cm_http_respond(r, status, "application/json", body, len, CM_HTTP_FREE);
+}
+
+static enum MHD_Result
+queue_stored(struct cm_http_req *r)
+{
+    struct MHD_Response *resp;
+    unsigned status;
+    enum MHD_Result ret;
+
+    pthread_mutex_lock(&r->lock);
+    resp = r->resp;
+    status = r->resp_status;
+    r->resp = NULL;
+    pthread_mutex_unlock(&r->lock);
+    if (resp == NULL) {
+        return MHD_YES; /* woken without an answer: keep waiting */
+    }
+    ret = MHD_queue_response(r->conn, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static enum MHD_Result
+http_first_call(struct cm_http_server *s, struct MHD_Connection *c, const char *url,
+                const char *method, void **con_cls)
+{
+    struct cm_http_req *r;
+    uint64_t cl;
+
+    r = cm_calloc(1, sizeof(*r));
+    r->srv = s;
+    r->conn = c;
+    r->method = method;
+    r->path = url;
+    pthread_mutex_init(&r->lock, NULL);
+    *con_cls = r;
+
+    if (s->h.headers != NULL && s->h.headers(s->arg, r) != 0) {
+        r->early = 1;
+        return MHD_YES;
+    }
+    if (cm_http_content_length(r, &cl) == 0) {
+        if (cl > s->max_body) {
+            r->early = 1;
+            respond_error(r, 413, "too_large", "request body too large");
+            return MHD_YES;
+        }
+        if (cl > 0) {
+            r->body = malloc(cl);
+            if (r->body == NULL) {
+                r->early = 1;
+                respond_error(r, 503, "unavailable", "out of memory for the request body");
+                return MHD_YES;
+            }
+            r->body_cap = cl;
+        }
+    }
+    return MHD_YES;
+}
+
+static int
+body_append(struct cm_http_req *r, const char *data, size_t n)
+{
+    if (r->body_len + n > r->srv->max_body) {
+        return CM_E_TOOBIG;
+    }
+    if (r->body_len + n > r->body_cap) {
+        size_t cap = r->body_cap ? r->body_cap : 4096;
+
+        while (cap < r->body_len + n) {
+            cap *= 2;
+        }
+        r->body = cm_realloc(r->body, cap);
+        r->body_cap = cap;
+    }
+    memcpy(r->body + r->body_len, data, n);
+    r->body_len += n;
+    return 0;
+}
+
+static enum MHD_Result
+http_dispatch(struct cm_http_req *r)
+{
+    struct cm_http_server *s = r->srv;
+    int suspend = 0;
+
+    r->dispatched = 1;
+    pthread_mutex_lock(&r->lock);
+    r->in_handler = 1;
+    pthread_mutex_unlock(&r->lock);
+
+    s->h.request(s->arg, r);
+
+    pthread_mutex_lock(&r->lock);
+    r->in_handler = 0;
+    if (r->resp == NULL && r->suspend_wanted) {
+        r->suspended = 1;
+        atomic_fetch_add(&s->suspended, 1);
+        MHD_suspend_connection(r->conn);
+        suspend = 1;
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (suspend) {
+        return MHD_YES;
+    }
+    if (r->resp == NULL) {
+        CM_ERROR("http handler returned without an answer method=%s path=%s", r->method,
+                 r->path);
+        respond_error(r, 500, "internal", "no response");
+    }
+    return queue_stored(r);
+}
+
+static enum MHD_Result
+http_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+            const char *version, const char *upload_data, size_t *upload_data_size,
+            void **con_cls)
+{
+    struct cm_http_server *s = cls;
+    struct cm_http_req *r = *con_cls;
+
+    if (r == NULL) {
+        return http_first_call(s, c, url, method, con_cls);
+    }
+    if (r->early) {
+        /* Swallow a small body so the connection can be kept alive. */
+        if (*upload_data_size > 0 && r->body_len + *upload_data_size <= 65536) {
+            r->body_len += *upload_data_size;
+            *upload_data_size = 0;
+            return MHD_YES;
+        }
+        return queue_stored(r);
+    }
+    if (*upload_data_size > 0) {
+        if (body_append(r, upload_data, *upload_data_size) != 0) {
+            r->early = 1;
+            respond_error(r, 413, "too_large", "request body too large");
+            return queue_stored(r);
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (!r->dispatched) {
+        return http_dispatch(r);
+    }
+    return queue_stored(r); /* resumed */
+}
+
+int
+cm_http_start(const struct cm_http_cfg *cfg, const struct cm_http_handlers *h, void *arg,
+              struct cm_http_server **out)
+{
+    struct cm_http_server *s;
+    struct sockaddr_in sa;
+    char host[64];
+    uint16_t port;
+    unsigned threads = cfg->threads ? cfg->threads : 2;
+    int err;
+
+    err = cm_parse_addr(cfg->addr, host, sizeof(host), &port);
+    if (err != 0) {
+        return err;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+        return CM_E_BADARG;
+    }
+    s = cm_calloc(1, sizeof(*s));
+    s->h = *h;
+    s->arg = arg;
+    s->max_body = cfg->max_body;
+    atomic_init(&s->suspended, 0);
+    s->d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+            MHD_USE_TURBO,
+        0, NULL, NULL, http_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, 20000u,
+        MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s ? cfg->timeout_s : 60u,
+        MHD_OPTION_NOTIFY_COMPLETED, http_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
+        http_unescape_none, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)131072, MHD_OPTION_END);
+    if (s->d == NULL) {
+        err = errno ? -errno : -EADDRINUSE;
+        CM_ERROR("http listen failed addr=%s err=%s", cfg->addr, cm_strerror(err));
+        free(s);
+        return err;
+    }
+    *out = s;
+    return 0;
+}
+
+void
+cm_http_stop(struct cm_http_server *s)
+{
+    int i;
+
+    if (s == NULL) {
+        return;
+    }
+    MHD_quiesce_daemon(s->d);
+    /* Suspended requests must be answered before the daemon can stop. */
+    for (i = 0; i < 1000 && atomic_load(&s->suspended) > 0; i++) {
+        usleep(10000);
+    }
+    if (atomic_load(&s->suspended) > 0) {
+        CM_WARN("http stop with suspended requests n=%d", atomic_load(&s->suspended));
+    }
+    MHD_stop_daemon(s->d);
+    free(s);
+}
+
+const char *
+cm_http_method(const struct cm_http_req *r)
+{
+    return r->method;
+}
+
+const char *
+cm_http_path(const struct cm_http_req *r)
+{
+    return r->path;
+}
+
+static int
+hexval(char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+/* application/x-www-form-urlencoded value decoding; a bad escape is kept
+ * as is. A %00 ends the value (C strings). */
+static char *
+query_decode(const char *raw)
+{
+    char *out = cm_malloc(strlen(raw) + 1);
+    char *o = out;
+
+    for (const char *p = raw; *p != '\0'; p++) {
+        if (*p == '+') {
+            *o++ = ' ';
+        } else if (*p == '%' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
+            *o++ = (char)(hexval(p[1]) * 16 + hexval(p[2]));
+            p += 2;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+const char *
+cm_http_query(const struct cm_http_req *cr, const char *name)
+{
+    struct cm_http_req *r = (struct cm_http_req *)cr; /* caches decoded values */
+    struct cm_http_kv *kv;
+    const char *raw;
+    int present;
+
+    present = MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND, name,
+                                            strlen(name), &raw, NULL) == MHD_YES;
+    if (!present) {
+        return NULL;
+    }
+    kv = cm_calloc(1, sizeof(*kv));
+    kv->value = query_decode(raw != NULL ? raw : "");
+    pthread_mutex_lock(&r->lock);
+    kv->next = r->query_cache;
+    r->query_cache = kv;
+    pthread_mutex_unlock(&r->lock);
+    return kv->value;
+}
+
+const char *
+cm_http_header(const struct cm_http_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+int
+cm_http_content_length(const struct cm_http_req *r, uint64_t *len)
+{
+    const char *v = cm_http_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+    if (v == NULL || parse_len(v, len) != 0) {
+        return -ENOENT;
+    }
+    return 0;
+}
+
+const void *
+cm_http_body(const struct cm_http_req *r, size_t *len)
+{
+    *len = r->body_len;
+    return r->body;
+}
+
+void *
+cm_http_take_body(struct cm_http_req *r, size_t *len)
+{
+    void *b = r->body;
+
+    *len = r->body_len;
+    r->body = NULL;
+    r->body_len = 0;
+    r->body_cap = 0;
+    return b;
+}
+
+void
+cm_http_set_user(struct cm_http_req *r, void *user)
+{
+    r->user = user;
+}
+
+void *
+cm_http_user(const struct cm_http_req *r)
+{
+    return r->user;
+}
+
+void
+cm_http_add_header(struct cm_http_req *r, const char *name, const char *value)
+{
+    struct cm_http_kv *kv = cm_calloc(1, sizeof(*kv));
+
+    kv->name = cm_strdup(name);
+    kv->value = cm_strdup(value);
+    pthread_mutex_lock(&r->lock);
+    kv->next = r->resp_headers;
+    r->resp_headers = kv;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void
+cm_http_suspend(struct cm_http_req *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->suspend_wanted = 1;
+    pthread_mutex_unlock(&r->lock);
+}
+
+static void
+store_response(struct cm_http_req *r, int status, const char *content_type,
+               struct MHD_Response *resp)
+{
+    struct cm_http_kv *kv;
+    int resumed = 0;
+
+    if (content_type != NULL) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    }
+    pthread_mutex_lock(&r->lock);
+    for (kv = r->resp_headers; kv != NULL; kv = kv->next) {
+        MHD_add_response_header(resp, kv->name, kv->value);
+    }
+    if (r->resp != NULL) {
+        CM_ERROR("http second response dropped status=%d path=%s", status, r->path);
+        pthread_mutex_unlock(&r->lock);
+        MHD_destroy_response(resp);
+        return;
+    }
+    r->resp = resp;
+    r->resp_status = (unsigned)status;
+    if (r->suspended) {
+        r->suspended = 0;
+        resumed = 1;
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (resumed) {
+        /* Only this thread could resume r, and r can't be freed before it
+         * is resumed: take what we need first, then let MHD have it. */
+        struct cm_http_server *s = r->srv;
+
+        MHD_resume_connection(r->conn);
+        atomic_fetch_sub(&s->suspended, 1);
+    }
+}
+
+void
+cm_http_respond(struct cm_http_req *r, int status, const char *content_type, void *body,
+                size_t len, enum cm_http_mem mem)
+{
+    struct MHD_Response *resp;
+
+    switch (mem) {
+    case CM_HTTP_FREE:
+        resp = MHD_create_response_from_buffer_with_free_callback(len, body, free);
+        break;
+    case CM_HTTP_STATIC:
+        resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_PERSISTENT);
+        break;
+    case CM_HTTP_COPY:
+    default:
+        resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_COPY);
+        break;
+    }
+    if (resp == NULL) {
+        abort(); /* only on out-of-memory */
+    }
+    store_response(r, status, content_type, resp);
+}
+
+static ssize_t
+head_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    return MHD_CONTENT_READER_END_WITH_ERROR; /* never called for HEAD */
+}
+
+void
+cm_http_respond_head(struct cm_http_req *r, int status, const char *content_type, uint64_t len)
+{
+    struct MHD_Response *resp;
+
+    resp = MHD_create_response_from_callback(len, 4096, head_reader, NULL, NULL);
+    if (resp == NULL) {
+        abort();
+    }
+    store_response(r, status, content_type, resp);
+}

@@ -1,0 +1,30 @@
+/*
+ * ctl_api.h - the controller's HTTP face (private to controller/): the
+ * admin API of API.md, the internal API of docs/internal-api.md, /healthz
+ * and /metrics, on one listener.
+ *
+ *   client ──HTTP──▶ cm_http thread ──headers: auth (401 before the body)
+ *                                   └─request: route ──▶ ctl_state (write)
+ *                                                    └──▶ ctl_snapshot ─▶ JSON
+ *
+ * Threads: handlers run on the cm_http threads and answer synchronously;
+ * ctl_api_start/stop from the main thread.
+ */
+#ifndef CTL_API_H
+#define CTL_API_H
+
+struct ctl_api;
+struct ctl_state;
+
+struct ctl_api_cfg {
+    const char *listen; /* borrowed for the call */
+    unsigned threads;
+    const char *token; /* admin token, copied */
+};
+
+/* st is borrowed and must outlive the api. */
+int ctl_api_start(struct ctl_state *st, const struct ctl_api_cfg *cfg, struct ctl_api **out);
+/* Stops the listener (in-flight requests finish), frees. NULL is a no-op. */
+void ctl_api_stop(struct ctl_api *a);
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * ctl_model.h - the controller's records (tenants, nodes) and the checks
+ * every admin input passes (private to controller/).
+ *
+ * Plain data: no locks, no I/O. Validation is pure so the unit tests can
+ * drive it directly.
+ */
+#ifndef CTL_MODEL_H
+#define CTL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cm_ec.h"
+
+#define CTL_NAME_MAX 63        /* [a-z0-9][a-z0-9-]{0,62} */
+#define CTL_WEIGHT_MAX 10000.0 /* weights are finite, > 0, <= this */
+#define CTL_MAX_KEYS 4         /* key hashes kept per tenant */
+#define CTL_ADDR_MAX 128
+#define CTL_KEY_HEX 48 /* random hex chars after "sk_" */
+#define CTL_KEY_LEN (3 + CTL_KEY_HEX)
+
+struct ctl_tenant {
+    uint32_t id; /* 1, 2, ...; never reused */
+    char name[CTL_NAME_MAX + 1];
+    double weight;
+    int nkeys;
+    char key_hash[CTL_MAX_KEYS][65]; /* sha256 hex of each valid key */
+    int ec_k, ec_m;
+    uint64_t created_ms; /* wall clock */
+};
+
+/* What the controller persists about a node (liveness and load are not). */
+struct ctl_node {
+    uint32_t id;
+    char addr[CTL_ADDR_MAX];
+    char metrics_addr[CTL_ADDR_MAX];
+    uint64_t capacity_bytes;
+    uint64_t incarnation;
+};
+
+/* 1 if s (len bytes, may hold NULs) is a valid tenant name, else 0. */
+int ctl_valid_name(const char *s, size_t len);
+/* 1 if w is an acceptable weight: finite, > 0, <= CTL_WEIGHT_MAX. */
+int ctl_valid_weight(double w);
+/* 1 if (k, m) is an EC profile the data path supports. */
+int ctl_valid_ec(long k, long m);
+/* 1 if s is a plausible "host:port" node address (no spaces or quotes). */
+int ctl_valid_addr(const char *s, size_t len);
+
+/* Makes a new tenant key "sk_<48 hex>" (key: CTL_KEY_LEN + 1 bytes) and its
+ * hash (65 bytes). 0 or a negative code. */
+int ctl_key_new(char *key, char *hash);
+
+#endif

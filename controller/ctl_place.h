@@ -1,0 +1,33 @@
+/*
+ * ctl_place.h - static partition placement: rendezvous (highest random
+ * weight) hashing of (tenant, partition) over every registered node.
+ *
+ * A pure function: no state, no I/O, any thread. Adding a node moves a
+ * partition only when the new node outranks one of its current holders,
+ * so about width/N of the rows change; removing a node changes only the
+ * rows it was in. The PP policy (policies/) will replace this behind the
+ * same call.
+ */
+#ifndef CTL_PLACE_H
+#define CTL_PLACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CTL_PLACE_MAX_WIDTH 64
+
+/* The score of node for (tenant, partition): cm_hash64 over the three ids
+ * as 32-bit little-endian words, seed 0. Higher ranks first; ties by the
+ * lower node id. */
+uint64_t ctl_place_score(uint32_t tenant, uint32_t partition, uint32_t node);
+
+/*
+ * Writes to out the min(width, nnodes) best nodes of (tenant, partition),
+ * in preference order, and returns that count. nodes (borrowed, any order,
+ * distinct ids) and out must not overlap. width is capped at
+ * CTL_PLACE_MAX_WIDTH.
+ */
+size_t ctl_place_row(uint32_t tenant, uint32_t partition, const uint32_t *nodes, size_t nnodes,
+                     size_t width, uint32_t *out);
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * ctl_state.h - the controller's live state: tenants, nodes, epoch and the
+ * served rates derived from node heartbeats (private to controller/).
+ *
+ *   HTTP threads ──admin writes──▶ ctl_state ──synced txn──▶ ctl_store (LMDB)
+ *   HTTP threads ──heartbeats───▶    (one mutex)
+ *   main thread ──tick (liveness)─▶
+ *   HTTP threads ◀──snapshot (a copy; rendered outside the lock)
+ *
+ * Invariants: memory and disk change together under the mutex, disk first
+ * (a failed write leaves memory untouched); the epoch only grows, and
+ * every change that a gateway or node would act on (tenant set, weight,
+ * key, node set or address, node up/down) bumps it; tenant ids are never
+ * reused; tenant names are unique. Liveness and rates live in memory only:
+ * after a restart every node is down until it is heard from again.
+ *
+ * Threads: every function may be called from any thread. Time is passed
+ * in (monotonic ns for liveness and rates, wall ms for creation stamps).
+ */
+#ifndef CTL_STATE_H
+#define CTL_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl_model.h"
+
+struct ctl_state;
+struct ctl_store;
+
+struct ctl_state_cfg {
+    uint32_t partitions;
+    int ec_k, ec_m;           /* default EC profile of new tenants */
+    uint64_t node_timeout_ns; /* not heard from for longer: down */
+};
+
+/* One node's heartbeat, parsed. tenants borrowed for the call. */
+struct ctl_hb_tenant {
+    uint32_t id;
+    uint64_t requests, bytes; /* cumulative since the node started */
+    uint64_t queued;          /* waiting now */
+};
+
+struct ctl_hb {
+    struct ctl_node node;
+    uint64_t used_bytes, instances;
+    size_t ntenants;
+    const struct ctl_hb_tenant *tenants;
+};
+
+struct ctl_tenant_view {
+    struct ctl_tenant t;
+    double req_rate;  /* served requests/s, summed over up nodes */
+    double byte_rate; /* served bytes/s */
+    double queued;    /* requests waiting on up nodes */
+};
+
+struct ctl_node_view {
+    struct ctl_node n;
+    int up;
+    uint64_t used_bytes, instances;
+    double load;         /* served requests/s over all tenants */
+    double byte_load;    /* served bytes/s */
+    int64_t seen_ms_ago; /* -1: not heard from since the controller started */
+};
+
+/* A consistent copy of the state; arrays owned by the struct. */
+struct ctl_snapshot {
+    uint64_t epoch;
+    uint32_t partitions;
+    size_t ntenants;
+    struct ctl_tenant_view *tenants; /* id order */
+    size_t nnodes;
+    struct ctl_node_view *nodes; /* id order */
+};
+
+/* store is borrowed and must outlive the state. Loads it and bumps the
+ * epoch once (liveness was reset). */
+int ctl_state_create(struct ctl_store *store, const struct ctl_state_cfg *cfg,
+                     struct ctl_state **out);
+void ctl_state_destroy(struct ctl_state *st); /* NULL is a no-op */
+
+/*
+ * Tenant changes. name is borrowed and must already be valid
+ * (ctl_valid_name); weight valid (ctl_valid_weight). key receives the new
+ * plain key (CTL_KEY_LEN + 1 bytes), shown once and never stored. out, if
+ * not NULL, receives the tenant as stored. Errors: CM_E_EXISTS (name
+ * taken), CM_E_NOTFOUND, or a store error (nothing changed).
+ * ec_k <= 0 / ec_m < 0: the configured default.
+ */
+int ctl_state_tenant_create(struct ctl_state *st, const char *name, double weight, int ec_k,
+                            int ec_m, uint64_t now_wall_ms, char *key, struct ctl_tenant *out);
+int ctl_state_tenant_set_weight(struct ctl_state *st, const char *name, double weight,
+                                struct ctl_tenant *out);
+int ctl_state_tenant_rotate_key(struct ctl_state *st, const char *name, char *key,
+                                struct ctl_tenant *out);
+int ctl_state_tenant_delete(struct ctl_state *st, const char *name);
+
+/* Registers or refreshes a node and folds its counters into the rates. */
+int ctl_state_heartbeat(struct ctl_state *st, const struct ctl_hb *hb, uint64_t now_ns);
+/* Marks nodes not heard from within the timeout down (bumping the epoch). */
+void ctl_state_tick(struct ctl_state *st, uint64_t now_ns);
+
+/* Ticks, then copies. Free with ctl_snapshot_fini. */
+void ctl_state_snapshot(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *out);
+void ctl_snapshot_fini(struct ctl_snapshot *snap);
+/* The view of tenant name in snap (borrowed), or NULL. */
+const struct ctl_tenant_view *ctl_snapshot_tenant(const struct ctl_snapshot *snap,
+                                                  const char *name);
+
+#endif

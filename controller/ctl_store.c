@@ -1,0 +1,380 @@
+/*
+ * ctl_store.c - LMDB layout of the controller's state (see ctl_store.h).
+ * Records are JSON so that a field can be added without a migration;
+ * unknown fields are ignored on load, missing optional ones defaulted.
+ */
+#include "ctl_store.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_buf.h"
+#include "cm_err.h"
+#include "cm_kv.h"
+#include "cm_log.h"
+
+enum { T_META, T_TENANTS, T_NODES, T_COUNT };
+
+static const char *const table_names[T_COUNT] = {"meta", "tenants", "nodes"};
+
+#define META_EPOCH "epoch"
+#define META_NEXT_ID "next_tenant_id"
+#define META_PARTITIONS "partitions"
+
+struct ctl_store {
+    struct cm_kv *kv;
+};
+
+int
+ctl_store_open(const char *dir, struct ctl_store **out)
+{
+    struct ctl_store *s = cm_calloc(1, sizeof(*s));
+    int rc = cm_kv_open(dir, 0, table_names, T_COUNT, 0, &s->kv);
+
+    if (rc < 0) {
+        CM_ERROR("store open failed dir=%s err=%s", dir, cm_strerror(rc));
+        free(s);
+        s = NULL;
+    }
+    *out = s;
+    return rc;
+}
+
+void
+ctl_store_close(struct ctl_store *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    cm_kv_close(s->kv);
+    free(s);
+}
+
+static void
+id_key(uint32_t id, unsigned char k[4])
+{
+    k[0] = (unsigned char)(id >> 24);
+    k[1] = (unsigned char)(id >> 16);
+    k[2] = (unsigned char)(id >> 8);
+    k[3] = (unsigned char)id;
+}
+
+static int
+put_u64(struct cm_kv_txn *txn, const char *name, uint64_t v)
+{
+    unsigned char b[8];
+
+    for (int i = 0; i < 8; i++) {
+        b[i] = (unsigned char)(v >> (8 * i));
+    }
+    return cm_kv_put(txn, T_META, name, strlen(name), b, sizeof(b));
+}
+
+/* 0 with *v, or 0 leaving *v alone when absent; CM_E_CONFIG if malformed. */
+static int
+get_u64(struct cm_kv_txn *txn, const char *name, uint64_t *v)
+{
+    const void *val;
+    size_t vlen;
+    int rc = cm_kv_get(txn, T_META, name, strlen(name), &val, &vlen);
+
+    if (rc == CM_E_NOTFOUND) {
+        return 0;
+    }
+    if (rc < 0) {
+        return rc;
+    }
+    if (vlen != 8) {
+        return CM_E_CONFIG;
+    }
+    *v = 0;
+    for (int i = 0; i < 8; i++) {
+        *v |= (uint64_t)((const unsigned char *)val)[i] << (8 * i);
+    }
+    return 0;
+}
+
+static int
+put_json(struct cm_kv_txn *txn, int table, uint32_t id, json_t *j)
+{
+    unsigned char k[4];
+    char *text = json_dumps(j, JSON_COMPACT);
+    int rc;
+
+    if (text == NULL) {
+        return -ENOMEM;
+    }
+    id_key(id, k);
+    rc = cm_kv_put(txn, table, k, sizeof(k), text, strlen(text));
+    free(text);
+    return rc;
+}
+
+static json_t *
+tenant_to_json(const struct ctl_tenant *t)
+{
+    json_t *hashes = json_array();
+
+    for (int i = 0; i < t->nkeys; i++) {
+        json_array_append_new(hashes, json_string(t->key_hash[i]));
+    }
+    return json_pack("{s:s, s:f, s:o, s:i, s:i, s:I}", "name", t->name, "weight", t->weight,
+                     "key_hashes", hashes, "ec_k", t->ec_k, "ec_m", t->ec_m, "created_ms",
+                     (json_int_t)t->created_ms);
+}
+
+static int
+tenant_from_json(uint32_t id, const char *text, size_t len, struct ctl_tenant *t)
+{
+    json_t *j = json_loadb(text, len, 0, NULL);
+    json_t *name, *hashes, *h;
+    size_t i;
+    int rc = CM_E_CONFIG;
+
+    memset(t, 0, sizeof(*t));
+    t->id = id;
+    if (!json_is_object(j)) {
+        goto out;
+    }
+    name = json_object_get(j, "name");
+    if (!json_is_string(name) ||
+        !ctl_valid_name(json_string_value(name), json_string_length(name))) {
+        goto out;
+    }
+    memcpy(t->name, json_string_value(name), json_string_length(name));
+    t->weight = json_number_value(json_object_get(j, "weight"));
+    t->ec_k = (int)json_integer_value(json_object_get(j, "ec_k"));
+    t->ec_m = (int)json_integer_value(json_object_get(j, "ec_m"));
+    t->created_ms = (uint64_t)json_integer_value(json_object_get(j, "created_ms"));
+    if (!ctl_valid_weight(t->weight) || !ctl_valid_ec(t->ec_k, t->ec_m)) {
+        goto out;
+    }
+    hashes = json_object_get(j, "key_hashes");
+    json_array_foreach(hashes, i, h)
+    {
+        if (t->nkeys == CTL_MAX_KEYS || !json_is_string(h) || json_string_length(h) != 64) {
+            goto out;
+        }
+        memcpy(t->key_hash[t->nkeys++], json_string_value(h), 65);
+    }
+    rc = 0;
+out:
+    json_decref(j);
+    return rc;
+}
+
+static json_t *
+node_to_json(const struct ctl_node *n)
+{
+    return json_pack("{s:s, s:s, s:I, s:I}", "addr", n->addr, "metrics_addr", n->metrics_addr,
+                     "capacity_bytes", (json_int_t)n->capacity_bytes, "incarnation",
+                     (json_int_t)n->incarnation);
+}
+
+static int
+node_from_json(uint32_t id, const char *text, size_t len, struct ctl_node *n)
+{
+    json_t *j = json_loadb(text, len, 0, NULL);
+    const char *addr, *maddr;
+    int rc = CM_E_CONFIG;
+
+    memset(n, 0, sizeof(*n));
+    n->id = id;
+    if (!json_is_object(j)) {
+        goto out;
+    }
+    addr = json_string_value(json_object_get(j, "addr"));
+    maddr = json_string_value(json_object_get(j, "metrics_addr"));
+    if (addr == NULL || strlen(addr) >= sizeof(n->addr)) {
+        goto out;
+    }
+    strcpy(n->addr, addr);
+    if (maddr != NULL && strlen(maddr) < sizeof(n->metrics_addr)) {
+        strcpy(n->metrics_addr, maddr);
+    }
+    n->capacity_bytes = (uint64_t)json_integer_value(json_object_get(j, "capacity_bytes"));
+    n->incarnation = (uint64_t)json_integer_value(json_object_get(j, "incarnation"));
+    rc = 0;
+out:
+    json_decref(j);
+    return rc;
+}
+
+static uint32_t
+key_id(const void *key, size_t klen)
+{
+    const unsigned char *k = key;
+
+    if (klen != 4) {
+        return 0;
+    }
+    return (uint32_t)k[0] << 24 | (uint32_t)k[1] << 16 | (uint32_t)k[2] << 8 | k[3];
+}
+
+static int
+load_tenant_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct ctl_store_state *st = arg;
+    uint32_t id = key_id(key, klen);
+    struct ctl_tenant t;
+
+    if (id == 0 || tenant_from_json(id, val, vlen, &t) < 0) {
+        CM_ERROR("store bad tenant record id=%u", id);
+        return CM_E_CONFIG;
+    }
+    st->tenants = cm_realloc(st->tenants, (st->ntenants + 1) * sizeof(t));
+    st->tenants[st->ntenants++] = t;
+    return 0;
+}
+
+static int
+load_node_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct ctl_store_state *st = arg;
+    struct ctl_node n;
+
+    if (klen != 4 || node_from_json(key_id(key, klen), val, vlen, &n) < 0) {
+        CM_ERROR("store bad node record");
+        return CM_E_CONFIG;
+    }
+    st->nodes = cm_realloc(st->nodes, (st->nnodes + 1) * sizeof(n));
+    st->nodes[st->nnodes++] = n;
+    return 0;
+}
+
+int
+ctl_store_load(struct ctl_store *s, struct ctl_store_state *st)
+{
+    struct cm_kv_txn *txn = NULL;
+    uint64_t next = 1, parts = 0;
+    int rc;
+
+    memset(st, 0, sizeof(*st));
+    rc = cm_kv_begin(s->kv, 0, &txn);
+    if (rc < 0) {
+        goto out;
+    }
+    if ((rc = get_u64(txn, META_EPOCH, &st->epoch)) < 0 ||
+        (rc = get_u64(txn, META_NEXT_ID, &next)) < 0 ||
+        (rc = get_u64(txn, META_PARTITIONS, &parts)) < 0) {
+        goto out;
+    }
+    if (next == 0 || next > UINT32_MAX || parts > UINT32_MAX) {
+        rc = CM_E_CONFIG;
+        goto out;
+    }
+    st->next_tenant_id = (uint32_t)next;
+    st->partitions = (uint32_t)parts;
+    rc = cm_kv_scan(txn, T_TENANTS, NULL, 0, load_tenant_cb, st);
+    if (rc < 0) {
+        goto out;
+    }
+    rc = cm_kv_scan(txn, T_NODES, NULL, 0, load_node_cb, st);
+out:
+    cm_kv_abort(txn);
+    if (rc < 0) {
+        ctl_store_state_fini(st);
+    }
+    return rc;
+}
+
+void
+ctl_store_state_fini(struct ctl_store_state *st)
+{
+    free(st->tenants);
+    free(st->nodes);
+    memset(st, 0, sizeof(*st));
+}
+
+/* Commits txn when rc is 0, aborts otherwise; returns the outcome. */
+static int
+finish(struct cm_kv_txn *txn, int rc, const char *what)
+{
+    if (rc < 0) {
+        cm_kv_abort(txn);
+    } else {
+        rc = cm_kv_commit(txn);
+    }
+    if (rc < 0) {
+        CM_ERROR("store write failed op=%s err=%s", what, cm_strerror(rc));
+    }
+    return rc;
+}
+
+int
+ctl_store_put_tenant(struct ctl_store *s, const struct ctl_tenant *t, uint64_t epoch,
+                     uint32_t next_tenant_id)
+{
+    struct cm_kv_txn *txn;
+    json_t *j;
+    int rc = cm_kv_begin(s->kv, 1, &txn);
+
+    if (rc < 0) {
+        return rc;
+    }
+    j = tenant_to_json(t);
+    rc = j == NULL ? -ENOMEM : put_json(txn, T_TENANTS, t->id, j);
+    json_decref(j);
+    if (rc == 0) {
+        rc = put_u64(txn, META_EPOCH, epoch);
+    }
+    if (rc == 0) {
+        rc = put_u64(txn, META_NEXT_ID, next_tenant_id);
+    }
+    return finish(txn, rc, "put_tenant");
+}
+
+int
+ctl_store_del_tenant(struct ctl_store *s, uint32_t id, uint64_t epoch)
+{
+    struct cm_kv_txn *txn;
+    unsigned char k[4];
+    int rc = cm_kv_begin(s->kv, 1, &txn);
+
+    if (rc < 0) {
+        return rc;
+    }
+    id_key(id, k);
+    rc = cm_kv_del(txn, T_TENANTS, k, sizeof(k));
+    if (rc == 0) {
+        rc = put_u64(txn, META_EPOCH, epoch);
+    }
+    return finish(txn, rc, "del_tenant");
+}
+
+int
+ctl_store_put_node(struct ctl_store *s, const struct ctl_node *n, uint64_t epoch)
+{
+    struct cm_kv_txn *txn;
+    json_t *j;
+    int rc = cm_kv_begin(s->kv, 1, &txn);
+
+    if (rc < 0) {
+        return rc;
+    }
+    j = node_to_json(n);
+    rc = j == NULL ? -ENOMEM : put_json(txn, T_NODES, n->id, j);
+    json_decref(j);
+    if (rc == 0) {
+        rc = put_u64(txn, META_EPOCH, epoch);
+    }
+    return finish(txn, rc, "put_node");
+}
+
+int
+ctl_store_put_meta(struct ctl_store *s, uint64_t epoch, uint32_t partitions)
+{
+    struct cm_kv_txn *txn;
+    int rc = cm_kv_begin(s->kv, 1, &txn);
+
+    if (rc < 0) {
+        return rc;
+    }
+    rc = put_u64(txn, META_EPOCH, epoch);
+    if (rc == 0) {
+        rc = put_u64(txn, META_PARTITIONS, partitions);
+    }
+    return finish(txn, rc, "put_meta");
+}

@@ -1,0 +1,673 @@
+/*
+ * shoalctl.c - the admin CLI: one HTTP call to the controller's admin API
+ * per command, its answer as an aligned table (or the API's JSON with
+ * --json).
+ *
+ *   shoalctl [--controller URL] [--token-file F] [--json] COMMAND
+ *
+ * Exit codes: 0 ok, 1 the controller refused (its message on stderr),
+ * 2 usage error, 3 controller unreachable. Options may appear anywhere on
+ * the line; "--" ends them (for a name starting with '-').
+ *
+ * Single-threaded; links only common (cm_httpc over libcurl) and jansson.
+ */
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_buf.h"
+#include "cm_config.h"
+#include "cm_err.h"
+#include "cm_httpc.h"
+#include "cm_token.h"
+
+#define EXIT_REFUSED 1
+#define EXIT_USAGE 2
+#define EXIT_UNREACHABLE 3
+#define TIMEOUT_MS 10000
+#define MAX_ARGS 8
+
+static const char usage_text[] =
+    "usage: shoalctl [--controller URL] [--token-file F] [--json] COMMAND\n"
+    "\n"
+    "commands:\n"
+    "  tenant create NAME [--weight W]   create a tenant; prints its key once\n"
+    "  tenant list                       list tenants\n"
+    "  tenant show NAME                  a tenant with its live figures\n"
+    "  tenant set-weight NAME W          change a tenant's weight\n"
+    "  tenant rotate-key NAME            new key; the old one stops working\n"
+    "  tenant delete NAME                delete a tenant and (in the background) its objects\n"
+    "  node list                         storage nodes: address, state, capacity, load\n"
+    "  placement show                    partition map with its epoch\n"
+    "  fairness                          per-tenant weight, demand, share, served; MMR\n"
+    "\n"
+    "options:\n"
+    "  --controller URL   controller address (env SHOAL_CONTROLLER,\n"
+    "                     default http://127.0.0.1:9400)\n"
+    "  --token-file F     admin token file (env SHOAL_ADMIN_TOKEN_FILE)\n"
+    "  --json             print the API's JSON instead of a table\n"
+    "  --weight W         weight for tenant create (default 1)\n"
+    "  --help, --version\n"
+    "\n"
+    "exit codes: 0 ok, 1 controller refused, 2 usage error, 3 controller unreachable\n";
+
+struct cli {
+    const char *url;
+    const char *token_file;
+    int json;
+    const char *weight; /* --weight, for tenant create */
+    int nargs;
+    const char *args[MAX_ARGS];
+    char token[512];
+    int have_token;
+};
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int
+usage_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("shoalctl: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs(" (see shoalctl --help)\n", stderr);
+    return EXIT_USAGE;
+}
+
+/* ---- tables ---- */
+
+#define TABLE_MAX_COLS 10
+
+struct table {
+    int ncols;
+    size_t nrows; /* row 0 is the header */
+    char **cells; /* nrows * ncols, malloc'd strings */
+};
+
+static void
+table_row(struct table *t, ...)
+{
+    va_list ap;
+
+    t->cells = cm_realloc(t->cells, (t->nrows + 1) * (size_t)t->ncols * sizeof(char *));
+    va_start(ap, t);
+    for (int c = 0; c < t->ncols; c++) {
+        const char *s = va_arg(ap, const char *);
+
+        t->cells[t->nrows * (size_t)t->ncols + (size_t)c] = cm_strdup(s != NULL ? s : "-");
+    }
+    va_end(ap);
+    t->nrows++;
+}
+
+static void
+table_print(struct table *t)
+{
+    size_t w[TABLE_MAX_COLS] = {0};
+
+    for (size_t r = 0; r < t->nrows; r++) {
+        for (int c = 0; c < t->ncols; c++) {
+            size_t l = strlen(t->cells[r * (size_t)t->ncols + (size_t)c]);
+
+            w[c] = l > w[c] ? l : w[c];
+        }
+    }
+    for (size_t r = 0; r < t->nrows; r++) {
+        for (int c = 0; c < t->ncols; c++) {
+            const char *s = t->cells[r * (size_t)t->ncols + (size_t)c];
+
+            if (c == t->ncols - 1) {
+                printf("%s\n", s);
+            } else {
+                printf("%-*s  ", (int)w[c], s);
+            }
+        }
+    }
+    for (size_t i = 0; i < t->nrows * (size_t)t->ncols; i++) {
+        free(t->cells[i]);
+    }
+    free(t->cells);
+    t->cells = NULL;
+    t->nrows = 0;
+}
+
+/* ---- formatting helpers (each returns a static buffer from a ring) ---- */
+
+static char *
+ring(void)
+{
+    static char bufs[16][64];
+    static int next;
+
+    next = (next + 1) % 16;
+    return bufs[next];
+}
+
+static const char *
+fmt_num(json_t *o, const char *key, int prec)
+{
+    json_t *v = json_object_get(o, key);
+    char *b = ring();
+
+    if (json_is_integer(v)) {
+        snprintf(b, 64, "%lld", (long long)json_integer_value(v));
+    } else if (json_is_real(v)) {
+        if (prec < 0) {
+            snprintf(b, 64, "%g", json_real_value(v));
+        } else {
+            snprintf(b, 64, "%.*f", prec, json_real_value(v));
+        }
+    } else {
+        snprintf(b, 64, "-");
+    }
+    return b;
+}
+
+static const char *
+fmt_str(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+
+    return s != NULL && s[0] != '\0' ? s : "-";
+}
+
+static const char *
+fmt_bytes(json_t *o, const char *key)
+{
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    json_t *v = json_object_get(o, key);
+    double x = json_number_value(v);
+    int u = 0;
+    char *b = ring();
+
+    if (!json_is_number(v)) {
+        return "-";
+    }
+    while (x >= 1024 && u < 5) {
+        x /= 1024;
+        u++;
+    }
+    snprintf(b, 64, u == 0 ? "%.0f%s" : "%.1f%s", x, units[u]);
+    return b;
+}
+
+static const char *
+fmt_pct(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    char *b = ring();
+
+    if (!json_is_number(v)) {
+        return "-";
+    }
+    snprintf(b, 64, "%.1f%%", 100.0 * json_number_value(v));
+    return b;
+}
+
+/* ---- HTTP ---- */
+
+static void
+append_escaped(struct cm_buf *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~') {
+            cm_buf_append(b, s, 1);
+        } else {
+            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+
+            cm_buf_append(b, e, 3);
+        }
+    }
+}
+
+/*
+ * Calls the API. path_fmt's single %s (if any) is name, percent-encoded.
+ * On success (2xx) returns 0 with *out the parsed body (NULL if empty);
+ * otherwise prints the reason and returns the exit code.
+ */
+static int
+call_api(struct cli *cli, const char *method, const char *path, const char *name, json_t *body,
+         json_t **out)
+{
+    struct cm_buf url;
+    struct cm_httpc_resp resp = {0};
+    char *text = NULL;
+    const char *pct;
+    int rc, code = 0;
+
+    *out = NULL;
+    cm_buf_init(&url);
+    cm_buf_printf(&url, "%s", cli->url);
+    pct = strstr(path, "%s");
+    if (pct != NULL) {
+        cm_buf_append(&url, path, (size_t)(pct - path));
+        append_escaped(&url, name);
+        cm_buf_printf(&url, "%s", pct + 2);
+    } else {
+        cm_buf_printf(&url, "%s", path);
+    }
+    if (body != NULL) {
+        text = json_dumps(body, JSON_COMPACT);
+    }
+    rc = cm_httpc_request(method, url.p, cli->have_token ? cli->token : NULL, text, TIMEOUT_MS,
+                          &resp);
+    if (rc < 0) {
+        fprintf(stderr, "shoalctl: controller unreachable at %s: %s\n", cli->url, cm_strerror(rc));
+        code = EXIT_UNREACHABLE;
+        goto out;
+    }
+    if (resp.status < 200 || resp.status > 299) {
+        json_t *e = resp.body != NULL ? json_loads(resp.body, 0, NULL) : NULL;
+        const char *msg = json_string_value(json_object_get(e, "message"));
+        const char *err = json_string_value(json_object_get(e, "error"));
+
+        fprintf(stderr, "shoalctl: controller refused (%d %s): %s\n", resp.status,
+                err != NULL ? err : "error", msg != NULL ? msg : "no message");
+        if (resp.status == 401) {
+            fprintf(stderr, "shoalctl: hint: pass --token-file or set "
+                            "SHOAL_ADMIN_TOKEN_FILE\n");
+        }
+        json_decref(e);
+        code = EXIT_REFUSED;
+        goto out;
+    }
+    if (resp.body != NULL && resp.len > 0) {
+        *out = json_loads(resp.body, 0, NULL);
+        if (*out == NULL) {
+            fprintf(stderr, "shoalctl: controller sent a body that is not JSON\n");
+            code = EXIT_REFUSED;
+        }
+    }
+out:
+    free(text);
+    json_decref(body);
+    cm_httpc_resp_fini(&resp);
+    cm_buf_fini(&url);
+    return code;
+}
+
+static void
+print_json(json_t *j)
+{
+    char *s;
+
+    if (j == NULL) {
+        return;
+    }
+    s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (s != NULL) {
+        printf("%s\n", s);
+        free(s);
+    }
+}
+
+/* ---- commands ---- */
+
+static int
+parse_weight(const char *s, double *w)
+{
+    if (cm_parse_double(s, w) < 0) {
+        return usage_error("weight must be a number, got '%s'", s);
+    }
+    return 0;
+}
+
+static void
+show_tenant(json_t *j)
+{
+    struct table t = {2, 0, NULL};
+
+    table_row(&t, "FIELD", "VALUE");
+    table_row(&t, "name", fmt_str(j, "name"));
+    table_row(&t, "id", fmt_num(j, "id", -1));
+    table_row(&t, "weight", fmt_num(j, "weight", -1));
+    if (json_object_get(j, "ec_k") != NULL) {
+        char *ec = ring();
+
+        snprintf(ec, 64, "%s+%s", fmt_num(j, "ec_k", -1), fmt_num(j, "ec_m", -1));
+        table_row(&t, "ec (k+m)", ec);
+    }
+    if (json_object_get(j, "served_requests_per_second") != NULL) {
+        table_row(&t, "served req/s", fmt_num(j, "served_requests_per_second", 1));
+        table_row(&t, "served bytes/s", fmt_num(j, "served_bytes_per_second", 0));
+        table_row(&t, "queued", fmt_num(j, "queued", 0));
+        table_row(&t, "demand req/s", fmt_num(j, "demand", 1));
+        table_row(&t, "share", fmt_pct(j, "allocation"));
+    }
+    table_print(&t);
+}
+
+static int
+cmd_tenant(struct cli *cli)
+{
+    const char *sub = cli->nargs > 1 ? cli->args[1] : NULL;
+    json_t *j = NULL;
+    double w = 1.0;
+    int code;
+
+    if (sub == NULL) {
+        return usage_error("tenant: missing subcommand");
+    }
+    if (cli->weight != NULL && strcmp(sub, "create") != 0) {
+        return usage_error("--weight only applies to tenant create");
+    }
+    if (strcmp(sub, "list") == 0) {
+        if (cli->nargs != 2) {
+            return usage_error("usage: tenant list");
+        }
+        code = call_api(cli, "GET", "/v1/tenants", NULL, NULL, &j);
+        if (code == 0 && cli->json) {
+            print_json(j);
+        } else if (code == 0) {
+            struct table t = {3, 0, NULL};
+            size_t i;
+            json_t *e;
+
+            table_row(&t, "NAME", "ID", "WEIGHT");
+            json_array_foreach(json_object_get(j, "tenants"), i, e)
+            {
+                table_row(&t, fmt_str(e, "name"), fmt_num(e, "id", -1), fmt_num(e, "weight", -1));
+            }
+            table_print(&t);
+        }
+        goto out;
+    }
+    if (cli->nargs < 3) {
+        return usage_error("tenant %s: missing NAME", sub);
+    }
+    if (strcmp(sub, "create") == 0) {
+        if (cli->nargs != 3) {
+            return usage_error("usage: tenant create NAME [--weight W]");
+        }
+        if (cli->weight != NULL && (code = parse_weight(cli->weight, &w)) != 0) {
+            return code;
+        }
+        code = call_api(cli, "POST", "/v1/tenants", NULL,
+                        json_pack("{s:s, s:f}", "name", cli->args[2], "weight", w), &j);
+        if (code == 0 && cli->json) {
+            print_json(j);
+        } else if (code == 0) {
+            printf("created tenant %s (id %s, weight %s)\n", fmt_str(j, "name"),
+                   fmt_num(j, "id", -1), fmt_num(j, "weight", -1));
+            printf("key: %s\n", fmt_str(j, "key"));
+            printf("save this key now: it is shown only once\n");
+        }
+    } else if (strcmp(sub, "show") == 0 && cli->nargs == 3) {
+        code = call_api(cli, "GET", "/v1/tenants/%s", cli->args[2], NULL, &j);
+        if (code == 0) {
+            if (cli->json) {
+                print_json(j);
+            } else {
+                show_tenant(j);
+            }
+        }
+    } else if (strcmp(sub, "set-weight") == 0 && cli->nargs == 4) {
+        if ((code = parse_weight(cli->args[3], &w)) != 0) {
+            return code;
+        }
+        code = call_api(cli, "PATCH", "/v1/tenants/%s", cli->args[2],
+                        json_pack("{s:f}", "weight", w), &j);
+        if (code == 0) {
+            if (cli->json) {
+                print_json(j);
+            } else {
+                show_tenant(j);
+            }
+        }
+    } else if (strcmp(sub, "rotate-key") == 0 && cli->nargs == 3) {
+        code = call_api(cli, "POST", "/v1/tenants/%s/keys", cli->args[2], NULL, &j);
+        if (code == 0 && cli->json) {
+            print_json(j);
+        } else if (code == 0) {
+            printf("new key for tenant %s: %s\n", cli->args[2], fmt_str(j, "key"));
+            printf("the old key no longer works; save this one now: it is shown only once\n");
+        }
+    } else if (strcmp(sub, "delete") == 0 && cli->nargs == 3) {
+        code = call_api(cli, "DELETE", "/v1/tenants/%s", cli->args[2], NULL, &j);
+        if (code == 0 && !cli->json) {
+            printf("deleted tenant %s (its objects are removed in the background)\n", cli->args[2]);
+        }
+    } else {
+        return usage_error("tenant: unknown subcommand or wrong arguments: %s", sub);
+    }
+out:
+    json_decref(j);
+    return code;
+}
+
+static int
+cmd_node(struct cli *cli)
+{
+    json_t *j = NULL, *e;
+    size_t i;
+    int code;
+
+    if (cli->nargs != 2 || strcmp(cli->args[1], "list") != 0) {
+        return usage_error("usage: node list");
+    }
+    code = call_api(cli, "GET", "/v1/nodes", NULL, NULL, &j);
+    if (code == 0 && cli->json) {
+        print_json(j);
+    } else if (code == 0) {
+        struct table t = {8, 0, NULL};
+
+        table_row(&t, "ID", "ADDR", "METRICS", "STATE", "CAPACITY", "USED", "INCARNATION",
+                  "LOAD(req/s)");
+        json_array_foreach(json_object_get(j, "nodes"), i, e)
+        {
+            table_row(&t, fmt_num(e, "id", -1), fmt_str(e, "addr"), fmt_str(e, "metrics_addr"),
+                      fmt_str(e, "state"), fmt_bytes(e, "capacity_bytes"),
+                      fmt_bytes(e, "used_bytes"), fmt_num(e, "incarnation", -1),
+                      fmt_num(e, "load", 1));
+        }
+        table_print(&t);
+    }
+    json_decref(j);
+    return code;
+}
+
+static int
+cmd_placement(struct cli *cli)
+{
+    json_t *j = NULL, *e, *row, *n;
+    size_t i, p, k;
+    int code;
+
+    if (cli->nargs != 2 || strcmp(cli->args[1], "show") != 0) {
+        return usage_error("usage: placement show");
+    }
+    code = call_api(cli, "GET", "/v1/placement", NULL, NULL, &j);
+    if (code == 0 && cli->json) {
+        print_json(j);
+    } else if (code == 0) {
+        printf("epoch %s, %s partitions per tenant\n", fmt_num(j, "epoch", -1),
+               fmt_num(j, "partitions", -1));
+        json_array_foreach(json_object_get(j, "tenants"), i, e)
+        {
+            struct table t = {2, 0, NULL};
+
+            printf("\ntenant %s (id %s, ec %s+%s)\n", fmt_str(e, "name"), fmt_num(e, "id", -1),
+                   fmt_num(e, "ec_k", -1), fmt_num(e, "ec_m", -1));
+            table_row(&t, "PARTITION", "NODES");
+            json_array_foreach(json_object_get(e, "placement"), p, row)
+            {
+                struct cm_buf b;
+                char pn[16];
+
+                cm_buf_init(&b);
+                json_array_foreach(row, k, n)
+                {
+                    cm_buf_printf(&b, "%s%lld", k ? " " : "", (long long)json_integer_value(n));
+                }
+                snprintf(pn, sizeof(pn), "%zu", p);
+                table_row(&t, pn, b.p != NULL && b.len > 0 ? b.p : "-");
+                cm_buf_fini(&b);
+            }
+            table_print(&t);
+        }
+    }
+    json_decref(j);
+    return code;
+}
+
+static int
+cmd_fairness(struct cli *cli)
+{
+    json_t *j = NULL, *e;
+    size_t i;
+    int code;
+
+    if (cli->nargs != 1) {
+        return usage_error("usage: fairness");
+    }
+    code = call_api(cli, "GET", "/v1/fairness", NULL, NULL, &j);
+    if (code == 0 && cli->json) {
+        print_json(j);
+    } else if (code == 0) {
+        struct table t = {6, 0, NULL};
+
+        table_row(&t, "TENANT", "WEIGHT", "DEMAND(req/s)", "SHARE", "SERVED(req/s)", "SERVED(B/s)");
+        json_array_foreach(json_object_get(j, "tenants"), i, e)
+        {
+            table_row(&t, fmt_str(e, "name"), fmt_num(e, "weight", -1), fmt_num(e, "demand", 1),
+                      fmt_pct(e, "allocation"), fmt_num(e, "served_requests_per_second", 1),
+                      fmt_num(e, "served_bytes_per_second", 0));
+        }
+        table_print(&t);
+        printf("min-max ratio: %s   jain index: %s   active tenants: %s\n",
+               json_is_number(json_object_get(j, "min_max_ratio"))
+                   ? fmt_num(j, "min_max_ratio", 3)
+                   : "n/a (fewer than 2 active tenants)",
+               json_is_number(json_object_get(j, "jain_index")) ? fmt_num(j, "jain_index", 3)
+                                                                : "n/a",
+               fmt_num(j, "active_tenants", -1));
+    }
+    json_decref(j);
+    return code;
+}
+
+/* ---- main ---- */
+
+/* Value of option at argv[*i] ("--opt V" or "--opt=V"); NULL if missing. */
+static const char *
+opt_value(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+
+    if (strncmp(a, name, n) == 0 && a[n] == '=') {
+        return a + n + 1;
+    }
+    if (*i + 1 < argc) {
+        return argv[++*i];
+    }
+    return NULL;
+}
+
+static int
+matches(const char *a, const char *name)
+{
+    size_t n = strlen(name);
+
+    return strncmp(a, name, n) == 0 && (a[n] == '\0' || a[n] == '=');
+}
+
+/* Numbers like "-1" are positional (a weight), not options. */
+static int
+is_option(const char *a)
+{
+    return a[0] == '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.';
+}
+
+int
+main(int argc, char **argv)
+{
+    struct cli cli;
+    const char *env;
+    size_t ulen;
+    int opts_done = 0, code;
+
+    memset(&cli, 0, sizeof(cli));
+    env = getenv("SHOAL_CONTROLLER");
+    cli.url = env != NULL && env[0] != '\0' ? env : "http://127.0.0.1:9400";
+    env = getenv("SHOAL_ADMIN_TOKEN_FILE");
+    cli.token_file = env != NULL && env[0] != '\0' ? env : NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+
+        if (opts_done || !is_option(a)) {
+            if (cli.nargs == MAX_ARGS) {
+                return usage_error("too many arguments");
+            }
+            cli.args[cli.nargs++] = a;
+        } else if (strcmp(a, "--") == 0) {
+            opts_done = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("shoalctl %s\n", SHOAL_VERSION);
+            return 0;
+        } else if (strcmp(a, "--json") == 0) {
+            cli.json = 1;
+        } else if (matches(a, "--controller")) {
+            if ((cli.url = opt_value(argc, argv, &i, "--controller")) == NULL) {
+                return usage_error("--controller needs a URL");
+            }
+        } else if (matches(a, "--token-file")) {
+            if ((cli.token_file = opt_value(argc, argv, &i, "--token-file")) == NULL) {
+                return usage_error("--token-file needs a path");
+            }
+        } else if (matches(a, "--weight")) {
+            if ((cli.weight = opt_value(argc, argv, &i, "--weight")) == NULL) {
+                return usage_error("--weight needs a number");
+            }
+        } else {
+            return usage_error("unknown option %s", a);
+        }
+    }
+    if (cli.nargs == 0) {
+        return usage_error("missing command");
+    }
+    if (strncmp(cli.url, "http://", 7) != 0 && strncmp(cli.url, "https://", 8) != 0) {
+        return usage_error("--controller must be an http:// URL, got '%s'", cli.url);
+    }
+    ulen = strlen(cli.url);
+    while (ulen > 0 && cli.url[ulen - 1] == '/') {
+        ulen--;
+    }
+    cli.url = strndup(cli.url, ulen);
+    if (cli.token_file != NULL) {
+        int rc = cm_token_load(cli.token_file, 0, cli.token, sizeof(cli.token));
+
+        if (rc < 0) {
+            code = usage_error("cannot read token file %s: %s", cli.token_file, cm_strerror(rc));
+            goto out;
+        }
+        cli.have_token = 1;
+    }
+    if (strcmp(cli.args[0], "tenant") == 0) {
+        code = cmd_tenant(&cli);
+    } else if (strcmp(cli.args[0], "node") == 0) {
+        code = cmd_node(&cli);
+    } else if (strcmp(cli.args[0], "placement") == 0) {
+        code = cmd_placement(&cli);
+    } else if (strcmp(cli.args[0], "fairness") == 0) {
+        code = cmd_fairness(&cli);
+    } else {
+        code = usage_error("unknown command %s", cli.args[0]);
+    }
+out:
+    free((char *)cli.url);
+    return code;
+}

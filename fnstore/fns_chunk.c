@@ -1,0 +1,107 @@
+/*
+ * fns_chunk.c - refcounted chunks and their COS blob trailer. Any thread.
+ */
+#include <stdlib.h>
+
+#include "cm_buf.h"
+#include "cm_ec.h"
+#include "cm_err.h"
+#include "cm_wire.h"
+#include "fns_chunk.h"
+
+static void
+put32le(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t
+get32le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+struct fns_chunk *
+fns_chunk_adopt(const struct fns_key *key, uint8_t *data, uint32_t len, uint32_t crc)
+{
+    struct fns_chunk *c = cm_calloc(1, sizeof(*c));
+
+    atomic_init(&c->refs, 1);
+    c->key = *key;
+    c->len = len;
+    c->crc = crc;
+    c->data = data;
+    c->instance = -1;
+    put32le(data + len, crc);
+    put32le(data + len + 4, FNS_CHUNK_MAGIC);
+    return c;
+}
+
+int
+fns_chunk_from_blob(const struct fns_key *key, void *blob, size_t bloblen, struct fns_chunk **out)
+{
+    uint8_t *p = blob;
+    size_t len;
+    uint32_t crc;
+
+    *out = NULL;
+    if (bloblen < FNS_CHUNK_TAIL || bloblen - FNS_CHUNK_TAIL > CM_WIRE_MAX_DATA) {
+        free(blob);
+        return CM_E_CRC;
+    }
+    len = bloblen - FNS_CHUNK_TAIL;
+    crc = get32le(p + len);
+    if (get32le(p + len + 4) != FNS_CHUNK_MAGIC || cm_crc32c(0, p, len) != crc) {
+        free(blob);
+        return CM_E_CRC;
+    }
+    *out = fns_chunk_adopt(key, p, (uint32_t)len, crc);
+    return 0;
+}
+
+void
+fns_chunk_ref(struct fns_chunk *c)
+{
+    atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+}
+
+void
+fns_chunk_unref(struct fns_chunk *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) {
+        free(c->data);
+        free(c);
+    }
+}
+
+int
+fns_key_name(const struct fns_key *k, char *buf, size_t cap)
+{
+    return cm_chunk_name(buf, cap, k->tenant, k->object, k->version, k->index);
+}
+
+uint64_t
+fns_key_hash(const struct fns_key *k)
+{
+    uint64_t h = k->object * 0x9e3779b97f4a7c15ull;
+
+    h ^= (k->version + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
+    h ^= ((uint64_t)k->tenant << 32 | k->index) * 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    h *= 0xd6e8feb86659fd93ull;
+    h ^= h >> 32;
+    return h;
+}
+
+int
+fns_key_eq(const struct fns_key *a, const struct fns_key *b)
+{
+    return a->tenant == b->tenant && a->index == b->index && a->object == b->object &&
+           a->version == b->version;
+}

@@ -1,0 +1,72 @@
+/*
+ * fns_chunk.h - a chunk in node memory: refcounted, immutable bytes.
+ *
+ * A chunk is shared by the store's index, COS jobs and responses being
+ * sent (evbuffer references), so a DEL can drop it from the index while a
+ * send or a COS write still reads it; the last unref frees it. refs is
+ * atomic (COS worker threads unref); every other field except `persisted`
+ * and the store links is immutable after fns_chunk_adopt.
+ *
+ * data has FNS_CHUNK_TAIL spare bytes after len: the COS blob is the chunk
+ * bytes followed by an 8-byte trailer (CRC32C LE u32, magic "SHCK" LE u32),
+ * written in place so a COS write needs no copy.
+ */
+#ifndef FNS_CHUNK_H
+#define FNS_CHUNK_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FNS_CHUNK_TAIL 8u
+#define FNS_CHUNK_MAGIC 0x4b434853u /* "SHCK" read little-endian */
+
+struct fns_key {
+    uint32_t tenant;
+    uint32_t index;
+    uint64_t object;
+    uint64_t version;
+};
+
+struct fns_chunk {
+    atomic_uint refs;
+    struct fns_key key;
+    uint32_t len;
+    uint32_t crc;          /* CRC32C of data[0, len) */
+    uint8_t *data;         /* malloc'd, len + FNS_CHUNK_TAIL bytes */
+    /* Event-loop thread only: */
+    int persisted;         /* the COS copy of these bytes is durable */
+    struct fns_chunk *hnext; /* store index chain */
+    int instance;          /* store instance, -1 when not in the store */
+};
+
+/*
+ * A chunk owning data (TRANSFERRED: malloc'd with at least len +
+ * FNS_CHUNK_TAIL bytes); crc must be the CRC32C of data[0, len). Writes
+ * the trailer. Returns the chunk with one reference (the caller's).
+ */
+struct fns_chunk *fns_chunk_adopt(const struct fns_key *key, uint8_t *data, uint32_t len,
+                                  uint32_t crc);
+/*
+ * A chunk from a COS blob (TRANSFERRED, malloc'd, bloblen bytes): checks the
+ * trailer and the CRC. 0 and *out (one reference); CM_E_CRC when the blob is
+ * short, the magic is wrong or the CRC does not match (blob freed).
+ */
+int fns_chunk_from_blob(const struct fns_key *key, void *blob, size_t bloblen,
+                        struct fns_chunk **out);
+/* The COS blob of c: data, len + FNS_CHUNK_TAIL bytes (borrowed from c). */
+static inline size_t
+fns_chunk_blob_len(const struct fns_chunk *c)
+{
+    return (size_t)c->len + FNS_CHUNK_TAIL;
+}
+
+void fns_chunk_ref(struct fns_chunk *c);
+void fns_chunk_unref(struct fns_chunk *c); /* NULL is a no-op; any thread */
+
+/* COS name of a key (cm_chunk_name). */
+int fns_key_name(const struct fns_key *k, char *buf, size_t cap);
+uint64_t fns_key_hash(const struct fns_key *k);
+int fns_key_eq(const struct fns_key *a, const struct fns_key *b);
+
+#endif

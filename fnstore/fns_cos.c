@@ -1,0 +1,271 @@
+/*
+ * fns_cos.c - COS worker pool; see fns_cos.h.
+ *
+ * One mutex guards every queue and the done list (jobs are coarse: each is
+ * a blocking COS call, so the lock is never the bottleneck). Each worker has
+ * its own FIFO and condition variable. Writes are retried a few times with
+ * backoff: the COS is expected to be flaky now and then.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cm_buf.h"
+#include "cm_cos.h"
+#include "cm_err.h"
+#include "cm_log.h"
+#include "fns_cos.h"
+
+#define FNS_COS_WRITE_TRIES 4
+
+struct fns_cos_worker {
+    struct fns_cos *pool;
+    pthread_t thread;
+    pthread_cond_t cond;
+    struct fns_cos_job *head, *tail;
+};
+
+struct fns_cos {
+    struct cm_cos *cos;
+    void (*notify)(void *arg);
+    void *arg;
+    pthread_mutex_t mu;
+    struct fns_cos_worker *w;
+    int nw;
+    int stopping, stopped;
+    struct fns_cos_job *done_head, *done_tail;
+    atomic_size_t pending;
+    atomic_uint_fast64_t writes, reloads;
+};
+
+static void
+fns_cos_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
+static void
+fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
+{
+    char name[128];
+    void *blob = NULL;
+    size_t len = 0;
+    int rc, i;
+
+    rc = fns_key_name(&job->key, name, sizeof(name));
+    if (rc != 0) {
+        job->status = rc;
+        return;
+    }
+    switch (job->op) {
+    case FNS_COS_WRITE:
+        for (i = 0; i < FNS_COS_WRITE_TRIES; i++) {
+            rc = cm_cos_put(p->cos, name, job->chunk->data, fns_chunk_blob_len(job->chunk));
+            if (rc == 0) {
+                break;
+            }
+            CM_WARN("cos write failed name=%s try=%d err=%s", name, i + 1, cm_errname(rc));
+            fns_cos_sleep_ms(50 << i);
+        }
+        if (rc == 0) {
+            atomic_fetch_add(&p->writes, 1);
+        }
+        break;
+    case FNS_COS_READ:
+        rc = cm_cos_get(p->cos, name, &blob, &len);
+        if (rc == 0) {
+            rc = fns_chunk_from_blob(&job->key, blob, len, &job->chunk);
+            if (rc != 0) {
+                CM_ERROR("cos chunk corrupt name=%s len=%zu", name, len);
+            } else {
+                atomic_fetch_add(&p->reloads, 1);
+            }
+        } else if (rc != CM_E_NOTFOUND) {
+            CM_WARN("cos read failed name=%s err=%s", name, cm_errname(rc));
+        }
+        break;
+    case FNS_COS_DELETE:
+        rc = cm_cos_delete(p->cos, name);
+        if (rc != 0) {
+            CM_WARN("cos delete failed name=%s err=%s", name, cm_errname(rc));
+        }
+        break;
+    }
+    job->status = rc;
+}
+
+static void *
+fns_cos_main(void *arg)
+{
+    struct fns_cos_worker *w = arg;
+    struct fns_cos *p = w->pool;
+    struct fns_cos_job *job;
+
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (w->head == NULL && !p->stopping) {
+            pthread_cond_wait(&w->cond, &p->mu);
+        }
+        job = w->head;
+        if (job == NULL) {
+            break; /* stopping and drained */
+        }
+        w->head = job->next;
+        if (w->head == NULL) {
+            w->tail = NULL;
+        }
+        pthread_mutex_unlock(&p->mu);
+
+        fns_cos_run(p, job);
+
+        pthread_mutex_lock(&p->mu);
+        job->next = NULL;
+        if (p->done_tail != NULL) {
+            p->done_tail->next = job;
+        } else {
+            p->done_head = job;
+        }
+        p->done_tail = job;
+        atomic_fetch_sub(&p->pending, 1);
+        pthread_mutex_unlock(&p->mu);
+        if (p->notify != NULL) {
+            p->notify(p->arg);
+        }
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+int
+fns_cos_create(struct cm_cos *cos, int nthreads, void (*notify)(void *arg), void *arg,
+               struct fns_cos **out)
+{
+    struct fns_cos *p;
+    int i, rc;
+
+    *out = NULL;
+    if (nthreads < 1) {
+        return CM_E_BADARG;
+    }
+    p = cm_calloc(1, sizeof(*p));
+    p->cos = cos;
+    p->notify = notify;
+    p->arg = arg;
+    pthread_mutex_init(&p->mu, NULL);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->writes, 0);
+    atomic_init(&p->reloads, 0);
+    p->w = cm_calloc((size_t)nthreads, sizeof(*p->w));
+    for (i = 0; i < nthreads; i++) {
+        p->w[i].pool = p;
+        pthread_cond_init(&p->w[i].cond, NULL);
+        rc = pthread_create(&p->w[i].thread, NULL, fns_cos_main, &p->w[i]);
+        if (rc != 0) {
+            pthread_cond_destroy(&p->w[i].cond);
+            p->nw = i;
+            fns_cos_destroy(p);
+            return -rc;
+        }
+        p->nw = i + 1;
+    }
+    *out = p;
+    return 0;
+}
+
+void
+fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job)
+{
+    struct fns_cos_worker *w = &p->w[fns_key_hash(&job->key) % (uint64_t)p->nw];
+
+    job->next = NULL;
+    job->status = 0;
+    atomic_fetch_add(&p->pending, 1);
+    pthread_mutex_lock(&p->mu);
+    if (w->tail != NULL) {
+        w->tail->next = job;
+    } else {
+        w->head = job;
+    }
+    w->tail = job;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&p->mu);
+}
+
+struct fns_cos_job *
+fns_cos_reap(struct fns_cos *p)
+{
+    struct fns_cos_job *list;
+
+    pthread_mutex_lock(&p->mu);
+    list = p->done_head;
+    p->done_head = p->done_tail = NULL;
+    pthread_mutex_unlock(&p->mu);
+    return list;
+}
+
+size_t
+fns_cos_pending(struct fns_cos *p)
+{
+    return atomic_load(&p->pending);
+}
+
+uint64_t
+fns_cos_writes_total(struct fns_cos *p)
+{
+    return atomic_load(&p->writes);
+}
+
+uint64_t
+fns_cos_reloads_total(struct fns_cos *p)
+{
+    return atomic_load(&p->reloads);
+}
+
+void
+fns_cos_stop(struct fns_cos *p)
+{
+    int i;
+
+    pthread_mutex_lock(&p->mu);
+    if (p->stopped) {
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
+    p->stopping = 1;
+    p->stopped = 1;
+    for (i = 0; i < p->nw; i++) {
+        pthread_cond_signal(&p->w[i].cond);
+    }
+    pthread_mutex_unlock(&p->mu);
+    for (i = 0; i < p->nw; i++) {
+        pthread_join(p->w[i].thread, NULL);
+    }
+}
+
+void
+fns_cos_destroy(struct fns_cos *p)
+{
+    struct fns_cos_job *job, *next;
+    int i;
+
+    if (p == NULL) {
+        return;
+    }
+    fns_cos_stop(p);
+    for (job = fns_cos_reap(p); job != NULL; job = next) {
+        next = job->next;
+        fns_chunk_unref(job->chunk);
+        free(job);
+    }
+    for (i = 0; i < p->nw; i++) {
+        pthread_cond_destroy(&p->w[i].cond);
+    }
+    pthread_mutex_destroy(&p->mu);
+    free(p->w);
+    free(p);
+}

@@ -1,0 +1,287 @@
+/*
+ * fns_ctl.c - heartbeat thread (cm_httpc + jansson); see fns_ctl.h.
+ *
+ * The thread sleeps on a condition variable so destroy wakes it at once.
+ * Only the thread touches `reachable` and `token`.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cm_buf.h"
+#include "cm_err.h"
+#include "cm_httpc.h"
+#include "cm_log.h"
+#include "cm_token.h"
+#include "fns_ctl.h"
+#include "fns_node.h"
+
+#define FNS_CTL_MAX_TENANTS 4096
+#define FNS_CTL_TIMEOUT_MS 2000
+
+struct fns_ctl {
+    struct fns_node *node;
+    char *url, *token_file, *addr, *metrics_addr;
+    char token[256];
+    int have_token;
+    int interval_ms;
+    int reachable; /* -1 unknown, 0 no, 1 yes */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int stop;
+};
+
+char *
+fns_ctl_heartbeat_json(struct fns_node *node, const char *addr, const char *metrics_addr)
+{
+    struct fns_node_stats st;
+    struct fns_node_tenant *t = cm_malloc(FNS_CTL_MAX_TENANTS * sizeof(*t));
+    size_t n, i;
+    json_t *root, *jn, *jt;
+    char *out, id[16];
+
+    fns_node_stats(node, &st);
+    n = fns_node_tenants(node, t, FNS_CTL_MAX_TENANTS);
+    jn = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "id", (json_int_t)st.id, "addr", addr,
+                   "metrics_addr", metrics_addr, "capacity_bytes", (json_int_t)st.capacity_bytes,
+                   "used_bytes", (json_int_t)st.used_bytes, "instances",
+                   (json_int_t)st.instances, "incarnation", (json_int_t)st.incarnation);
+    jt = json_object();
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "%u", t[i].tenant);
+        json_object_set_new(jt, id,
+                            json_pack("{s:I, s:I, s:I}", "requests", (json_int_t)t[i].requests,
+                                      "bytes", (json_int_t)t[i].bytes, "queued",
+                                      (json_int_t)t[i].queued));
+    }
+    root = json_object();
+    json_object_set_new(root, "node", jn);
+    json_object_set_new(root, "tenants", jt);
+    out = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    free(t);
+    if (out == NULL) {
+        CM_ERROR("heartbeat json failed");
+        abort();
+    }
+    return out;
+}
+
+/* A tenant id key: decimal digits only, fits in u32. */
+static int
+fns_ctl_parse_id(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (*s == '\0' || strlen(s) > 10) {
+        return CM_E_BADARG;
+    }
+    for (; *s != '\0'; s++) {
+        if (*s < '0' || *s > '9') {
+            return CM_E_BADARG;
+        }
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    if (v > UINT32_MAX) {
+        return CM_E_BADARG;
+    }
+    *out = v;
+    return 0;
+}
+
+int
+fns_ctl_apply_answer(struct fns_node *node, const char *body)
+{
+    json_error_t jerr;
+    json_t *root = json_loads(body, 0, &jerr), *w, *v;
+    const char *key;
+    uint32_t *tenants = NULL;
+    double *weights = NULL;
+    size_t n = 0, cap;
+    int rc = 0;
+
+    if (root == NULL || !json_is_object(root)) {
+        rc = CM_E_PROTO;
+        goto out;
+    }
+    w = json_object_get(root, "weights");
+    if (w == NULL) {
+        goto out;
+    }
+    if (!json_is_object(w)) {
+        rc = CM_E_PROTO;
+        goto out;
+    }
+    cap = json_object_size(w);
+    tenants = cm_malloc((cap ? cap : 1) * sizeof(*tenants));
+    weights = cm_malloc((cap ? cap : 1) * sizeof(*weights));
+    json_object_foreach(w, key, v)
+    {
+        uint64_t id;
+
+        if (fns_ctl_parse_id(key, &id) != 0 || !json_is_number(v)) {
+            rc = CM_E_PROTO;
+            goto out;
+        }
+        tenants[n] = (uint32_t)id;
+        weights[n] = json_number_value(v);
+        n++;
+    }
+    if (n > 0) {
+        fns_node_set_weights(node, tenants, weights, n);
+    }
+out:
+    free(tenants);
+    free(weights);
+    json_decref(root);
+    return rc;
+}
+
+static void
+fns_ctl_state(struct fns_ctl *c, int reachable, const char *why)
+{
+    if (c->reachable == reachable) {
+        return;
+    }
+    c->reachable = reachable;
+    if (reachable) {
+        CM_INFO("controller reachable url=%s", c->url);
+    } else {
+        CM_WARN("controller unreachable url=%s why=%s", c->url, why);
+    }
+}
+
+static void
+fns_ctl_beat(struct fns_ctl *c)
+{
+    struct cm_httpc_resp resp = {0};
+    char *body;
+    char why[64];
+    int rc;
+
+    if (!c->have_token && c->token_file != NULL) {
+        if (cm_token_load(c->token_file, 0, c->token, sizeof(c->token)) == 0) {
+            c->have_token = 1;
+        } else {
+            fns_ctl_state(c, 0, "no admin token");
+            return;
+        }
+    }
+    body = fns_ctl_heartbeat_json(c->node, c->addr, c->metrics_addr);
+    rc = cm_httpc_request("POST", c->url, c->have_token ? c->token : NULL, body,
+                          FNS_CTL_TIMEOUT_MS, &resp);
+    free(body);
+    if (rc != 0) {
+        fns_ctl_state(c, 0, cm_errname(rc));
+        return;
+    }
+    if (resp.status != 200) {
+        snprintf(why, sizeof(why), "http %d", resp.status);
+        fns_ctl_state(c, 0, why);
+    } else if (fns_ctl_apply_answer(c->node, resp.body != NULL ? resp.body : "") != 0) {
+        fns_ctl_state(c, 0, "bad answer");
+    } else {
+        fns_ctl_state(c, 1, "");
+    }
+    cm_httpc_resp_fini(&resp);
+}
+
+static void *
+fns_ctl_main(void *arg)
+{
+    struct fns_ctl *c = arg;
+    struct timespec ts;
+
+    pthread_mutex_lock(&c->mu);
+    while (!c->stop) {
+        pthread_mutex_unlock(&c->mu);
+        fns_ctl_beat(c);
+        pthread_mutex_lock(&c->mu);
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += c->interval_ms / 1000;
+        ts.tv_nsec += (long)(c->interval_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        while (!c->stop && pthread_cond_timedwait(&c->cond, &c->mu, &ts) != ETIMEDOUT) {
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+int
+fns_ctl_create(const struct fns_ctl_cfg *cfg, struct fns_node *node, struct fns_ctl **out)
+{
+    struct fns_ctl *c;
+    struct cm_buf url;
+    int rc;
+
+    *out = NULL;
+    if (cfg->controller == NULL || cfg->controller[0] == '\0') {
+        return 0;
+    }
+    c = cm_calloc(1, sizeof(*c));
+    c->node = node;
+    cm_buf_init(&url);
+    if (strncmp(cfg->controller, "http://", 7) == 0 ||
+        strncmp(cfg->controller, "https://", 8) == 0) {
+        cm_buf_printf(&url, "%s", cfg->controller);
+        while (url.len > 0 && url.p[url.len - 1] == '/') {
+            url.p[--url.len] = '\0';
+        }
+    } else {
+        cm_buf_printf(&url, "http://%s", cfg->controller);
+    }
+    cm_buf_printf(&url, "/v1/internal/heartbeat");
+    c->url = cm_buf_take(&url, NULL);
+    c->token_file = cfg->token_file != NULL && cfg->token_file[0] != '\0'
+                        ? cm_strdup(cfg->token_file)
+                        : NULL;
+    c->addr = cm_strdup(cfg->addr);
+    c->metrics_addr = cm_strdup(cfg->metrics_addr);
+    c->interval_ms = cfg->interval_ms > 0 ? cfg->interval_ms : 1000;
+    c->reachable = -1;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    rc = pthread_create(&c->thread, NULL, fns_ctl_main, c);
+    if (rc != 0) {
+        pthread_cond_destroy(&c->cond);
+        pthread_mutex_destroy(&c->mu);
+        free(c->url);
+        free(c->token_file);
+        free(c->addr);
+        free(c->metrics_addr);
+        free(c);
+        return -rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void
+fns_ctl_destroy(struct fns_ctl *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    c->stop = 1;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->thread, NULL);
+    pthread_cond_destroy(&c->cond);
+    pthread_mutex_destroy(&c->mu);
+    free(c->url);
+    free(c->token_file);
+    free(c->addr);
+    free(c->metrics_addr);
+    free(c);
+}

@@ -1,0 +1,112 @@
+/*
+ * fns_metrics.c - metrics exposition of a node; see fns_metrics.h.
+ *
+ * The node's own series are declared once in FNS_METRICS (name, type,
+ * help, stats field); request series come from cm_reqstats ("fnstore").
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_buf.h"
+#include "cm_err.h"
+#include "cm_http.h"
+#include "cm_log.h"
+#include "cm_metrics.h"
+#include "fns_metrics.h"
+#include "fns_node.h"
+
+#define FNS_METRICS(X)                                                                        \
+    X(memory_used_bytes, "gauge", "Chunk bytes held in instance memory.", used_bytes)        \
+    X(memory_capacity_bytes, "gauge", "Chunk memory capacity of the node.", capacity_bytes)  \
+    X(chunks, "gauge", "Chunks held in instance memory.", chunks)                            \
+    X(cos_pending, "gauge", "COS jobs queued or running.", cos_pending)                      \
+    X(cos_writes_total, "counter", "Chunks written to COS.", cos_writes_total)               \
+    X(cos_reloads_total, "counter", "Chunks reloaded from COS.", cos_reloads_total)          \
+    X(bad_frames_total, "counter", "Connections closed on a malformed frame.",               \
+      bad_frames_total)                                                                       \
+    X(incarnation, "gauge", "Incarnation number of this node.", incarnation)
+
+struct fns_metrics {
+    struct cm_http_server *http;
+    struct fns_node *node;
+};
+
+void
+fns_metrics_expose(struct fns_node *node, struct cm_buf *out)
+{
+    struct fns_node_stats st;
+    char labels[32];
+
+    fns_node_stats(node, &st);
+    snprintf(labels, sizeof(labels), "node=\"%u\"", st.id);
+#define FNS_METRIC_EMIT_(name, type, help, field)                                    \
+    cm_prom_family(out, "shoal_fnstore_" #name, type, help);                         \
+    cm_prom_u64(out, "shoal_fnstore_" #name, labels, (uint64_t)st.field);
+    FNS_METRICS(FNS_METRIC_EMIT_)
+#undef FNS_METRIC_EMIT_
+    cm_reqstats_expose(fns_node_reqstats(node), "fnstore", out);
+}
+
+static void
+fns_metrics_request(void *arg, struct cm_http_req *r)
+{
+    struct fns_metrics *m = arg;
+    const char *path = cm_http_path(r);
+    const char *method = cm_http_method(r);
+    struct cm_buf b;
+    size_t len;
+    char *body;
+
+    if (strcmp(path, "/metrics") != 0 && strcmp(path, "/healthz") != 0) {
+        cm_http_respond(r, 404, "text/plain", "not found\n", 10, CM_HTTP_STATIC);
+        return;
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        cm_http_add_header(r, "Allow", "GET, HEAD");
+        cm_http_respond(r, 405, "text/plain", "method not allowed\n", 19, CM_HTTP_STATIC);
+        return;
+    }
+    if (strcmp(path, "/healthz") == 0) {
+        cm_http_respond(r, 200, "text/plain", "ok", 2, CM_HTTP_STATIC);
+        return;
+    }
+    cm_buf_init(&b);
+    fns_metrics_expose(m->node, &b);
+    body = cm_buf_take(&b, &len);
+    cm_http_respond(r, 200, "text/plain; version=0.0.4", body, len, CM_HTTP_FREE);
+}
+
+static const struct cm_http_handlers fns_metrics_handlers = {
+    .headers = NULL,
+    .request = fns_metrics_request,
+};
+
+int
+fns_metrics_start(const char *addr, struct fns_node *node, struct fns_metrics **out)
+{
+    struct fns_metrics *m = cm_calloc(1, sizeof(*m));
+    struct cm_http_cfg cfg = {.addr = addr, .threads = 1, .max_body = 4096, .timeout_s = 30};
+    int rc;
+
+    *out = NULL;
+    m->node = node;
+    rc = cm_http_start(&cfg, &fns_metrics_handlers, m, &m->http);
+    if (rc != 0) {
+        CM_ERROR("cannot serve metrics addr=%s err=%s", addr, cm_errname(rc));
+        free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+void
+fns_metrics_stop(struct fns_metrics *m)
+{
+    if (m == NULL) {
+        return;
+    }
+    cm_http_stop(m->http);
+    free(m);
+}

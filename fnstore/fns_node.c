@@ -1,0 +1,739 @@
+/*
+ * fns_node.c - the node's request pipeline; see fns_node.h for the diagram.
+ *
+ * Owns: the event loop, the listener and its connections, the FQ scheduler,
+ * the chunk store, the COS pool, and every in-flight request (struct
+ * fns_req, freed when answered). Loop thread only, except the fields under
+ * `mu` (snapshots and pending weights) and the atomics (stats).
+ *
+ * Invariants: inflight counts requests created and not yet answered;
+ * every request holds a conn reference; a request in the scheduler is
+ * answered only after dequeue (dispatched), and complete() is called once
+ * per dispatched request. del_seq counts DELs so a COS reload that raced a
+ * DEL does not put the deleted chunk back in memory.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cm_buf.h"
+#include "cm_err.h"
+#include "cm_log.h"
+#include "cm_metrics.h"
+#include "cm_time.h"
+#include "cm_wire.h"
+#include "fns_chunk.h"
+#include "fns_conn.h"
+#include "fns_cos.h"
+#include "fns_loop.h"
+#include "fns_node.h"
+#include "fns_rate.h"
+#include "fns_store.h"
+#include "pol_fq.h"
+
+#define FNS_TICK_NS (200u * 1000000u)
+#define FNS_SHUTDOWN_DEADLINE_NS (30ull * 1000000000u)
+#define FNS_RATE_BURST_S 0.05
+
+enum { FNS_OP_PUT, FNS_OP_GET, FNS_OP_DEL, FNS_OP_STAT, FNS_NOPS };
+static const char *const fns_op_names[FNS_NOPS] = {"put", "get", "del", "stat"};
+
+struct fns_req {
+    struct pol_fq_item fq;
+    struct fns_conn *conn; /* reference */
+    struct cm_wire_hdr hdr;
+    struct fns_chunk *chunk; /* PUT payload (reference) */
+    uint64_t t0;
+    int dispatched;
+};
+
+struct fns_node {
+    struct fns_node_cfg cfg;
+    struct cm_cos *cos;
+    struct fns_loop *loop;
+    struct fns_loop_listener *listener;
+    struct fns_conn_list conns;
+    struct fns_loop_ev *ev_dispatch, *ev_rate, *ev_cos, *ev_stop, *ev_tick, *ev_weights;
+    struct fns_loop_ev *ev_sigterm, *ev_sigint;
+    const struct pol_fq_ops *fq_ops;
+    struct pol_fq *fq;
+    struct fns_store *store;
+    struct fns_cos *pool;
+    struct cm_reqstats *rs;
+    struct fns_rate rate_ops, rate_bytes;
+    int limited, rate_armed, stopping;
+    uint64_t stop_deadline;
+    uint64_t inflight;
+    uint64_t del_seq;
+    uint16_t port;
+
+    atomic_uint_fast64_t used, nchunks, bad_frames;
+
+    pthread_mutex_t mu;
+    struct fns_node_tenant *snap; /* under mu */
+    size_t nsnap, capsnap;
+    uint32_t *w_tenants; /* pending weights, under mu */
+    double *w_values;
+    size_t nw;
+};
+
+static int
+fns_op_index(uint8_t op)
+{
+    switch (op) {
+    case CM_OP_PUT:
+        return FNS_OP_PUT;
+    case CM_OP_GET:
+        return FNS_OP_GET;
+    case CM_OP_DEL:
+        return FNS_OP_DEL;
+    case CM_OP_STAT:
+        return FNS_OP_STAT;
+    default:
+        return -1;
+    }
+}
+
+static void
+fns_node_publish(struct fns_node *n)
+{
+    atomic_store(&n->used, fns_store_used(n->store));
+    atomic_store(&n->nchunks, fns_store_nchunks(n->store));
+}
+
+static void
+fns_key_of(const struct cm_wire_hdr *h, struct fns_key *k)
+{
+    k->tenant = h->tenant;
+    k->object = h->object;
+    k->version = h->obj_version;
+    k->index = h->index;
+}
+
+/*
+ * Answers req and frees it. chunk (borrowed; may be NULL) becomes the
+ * payload. Completes the request in the scheduler if it was dispatched.
+ */
+static void
+fns_node_answer(struct fns_node *n, struct fns_req *req, int status, uint16_t flags,
+                struct fns_chunk *chunk)
+{
+    struct cm_wire_hdr resp = req->hdr;
+    uint64_t now = cm_now_ns();
+    uint64_t bytes = 0;
+    int opi = fns_op_index(req->hdr.op);
+
+    resp.op = (uint8_t)(req->hdr.op | CM_OP_RESPONSE);
+    resp.status = status;
+    resp.flags = flags;
+    resp.incarnation = n->cfg.incarnation;
+    resp.data_len = chunk != NULL ? chunk->len : 0;
+    resp.data_crc = chunk != NULL ? chunk->crc : 0;
+    fns_conn_send(req->conn, &resp, chunk);
+
+    if (req->hdr.op == CM_OP_PUT) {
+        bytes = req->hdr.data_len;
+    } else if (chunk != NULL) {
+        bytes = chunk->len;
+    }
+    if (req->dispatched) {
+        n->fq_ops->complete(n->fq, &req->fq, bytes, now);
+        if (n->limited) {
+            fns_rate_charge(&n->rate_bytes, (double)bytes - (double)req->fq.charged_bytes);
+        }
+    }
+    if (opi >= 0) {
+        cm_reqstats_record(n->rs, req->hdr.tenant, opi, status, bytes, now - req->t0);
+    }
+    if (status != 0 && status != CM_E_NOTFOUND) {
+        CM_DEBUG("request failed tenant=%u req=%llx op=%u err=%s", req->hdr.tenant,
+                 (unsigned long long)req->hdr.req_id, req->hdr.op, cm_errname(status));
+    }
+    fns_conn_unref(req->conn);
+    fns_chunk_unref(req->chunk);
+    free(req);
+    n->inflight--;
+}
+
+static void
+fns_node_submit(struct fns_node *n, enum fns_cos_op op, const struct fns_key *key,
+                struct fns_chunk *chunk, struct fns_req *req)
+{
+    struct fns_cos_job *job = cm_calloc(1, sizeof(*job));
+
+    job->op = op;
+    job->key = *key;
+    if (chunk != NULL) {
+        fns_chunk_ref(chunk);
+        job->chunk = chunk;
+    }
+    job->arg = req;
+    job->tag = n->del_seq;
+    fns_cos_submit(n->pool, job);
+}
+
+static uint16_t
+fns_persisted_flag(const struct fns_chunk *c)
+{
+    return c->persisted ? CM_WF_PERSISTED : 0;
+}
+
+/* Runs one dispatched request. */
+static void
+fns_node_exec(struct fns_node *n, struct fns_req *req)
+{
+    struct fns_key key;
+    struct fns_chunk *c;
+    int rc;
+
+    fns_key_of(&req->hdr, &key);
+    switch (req->hdr.op) {
+    case CM_OP_PUT:
+        rc = fns_store_put(n->store, req->chunk);
+        if (rc != 0) {
+            CM_WARN("put refused tenant=%u req=%llx len=%u used=%llu err=%s", key.tenant,
+                    (unsigned long long)req->hdr.req_id, req->chunk->len,
+                    (unsigned long long)fns_store_used(n->store), cm_errname(rc));
+            fns_node_answer(n, req, rc, 0, NULL);
+            return;
+        }
+        fns_node_publish(n);
+        if (req->hdr.flags & CM_WF_COS_SYNC) {
+            fns_node_submit(n, FNS_COS_WRITE, &key, req->chunk, req);
+        } else {
+            fns_node_submit(n, FNS_COS_WRITE, &key, req->chunk, NULL);
+            fns_node_answer(n, req, 0, 0, NULL);
+        }
+        return;
+    case CM_OP_GET:
+        c = fns_store_get(n->store, &key);
+        if (c != NULL) {
+            fns_node_answer(n, req, 0, fns_persisted_flag(c), c);
+        } else {
+            fns_node_submit(n, FNS_COS_READ, &key, NULL, req);
+        }
+        return;
+    case CM_OP_DEL:
+        (void)fns_store_del(n->store, &key);
+        n->del_seq++;
+        fns_node_publish(n);
+        fns_node_submit(n, FNS_COS_DELETE, &key, NULL, req);
+        return;
+    case CM_OP_STAT:
+        c = fns_store_get(n->store, &key);
+        if (c != NULL) {
+            fns_node_answer(n, req, 0, fns_persisted_flag(c), NULL);
+        } else {
+            fns_node_submit(n, FNS_COS_READ, &key, NULL, req);
+        }
+        return;
+    default:
+        fns_node_answer(n, req, CM_E_PROTO, 0, NULL);
+        return;
+    }
+}
+
+static void
+fns_node_dispatch(void *arg)
+{
+    struct fns_node *n = arg;
+    uint64_t now = cm_now_ns();
+    struct pol_fq_item *it;
+    struct fns_req *req;
+
+    for (;;) {
+        if (n->limited &&
+            (!fns_rate_ready(&n->rate_ops, now) || !fns_rate_ready(&n->rate_bytes, now))) {
+            uint64_t a = fns_rate_wait_ns(&n->rate_ops), b = fns_rate_wait_ns(&n->rate_bytes);
+
+            if (!n->rate_armed && pol_fq_len(n->fq) > 0) {
+                n->rate_armed = 1;
+                fns_loop_ev_after(n->ev_rate, a > b ? a : b);
+            }
+            return;
+        }
+        it = n->fq_ops->dequeue(n->fq, now);
+        if (it == NULL) {
+            return;
+        }
+        req = (struct fns_req *)(void *)((char *)it - offsetof(struct fns_req, fq));
+        req->dispatched = 1;
+        if (n->limited) {
+            fns_rate_charge(&n->rate_ops, 1);
+            fns_rate_charge(&n->rate_bytes, (double)it->charged_bytes);
+        }
+        fns_node_exec(n, req);
+    }
+}
+
+static void
+fns_node_rate_cb(void *arg)
+{
+    struct fns_node *n = arg;
+
+    n->rate_armed = 0;
+    fns_node_dispatch(n);
+}
+
+/* A COS read finished for req (GET or STAT). */
+static void
+fns_node_read_done(struct fns_node *n, struct fns_cos_job *job)
+{
+    struct fns_req *req = job->arg;
+    struct fns_chunk *cur = fns_store_get(n->store, &job->key);
+
+    if (job->status != 0) {
+        if (cur != NULL) {
+            /* A PUT landed while we looked in COS: memory is newer. */
+            fns_node_answer(n, req, 0, fns_persisted_flag(cur),
+                            req->hdr.op == CM_OP_GET ? cur : NULL);
+        } else {
+            fns_node_answer(n, req, job->status, 0, NULL);
+        }
+        return;
+    }
+    job->chunk->persisted = 1;
+    if (req->hdr.op == CM_OP_STAT) {
+        fns_node_answer(n, req, 0, CM_WF_PERSISTED, NULL);
+        return;
+    }
+    if (cur == NULL && job->tag == n->del_seq) {
+        int rc = fns_store_put(n->store, job->chunk);
+
+        if (rc != 0) {
+            CM_DEBUG("reloaded chunk not kept tenant=%u err=%s", job->key.tenant,
+                     cm_errname(rc));
+        }
+        fns_node_publish(n);
+    }
+    if (cur != NULL) {
+        fns_node_answer(n, req, 0, (uint16_t)(fns_persisted_flag(cur) | CM_WF_FROM_COS), cur);
+    } else {
+        fns_node_answer(n, req, 0, CM_WF_PERSISTED | CM_WF_FROM_COS, job->chunk);
+    }
+}
+
+static void
+fns_node_cos_cb(void *arg)
+{
+    struct fns_node *n = arg;
+    struct fns_cos_job *job, *next;
+
+    for (job = fns_cos_reap(n->pool); job != NULL; job = next) {
+        next = job->next;
+        switch (job->op) {
+        case FNS_COS_WRITE:
+            if (job->status == 0) {
+                job->chunk->persisted = 1;
+            } else {
+                CM_ERROR("chunk not persisted tenant=%u object=%llx version=%llu index=%u "
+                         "err=%s",
+                         job->key.tenant, (unsigned long long)job->key.object,
+                         (unsigned long long)job->key.version, job->key.index,
+                         cm_errname(job->status));
+            }
+            if (job->arg != NULL) {
+                fns_node_answer(n, job->arg, job->status,
+                                job->status == 0 ? CM_WF_PERSISTED : 0, NULL);
+            }
+            break;
+        case FNS_COS_READ:
+            fns_node_read_done(n, job);
+            break;
+        case FNS_COS_DELETE:
+            fns_node_answer(n, job->arg, job->status, 0, NULL);
+            break;
+        }
+        fns_chunk_unref(job->chunk);
+        free(job);
+    }
+}
+
+static void
+fns_node_cos_notify(void *arg)
+{
+    struct fns_node *n = arg;
+
+    fns_loop_ev_wake(n->ev_cos);
+}
+
+static void
+fns_node_frame(void *arg, struct fns_conn *c, const struct cm_wire_hdr *h, uint8_t *payload,
+               int status)
+{
+    struct fns_node *n = arg;
+    struct fns_req *req = cm_calloc(1, sizeof(*req));
+    struct fns_chunk *cur;
+    struct fns_key key;
+    int rc;
+
+    fns_conn_ref(c);
+    req->conn = c;
+    req->hdr = *h;
+    req->t0 = cm_now_ns();
+    n->inflight++;
+    if (h->incarnation != 0 && h->incarnation != n->cfg.incarnation) {
+        CM_DEBUG("request for another incarnation tenant=%u req=%llx want=%u have=%u",
+                 h->tenant, (unsigned long long)h->req_id, h->incarnation,
+                 n->cfg.incarnation);
+    }
+    if (status != 0) {
+        free(payload);
+        fns_node_answer(n, req, status, 0, NULL);
+        return;
+    }
+    if (h->op == CM_OP_PING) {
+        free(payload);
+        fns_node_answer(n, req, 0, 0, NULL);
+        return;
+    }
+    if (fns_op_index(h->op) < 0) {
+        free(payload);
+        fns_node_answer(n, req, CM_E_PROTO, 0, NULL);
+        return;
+    }
+    fns_key_of(h, &key);
+    req->fq.tenant = h->tenant;
+    if (h->op == CM_OP_PUT) {
+        if (payload == NULL) {
+            payload = cm_malloc(FNS_CHUNK_TAIL);
+        }
+        req->chunk = fns_chunk_adopt(&key, payload, h->data_len, h->data_crc);
+        req->fq.est_bytes = h->data_len;
+    } else {
+        free(payload);
+        if (h->op == CM_OP_GET && (cur = fns_store_get(n->store, &key)) != NULL) {
+            req->fq.est_bytes = cur->len;
+        }
+    }
+    rc = n->fq_ops->enqueue(n->fq, &req->fq, req->t0);
+    if (rc != 0) {
+        fns_node_answer(n, req, rc, 0, NULL);
+        return;
+    }
+    fns_loop_ev_wake(n->ev_dispatch);
+}
+
+static void
+fns_node_closed(void *arg, struct fns_conn *c, int err)
+{
+    struct fns_node *n = arg;
+
+    if (err == CM_E_PROTO || err == CM_E_CRC) {
+        atomic_fetch_add(&n->bad_frames, 1);
+    }
+    CM_DEBUG("connection closed peer=%s err=%s", fns_conn_peer(c), cm_errname(err));
+}
+
+static const struct fns_conn_ops fns_node_conn_ops = {
+    .frame = fns_node_frame,
+    .closed = fns_node_closed,
+};
+
+static void
+fns_node_accept(void *arg, int fd)
+{
+    struct fns_node *n = arg;
+    struct fns_conn *c;
+
+    if (n->stopping) {
+        close(fd);
+        return;
+    }
+    if (fns_conn_create(n->loop, fd, n->cfg.max_chunk, &fns_node_conn_ops, n, &n->conns, &c) ==
+        0) {
+        CM_DEBUG("connection accepted peer=%s", fns_conn_peer(c));
+    }
+}
+
+struct fns_snap_ctx {
+    struct fns_node *n;
+    size_t i;
+};
+
+static void
+fns_node_snap_cb(void *arg, const struct pol_fq_tenant_info *ti)
+{
+    struct fns_snap_ctx *ctx = arg;
+    struct fns_node *n = ctx->n;
+
+    if (ctx->i == n->capsnap) {
+        n->capsnap = n->capsnap ? n->capsnap * 2 : 16;
+        n->snap = cm_realloc(n->snap, n->capsnap * sizeof(*n->snap));
+    }
+    n->snap[ctx->i].tenant = ti->tenant;
+    n->snap[ctx->i].requests = ti->served_requests;
+    n->snap[ctx->i].bytes = ti->served_bytes;
+    n->snap[ctx->i].queued = ti->queued;
+    ctx->i++;
+}
+
+static void
+fns_node_tick(void *arg)
+{
+    struct fns_node *n = arg;
+    struct fns_snap_ctx ctx = {n, 0};
+    uint64_t now = cm_now_ns();
+
+    pthread_mutex_lock(&n->mu);
+    pol_fq_foreach_tenant(n->fq, fns_node_snap_cb, &ctx);
+    n->nsnap = ctx.i;
+    pthread_mutex_unlock(&n->mu);
+
+    if (n->stopping) {
+        fns_node_cos_cb(n);
+        if (pol_fq_len(n->fq) == 0 && n->inflight == 0 && fns_cos_pending(n->pool) == 0 &&
+            fns_conn_list_idle(&n->conns)) {
+            CM_INFO("drained, stopping");
+            fns_conn_list_close_all(&n->conns);
+            fns_loop_break(n->loop);
+            return;
+        }
+        if (now > n->stop_deadline) {
+            CM_WARN("shutdown deadline passed inflight=%llu cos_pending=%zu",
+                    (unsigned long long)n->inflight, fns_cos_pending(n->pool));
+            fns_conn_list_close_all(&n->conns);
+            fns_loop_break(n->loop);
+            return;
+        }
+        fns_loop_ev_after(n->ev_tick, 10u * 1000000u);
+        return;
+    }
+    fns_loop_ev_after(n->ev_tick, FNS_TICK_NS);
+}
+
+static void
+fns_node_stop_cb(void *arg)
+{
+    struct fns_node *n = arg;
+
+    if (n->stopping) {
+        return;
+    }
+    n->stopping = 1;
+    n->stop_deadline = cm_now_ns() + FNS_SHUTDOWN_DEADLINE_NS;
+    CM_INFO("shutting down inflight=%llu cos_pending=%zu connections=%zu",
+            (unsigned long long)n->inflight, fns_cos_pending(n->pool), n->conns.n);
+    fns_loop_listener_free(n->listener);
+    n->listener = NULL;
+    fns_conn_list_stop_reading(&n->conns);
+    fns_loop_ev_after(n->ev_tick, 1000000u);
+}
+
+static void
+fns_node_weights_cb(void *arg)
+{
+    struct fns_node *n = arg;
+    uint32_t *t;
+    double *w;
+    size_t cnt, i;
+
+    pthread_mutex_lock(&n->mu);
+    t = n->w_tenants;
+    w = n->w_values;
+    cnt = n->nw;
+    n->w_tenants = NULL;
+    n->w_values = NULL;
+    n->nw = 0;
+    pthread_mutex_unlock(&n->mu);
+    for (i = 0; i < cnt; i++) {
+        if (n->fq_ops->set_weight(n->fq, t[i], w[i]) != 0) {
+            CM_WARN("weight refused tenant=%u weight=%g", t[i], w[i]);
+        }
+    }
+    free(t);
+    free(w);
+}
+
+int
+fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_node **out)
+{
+    struct fns_node *n;
+    struct pol_fq_cfg fqc = {0};
+    int rc;
+
+    *out = NULL;
+    n = cm_calloc(1, sizeof(*n));
+    n->cfg = *cfg;
+    n->cfg.listen = NULL;
+    n->cfg.sched = NULL;
+    n->cos = cos;
+    pthread_mutex_init(&n->mu, NULL);
+    atomic_init(&n->used, 0);
+    atomic_init(&n->nchunks, 0);
+    atomic_init(&n->bad_frames, 0);
+    n->fq_ops = pol_fq_find(cfg->sched);
+    if (n->fq_ops == NULL) {
+        CM_ERROR("unknown scheduler sched=%s", cfg->sched != NULL ? cfg->sched : "(null)");
+        rc = CM_E_CONFIG;
+        goto out;
+    }
+    fqc.queue_limit = cfg->queue_limit;
+    fqc.cap_ops = cfg->cap_ops;
+    fqc.cap_bytes = cfg->cap_bytes;
+    rc = n->fq_ops->create(&fqc, &n->fq);
+    if (rc != 0) {
+        goto out;
+    }
+    rc = fns_store_create(cfg->capacity, cfg->instances, &n->store);
+    if (rc != 0) {
+        goto out;
+    }
+    n->rs = cm_reqstats_create(fns_op_names, FNS_NOPS);
+    n->limited = cfg->cap_ops > 0 || cfg->cap_bytes > 0;
+    fns_rate_init(&n->rate_ops, cfg->cap_ops, FNS_RATE_BURST_S, cm_now_ns());
+    fns_rate_init(&n->rate_bytes, cfg->cap_bytes, FNS_RATE_BURST_S, cm_now_ns());
+    rc = fns_loop_create(&n->loop);
+    if (rc != 0) {
+        goto out;
+    }
+    n->ev_dispatch = fns_loop_ev_new(n->loop, fns_node_dispatch, n);
+    n->ev_rate = fns_loop_ev_new(n->loop, fns_node_rate_cb, n);
+    n->ev_cos = fns_loop_ev_new(n->loop, fns_node_cos_cb, n);
+    n->ev_stop = fns_loop_ev_new(n->loop, fns_node_stop_cb, n);
+    n->ev_tick = fns_loop_ev_new(n->loop, fns_node_tick, n);
+    n->ev_weights = fns_loop_ev_new(n->loop, fns_node_weights_cb, n);
+    if (cfg->handle_signals) {
+        n->ev_sigterm = fns_loop_ev_signal(n->loop, SIGTERM, fns_node_stop_cb, n);
+        n->ev_sigint = fns_loop_ev_signal(n->loop, SIGINT, fns_node_stop_cb, n);
+    }
+    rc = fns_cos_create(cos, cfg->cos_threads, fns_node_cos_notify, n, &n->pool);
+    if (rc != 0) {
+        goto out;
+    }
+    rc = fns_loop_listen(n->loop, cfg->listen, fns_node_accept, n, &n->port, &n->listener);
+    if (rc != 0) {
+        CM_ERROR("cannot listen addr=%s err=%s", cfg->listen, cm_errname(rc));
+        goto out;
+    }
+    *out = n;
+    return 0;
+out:
+    fns_node_destroy(n);
+    return rc;
+}
+
+int
+fns_node_run(struct fns_node *n)
+{
+    CM_INFO("serving addr=127.0.0.1:%u id=%u incarnation=%u sched=%s capacity=%llu "
+            "instances=%u",
+            n->port, n->cfg.id, n->cfg.incarnation, n->fq_ops->name,
+            (unsigned long long)n->cfg.capacity, n->cfg.instances);
+    fns_loop_ev_after(n->ev_tick, FNS_TICK_NS);
+    return fns_loop_run(n->loop);
+}
+
+void
+fns_node_stop(struct fns_node *n)
+{
+    fns_loop_ev_wake(n->ev_stop);
+}
+
+void
+fns_node_destroy(struct fns_node *n)
+{
+    struct pol_fq_item *it;
+
+    if (n == NULL) {
+        return;
+    }
+    if (n->pool != NULL) {
+        fns_cos_stop(n->pool);
+        fns_node_cos_cb(n);
+    }
+    fns_loop_listener_free(n->listener);
+    fns_conn_list_close_all(&n->conns);
+    /* Anything still queued (deadline passed): answer into closed conns. */
+    while (n->fq != NULL && (it = n->fq_ops->dequeue(n->fq, 0)) != NULL) {
+        struct fns_req *req = (struct fns_req *)(void *)((char *)it - offsetof(struct fns_req, fq));
+
+        req->dispatched = 1;
+        fns_node_answer(n, req, CM_E_UNAVAIL, 0, NULL);
+    }
+    fns_cos_destroy(n->pool);
+    fns_loop_ev_free(n->ev_dispatch);
+    fns_loop_ev_free(n->ev_rate);
+    fns_loop_ev_free(n->ev_cos);
+    fns_loop_ev_free(n->ev_stop);
+    fns_loop_ev_free(n->ev_tick);
+    fns_loop_ev_free(n->ev_weights);
+    fns_loop_ev_free(n->ev_sigterm);
+    fns_loop_ev_free(n->ev_sigint);
+    fns_loop_destroy(n->loop);
+    if (n->fq_ops != NULL) {
+        n->fq_ops->destroy(n->fq);
+    }
+    fns_store_destroy(n->store);
+    if (n->rs != NULL) {
+        cm_reqstats_destroy(n->rs);
+    }
+    free(n->snap);
+    free(n->w_tenants);
+    free(n->w_values);
+    pthread_mutex_destroy(&n->mu);
+    free(n);
+}
+
+void
+fns_node_stats(struct fns_node *n, struct fns_node_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->port = n->port;
+    out->id = n->cfg.id;
+    out->incarnation = n->cfg.incarnation;
+    out->instances = n->cfg.instances;
+    out->capacity_bytes = n->cfg.capacity;
+    out->used_bytes = atomic_load(&n->used);
+    out->chunks = atomic_load(&n->nchunks);
+    out->bad_frames_total = atomic_load(&n->bad_frames);
+    out->cos_pending = fns_cos_pending(n->pool);
+    out->cos_writes_total = fns_cos_writes_total(n->pool);
+    out->cos_reloads_total = fns_cos_reloads_total(n->pool);
+}
+
+struct cm_reqstats *
+fns_node_reqstats(struct fns_node *n)
+{
+    return n->rs;
+}
+
+size_t
+fns_node_tenants(struct fns_node *n, struct fns_node_tenant *out, size_t cap)
+{
+    size_t cnt;
+
+    pthread_mutex_lock(&n->mu);
+    cnt = n->nsnap < cap ? n->nsnap : cap;
+    if (cnt > 0) {
+        memcpy(out, n->snap, cnt * sizeof(*out));
+    }
+    pthread_mutex_unlock(&n->mu);
+    return cnt;
+}
+
+void
+fns_node_set_weights(struct fns_node *n, const uint32_t *tenants, const double *weights,
+                     size_t count)
+{
+    uint32_t *t = cm_malloc((count ? count : 1) * sizeof(*t));
+    double *w = cm_malloc((count ? count : 1) * sizeof(*w));
+
+    if (count > 0) {
+        memcpy(t, tenants, count * sizeof(*t));
+        memcpy(w, weights, count * sizeof(*w));
+    }
+    pthread_mutex_lock(&n->mu);
+    free(n->w_tenants);
+    free(n->w_values);
+    n->w_tenants = t;
+    n->w_values = w;
+    n->nw = count;
+    pthread_mutex_unlock(&n->mu);
+    fns_loop_ev_wake(n->ev_weights);
+}

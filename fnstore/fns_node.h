@@ -1,0 +1,77 @@
+/*
+ * fns_node.h - a storage node: the request pipeline that ties the
+ * connections, the FQ scheduler, the chunk store and the COS pool together.
+ *
+ *   conn ─frame─▶ check (CRC, size, op) ─▶ pol_fq enqueue ──(CM_E_BUSY)──▶ answer
+ *                                              │
+ *                  dispatcher (--cap-ops / --cap-bytes token buckets)
+ *                                              ▼
+ *   PUT: store (−ENOSPC) ─▶ answer 0 ─▶ COS write job ─▶ persisted
+ *        (CM_WF_COS_SYNC: answer after the write)
+ *   GET: store hit ─▶ answer by reference │ miss ─▶ COS read job ─▶ verify, re-insert,
+ *                                         │                       answer CM_WF_FROM_COS
+ *   DEL: store ─▶ COS delete job ─▶ answer      STAT: store │ miss ─▶ COS read ─▶ answer
+ *   answer ─▶ pol_fq complete(actual bytes), reqstats, conn send
+ *
+ * Threads: fns_node_run runs the event loop on the calling thread ("loop
+ * thread"); store, scheduler and connections are touched only there. The
+ * functions marked "any thread" are safe from others (heartbeat, metrics).
+ */
+#ifndef FNS_NODE_H
+#define FNS_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cm_cos;
+struct cm_reqstats;
+struct fns_node;
+
+struct fns_node_cfg {
+    uint32_t id;
+    const char *listen; /* "127.0.0.1:9500" (port 0: any); borrowed for create */
+    uint64_t capacity;  /* bytes of chunk memory */
+    uint32_t instances;
+    uint32_t max_chunk;   /* larger PUT payloads -> CM_E_TOOBIG */
+    uint32_t queue_limit; /* per tenant; 0 = unlimited */
+    double cap_ops;       /* requests/s; 0 = off */
+    double cap_bytes;     /* bytes/s; 0 = off */
+    const char *sched;    /* FQ policy name; borrowed for create */
+    int cos_threads;
+    uint32_t incarnation;
+    int handle_signals; /* SIGTERM/SIGINT start a clean shutdown */
+};
+
+struct fns_node_stats {
+    uint16_t port;
+    uint32_t id, incarnation, instances;
+    uint64_t capacity_bytes, used_bytes, chunks;
+    uint64_t cos_pending, cos_writes_total, cos_reloads_total, bad_frames_total;
+};
+
+struct fns_node_tenant {
+    uint32_t tenant;
+    uint64_t requests, bytes; /* served, cumulative */
+    uint32_t queued;
+};
+
+/* cos borrowed for the node's lifetime; *out caller-owned. Binds the
+ * listen socket here (so errors surface before run). */
+int fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_node **out);
+/* Serves until fns_node_stop; then stops reading, finishes in-flight
+ * requests, drains the COS queue, flushes answers, returns 0. */
+int fns_node_run(struct fns_node *n);
+void fns_node_stop(struct fns_node *n);     /* any thread */
+void fns_node_destroy(struct fns_node *n);  /* NULL is a no-op; after run returned */
+
+void fns_node_stats(struct fns_node *n, struct fns_node_stats *out); /* any thread */
+/* Shared with the node (thread-safe), valid until destroy. */
+struct cm_reqstats *fns_node_reqstats(struct fns_node *n);
+/* Copies up to cap per-tenant figures (a snapshot at most ~200 ms old);
+ * returns the number copied. Any thread. */
+size_t fns_node_tenants(struct fns_node *n, struct fns_node_tenant *out, size_t cap);
+/* New local weights (copied); applied on the loop thread. Any thread. */
+void fns_node_set_weights(struct fns_node *n, const uint32_t *tenants, const double *weights,
+                          size_t count);
+
+#endif

@@ -1,0 +1,164 @@
+/*
+ * main.c - shoal-fnstore: a storage node hosting function instances.
+ *
+ * Main thread: parse config, open the COS, bump the incarnation, start the
+ * metrics server and the heartbeat thread, then run the node's event loop
+ * until SIGTERM/SIGINT, and tear down in reverse order.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_config.h"
+#include "cm_cos.h"
+#include "cm_err.h"
+#include "cm_log.h"
+#include "cm_wire.h"
+#include "fns_ctl.h"
+#include "fns_incarn.h"
+#include "fns_metrics.h"
+#include "fns_node.h"
+#include "pol_fq.h"
+
+struct fns_cfg {
+    int id;
+    const char *listen;
+    const char *metrics_listen;
+    const char *controller;
+    const char *admin_token_file;
+    const char *cos;
+    const char *data_dir;
+    uint64_t capacity;
+    int instances;
+    int cos_threads;
+    const char *sched;
+    int queue_limit;
+    double cap_ops;
+    uint64_t cap_bytes;
+    uint64_t max_chunk;
+    const char *log_level;
+    int heartbeat_ms;
+};
+
+static const struct cm_opt fns_opts[] = {
+    CM_OPT_INT(struct fns_cfg, id, "0", 0, 1000000, "node id (unique in the cluster)"),
+    CM_OPT_STR(struct fns_cfg, listen, "127.0.0.1:9500", "data (wire protocol) address"),
+    CM_OPT_STR(struct fns_cfg, metrics_listen, "127.0.0.1:9600",
+               "metrics HTTP address (/metrics, /healthz); empty disables"),
+    CM_OPT_STR(struct fns_cfg, controller, "127.0.0.1:9400",
+               "controller address for heartbeats; empty disables"),
+    CM_OPT_STR(struct fns_cfg, admin_token_file, "", "admin token file for the controller"),
+    CM_OPT_STR(struct fns_cfg, cos, NULL, "COS: a directory or fs:/dir (required)"),
+    CM_OPT_STR(struct fns_cfg, data_dir, "",
+               "node state directory (incarnation); empty keeps it in the COS"),
+    CM_OPT_U64(struct fns_cfg, capacity, "1GiB", 1, 1ull << 44, "chunk memory in bytes"),
+    CM_OPT_INT(struct fns_cfg, instances, "16", 1, 65536,
+               "function instances hosted (capacity split evenly)"),
+    CM_OPT_INT(struct fns_cfg, cos_threads, "4", 1, 256, "COS worker threads"),
+    CM_OPT_STR(struct fns_cfg, sched, "fifo", "fair-queue scheduler (fifo)"),
+    CM_OPT_INT(struct fns_cfg, queue_limit, "1024", 0, 1 << 24,
+               "queued requests per tenant before CM_E_BUSY (0 = unlimited)"),
+    CM_OPT_DBL(struct fns_cfg, cap_ops, "0", 0, 1e9, "emulated requests/s cap (0 = off)"),
+    CM_OPT_U64(struct fns_cfg, cap_bytes, "0", 0, 1ull << 40,
+               "emulated bytes/s cap (0 = off)"),
+    CM_OPT_U64(struct fns_cfg, max_chunk, "64MiB", 1, CM_WIRE_MAX_DATA, "largest chunk accepted"),
+    CM_OPT_STR(struct fns_cfg, log_level, "info", "debug | info | warn | error"),
+    CM_OPT_INT(struct fns_cfg, heartbeat_ms, "1000", 10, 600000, "heartbeat interval"),
+};
+
+static void
+fns_usage_error(const char *msg)
+{
+    fprintf(stderr, "shoal-fnstore: %s\n", msg);
+    exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+    struct fns_cfg cfg = {0};
+    struct fns_node_cfg ncfg = {0};
+    struct fns_ctl_cfg ccfg = {0};
+    struct cm_cos *cos = NULL;
+    struct fns_node *node = NULL;
+    struct fns_metrics *metrics = NULL;
+    struct fns_ctl *ctl = NULL;
+    struct fns_node_stats st;
+    enum cm_log_level level;
+    uint32_t incarnation = 0;
+    char addr[96];
+    int rc, status = 1;
+
+    cm_config_load(fns_opts, sizeof(fns_opts) / sizeof(fns_opts[0]), &cfg, argc, argv,
+                   "shoal-fnstore", "storage node hosting function instances (chunk memory)");
+    if (cm_log_parse_level(cfg.log_level, &level) != 0) {
+        fns_usage_error("--log-level must be debug, info, warn or error");
+    }
+    if (cfg.cos == NULL || cfg.cos[0] == '\0') {
+        fns_usage_error("--cos is required");
+    }
+    if (pol_fq_find(cfg.sched) == NULL) {
+        fns_usage_error("--sched: unknown scheduler");
+    }
+    cm_log_init("fnstore", level);
+    signal(SIGPIPE, SIG_IGN);
+
+    rc = cm_cos_open(cfg.cos, &cos);
+    if (rc != 0) {
+        CM_ERROR("cannot open cos url=%s err=%s", cfg.cos, cm_errname(rc));
+        goto out;
+    }
+    rc = fns_incarnation_bump(cfg.data_dir, cos, (uint32_t)cfg.id, &incarnation);
+    if (rc != 0) {
+        CM_ERROR("cannot bump incarnation data_dir=%s err=%s", cfg.data_dir, cm_errname(rc));
+        goto out;
+    }
+    ncfg.id = (uint32_t)cfg.id;
+    ncfg.listen = cfg.listen;
+    ncfg.capacity = cfg.capacity;
+    ncfg.instances = (uint32_t)cfg.instances;
+    ncfg.max_chunk = (uint32_t)cfg.max_chunk;
+    ncfg.queue_limit = (uint32_t)cfg.queue_limit;
+    ncfg.cap_ops = cfg.cap_ops;
+    ncfg.cap_bytes = (double)cfg.cap_bytes;
+    ncfg.sched = cfg.sched;
+    ncfg.cos_threads = cfg.cos_threads;
+    ncfg.incarnation = incarnation;
+    ncfg.handle_signals = 1;
+    rc = fns_node_create(&ncfg, cos, &node);
+    if (rc != 0) {
+        goto out;
+    }
+    if (cfg.metrics_listen != NULL && cfg.metrics_listen[0] != '\0') {
+        rc = fns_metrics_start(cfg.metrics_listen, node, &metrics);
+        if (rc != 0) {
+            goto out;
+        }
+    }
+    fns_node_stats(node, &st);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", st.port);
+    ccfg.controller = cfg.controller;
+    ccfg.token_file = cfg.admin_token_file;
+    ccfg.addr = addr;
+    ccfg.metrics_addr = cfg.metrics_listen != NULL ? cfg.metrics_listen : "";
+    ccfg.interval_ms = cfg.heartbeat_ms;
+    rc = fns_ctl_create(&ccfg, node, &ctl);
+    if (rc != 0) {
+        CM_ERROR("cannot start heartbeat err=%s", cm_errname(rc));
+        goto out;
+    }
+    rc = fns_node_run(node);
+    if (rc == 0) {
+        status = 0;
+    }
+out:
+    fns_ctl_destroy(ctl);
+    fns_metrics_stop(metrics);
+    fns_node_destroy(node);
+    cm_cos_close(cos);
+    if (status == 0) {
+        CM_INFO("stopped");
+    }
+    return status;
+}

@@ -1,0 +1,45 @@
+/*
+ * gw_front.h - the tenant-facing HTTP API of the gateway (private to
+ * gateway/): routing, auth, the object handlers and the group committer.
+ *
+ * Threads: the handlers run on cm_http threads; engine callbacks on the
+ * engine thread; one committer thread owns every metadata write. See
+ * gw_front.c for the pipeline.
+ */
+#ifndef GW_FRONT_H
+#define GW_FRONT_H
+
+#include <stdint.h>
+
+#include "cm_http.h"
+#include "gw_engine.h"
+
+struct gw_meta;
+struct gw_state;
+struct gw_front;
+
+struct gw_front_cfg {
+    uint64_t max_object_size;
+    uint64_t small_threshold; /* smaller objects are stored as 1+m copies */
+    int delete_delay_ms;      /* old versions' chunks outlive their readers */
+};
+
+/* meta is borrowed and must outlive the front. Starts the committer. */
+int gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta,
+                    struct gw_front **out);
+/* The engine's on_layout callback; arg is the front. */
+void gw_front_on_layout(void *arg, const struct gw_layout *layout);
+/* Wires the engine and state (borrowed) and hands every pending layout to
+ * gw_engine_track. Before serving. */
+void gw_front_attach(struct gw_front *f, struct gw_engine *e, struct gw_state *st);
+/* The cm_http handlers; their arg is the front. */
+extern const struct cm_http_handlers gw_front_handlers;
+
+/* Shutdown, in this order: drain (new requests get 503; waits up to
+ * timeout_ms for suspended ones), cm_http_stop, quiesce (committer queue
+ * empty), gw_engine_destroy, destroy (flushes late layout updates). */
+void gw_front_drain(struct gw_front *f, int timeout_ms);
+void gw_front_quiesce(struct gw_front *f);
+void gw_front_destroy(struct gw_front *f); /* NULL is a no-op */
+
+#endif

@@ -1,0 +1,884 @@
+/*
+ * gw_meta.c - object metadata in LMDB (see gw_meta.h).
+ *
+ * LMDB keys are at most 511 bytes but object keys reach 1024, so the
+ * objects and tombs tables are keyed by a *slot*: tenant u32 BE followed by
+ * the first GW_META_INLINE bytes of the object key. A slot's value is a
+ * bucket: the entries of every key that maps to it, sorted by full key:
+ *
+ *   entry := klen u16 LE | key[klen] | vlen u16 LE | value[vlen]
+ *
+ * Keys shorter than GW_META_INLINE have a slot of their own. Ordering
+ * holds: comparing two slots bytewise orders their keys as the full keys
+ * would be ordered (a key that is a prefix of another sorts first both
+ * ways), and inside a slot the bucket is sorted. So a LIST is one cursor
+ * scan, and all operations stay O(bucket), which is 1 except for many
+ * long keys sharing their first 480 bytes.
+ *
+ * Layout record (value in objects), little-endian:
+ *   0 fmt=1 u8 | 1 k u8 | 2 m u8 | 3 pad | 4 tenant u32 | 8 chunk_size u32 |
+ *   12 nstripes u32 | 16 object | 24 version | 32 size | 40 etag |
+ *   48 persisted (u64 each) | 56 holders u32[k+m]
+ *
+ * Threads: see gw_meta.h. Invariant: pending holds exactly the objects
+ * that are a live version of their key and not fully persisted (stale
+ * entries are tolerated on read and dropped on update).
+ */
+#include "gw_meta.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_buf.h"
+#include "cm_err.h"
+#include "cm_kv.h"
+#include "gw_parse.h"
+
+#define GW_META_INLINE 480
+#define SLOT_MAX (4 + GW_META_INLINE)
+
+enum { T_OBJECTS, T_TOMBS, T_PENDING, T_STATE, T_COUNT };
+static const char *const table_names[T_COUNT] = {"objects", "tombs", "pending", "state"};
+
+struct gw_meta {
+    struct cm_kv *kv;
+};
+
+struct gw_meta_batch {
+    struct cm_kv_txn *txn;
+};
+
+static void
+put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static void
+put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static uint32_t
+get_le32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--) {
+        v = v << 8 | p[i];
+    }
+    return v;
+}
+
+static uint64_t
+get_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) {
+        v = v << 8 | p[i];
+    }
+    return v;
+}
+
+static void
+put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t
+get_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void
+put_be64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        p[i] = (uint8_t)(v >> (56 - 8 * i));
+    }
+}
+
+size_t
+gw_meta_encode(const struct gw_layout *l, uint8_t *buf)
+{
+    unsigned n = (unsigned)l->k + l->m;
+
+    memset(buf, 0, 56);
+    buf[0] = 1;
+    buf[1] = l->k;
+    buf[2] = l->m;
+    put_le32(buf + 4, l->tenant);
+    put_le32(buf + 8, l->chunk_size);
+    put_le32(buf + 12, l->nstripes);
+    put_le64(buf + 16, l->object);
+    put_le64(buf + 24, l->version);
+    put_le64(buf + 32, l->size);
+    put_le64(buf + 40, l->etag);
+    put_le64(buf + 48, l->persisted);
+    for (unsigned j = 0; j < n && j < GW_MAX_HOLDERS; j++) {
+        put_le32(buf + 56 + 4 * j, l->holders[j]);
+    }
+    return 56 + 4 * (size_t)n;
+}
+
+int
+gw_meta_decode(const void *buf, size_t len, struct gw_layout *out)
+{
+    const uint8_t *p = buf;
+    unsigned n;
+
+    if (len < 56 || p[0] != 1) {
+        return CM_E_PROTO;
+    }
+    n = (unsigned)p[1] + p[2];
+    if (p[1] == 0 || n > GW_MAX_HOLDERS || len != 56 + 4 * (size_t)n) {
+        return CM_E_PROTO;
+    }
+    memset(out, 0, sizeof(*out));
+    out->k = p[1];
+    out->m = p[2];
+    out->tenant = get_le32(p + 4);
+    out->chunk_size = get_le32(p + 8);
+    out->nstripes = get_le32(p + 12);
+    out->object = get_le64(p + 16);
+    out->version = get_le64(p + 24);
+    out->size = get_le64(p + 32);
+    out->etag = get_le64(p + 40);
+    out->persisted = get_le64(p + 48);
+    for (unsigned j = 0; j < n; j++) {
+        out->holders[j] = get_le32(p + 56 + 4 * j);
+    }
+    return 0;
+}
+
+int
+gw_layout_persisted(const struct gw_layout *l)
+{
+    unsigned n = (unsigned)l->k + l->m;
+    uint64_t full = n >= 64 ? UINT64_MAX : ((uint64_t)1 << n) - 1;
+
+    return (l->persisted & full) == full;
+}
+
+/* ---- slots and buckets ---- */
+
+static size_t
+slot_key(uint32_t tenant, const char *key, size_t klen, uint8_t *out)
+{
+    size_t n = klen < GW_META_INLINE ? klen : GW_META_INLINE;
+
+    put_be32(out, tenant);
+    memcpy(out + 4, key, n);
+    return 4 + n;
+}
+
+struct entry {
+    const char *key;
+    size_t klen;
+    const uint8_t *val;
+    size_t vlen;
+};
+
+/* Iterates a bucket: 1 with *e filled, 0 at the end, CM_E_PROTO if torn. */
+static int
+bucket_next(const uint8_t *b, size_t blen, size_t *pos, struct entry *e)
+{
+    size_t p = *pos;
+
+    if (p == blen) {
+        return 0;
+    }
+    if (blen - p < 2) {
+        return CM_E_PROTO;
+    }
+    e->klen = (size_t)b[p] | (size_t)b[p + 1] << 8;
+    p += 2;
+    if (blen - p < e->klen + 2) {
+        return CM_E_PROTO;
+    }
+    e->key = (const char *)b + p;
+    p += e->klen;
+    e->vlen = (size_t)b[p] | (size_t)b[p + 1] << 8;
+    p += 2;
+    if (blen - p < e->vlen) {
+        return CM_E_PROTO;
+    }
+    e->val = b + p;
+    p += e->vlen;
+    *pos = p;
+    return 1;
+}
+
+static int
+keycmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+
+    if (c != 0) {
+        return c;
+    }
+    return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
+
+static void
+bucket_append(struct cm_buf *out, const char *key, size_t klen, const void *val, size_t vlen)
+{
+    uint8_t h[2];
+
+    h[0] = (uint8_t)klen;
+    h[1] = (uint8_t)(klen >> 8);
+    cm_buf_append(out, h, 2);
+    cm_buf_append(out, key, klen);
+    h[0] = (uint8_t)vlen;
+    h[1] = (uint8_t)(vlen >> 8);
+    cm_buf_append(out, h, 2);
+    cm_buf_append(out, val, vlen);
+}
+
+/* Finds key in the slot of table: 0 with *val and *vlen borrowed (txn), or
+ * CM_E_NOTFOUND. */
+static int
+slot_get(struct cm_kv_txn *txn, int table, uint32_t tenant, const char *key, size_t klen,
+         const uint8_t **val, size_t *vlen)
+{
+    uint8_t sk[SLOT_MAX];
+    size_t sklen = slot_key(tenant, key, klen, sk);
+    const void *b;
+    size_t blen, pos = 0;
+    struct entry e;
+    int rc;
+
+    rc = cm_kv_get(txn, table, sk, sklen, &b, &blen);
+    if (rc != 0) {
+        return rc;
+    }
+    while ((rc = bucket_next(b, blen, &pos, &e)) == 1) {
+        if (keycmp(e.key, e.klen, key, klen) == 0) {
+            *val = e.val;
+            *vlen = e.vlen;
+            return 0;
+        }
+    }
+    return rc < 0 ? rc : CM_E_NOTFOUND;
+}
+
+/* Sets (val != NULL) or removes key in its slot. Removing an absent key is
+ * CM_E_NOTFOUND. */
+static int
+slot_set(struct cm_kv_txn *txn, int table, uint32_t tenant, const char *key, size_t klen,
+         const void *val, size_t vlen)
+{
+    uint8_t sk[SLOT_MAX];
+    size_t sklen = slot_key(tenant, key, klen, sk);
+    const void *b = NULL;
+    size_t blen = 0, pos = 0;
+    struct cm_buf nb;
+    struct entry e;
+    int rc, done = 0, found = 0;
+
+    rc = cm_kv_get(txn, table, sk, sklen, &b, &blen);
+    if (rc != 0 && rc != CM_E_NOTFOUND) {
+        return rc;
+    }
+    cm_buf_init(&nb);
+    if (rc == 0) {
+        while ((rc = bucket_next(b, blen, &pos, &e)) == 1) {
+            int c = keycmp(e.key, e.klen, key, klen);
+            if (c == 0) {
+                found = 1;
+                continue;
+            }
+            if (c > 0 && !done) {
+                if (val != NULL) {
+                    bucket_append(&nb, key, klen, val, vlen);
+                }
+                done = 1;
+            }
+            bucket_append(&nb, e.key, e.klen, e.val, e.vlen);
+        }
+        if (rc < 0) {
+            goto out;
+        }
+    }
+    if (!done && val != NULL) {
+        bucket_append(&nb, key, klen, val, vlen);
+    }
+    if (val == NULL && !found) {
+        rc = CM_E_NOTFOUND;
+        goto out;
+    }
+    if (nb.len == 0) {
+        rc = cm_kv_del(txn, table, sk, sklen);
+    } else {
+        rc = cm_kv_put(txn, table, sk, sklen, nb.p, nb.len);
+    }
+out:
+    cm_buf_fini(&nb);
+    return rc;
+}
+
+/* ---- open / close ---- */
+
+int
+gw_meta_open(const char *dir, size_t map_size, struct gw_meta **out)
+{
+    struct gw_meta *m = cm_calloc(1, sizeof(*m));
+    int rc = cm_kv_open(dir, map_size, table_names, T_COUNT, 0, &m->kv);
+
+    if (rc != 0) {
+        free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+void
+gw_meta_close(struct gw_meta *m)
+{
+    if (m == NULL) {
+        return;
+    }
+    cm_kv_close(m->kv);
+    free(m);
+}
+
+/* ---- reads ---- */
+
+int
+gw_meta_get(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen,
+            struct gw_layout *out)
+{
+    struct cm_kv_txn *txn;
+    const uint8_t *v;
+    size_t vlen;
+    int rc = cm_kv_begin(m->kv, 0, &txn);
+
+    if (rc != 0) {
+        return rc;
+    }
+    rc = slot_get(txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
+    if (rc == 0) {
+        rc = gw_meta_decode(v, vlen, out);
+    }
+    cm_kv_abort(txn);
+    return rc;
+}
+
+struct list_ctx {
+    uint32_t tenant;
+    const char *prefix;
+    size_t plen;
+    const char *after;
+    size_t alen;
+    unsigned limit, n;
+    gw_meta_list_cb cb;
+    void *arg;
+    int more;
+    int err;
+};
+
+/* 1 = stop the scan. */
+static int
+list_slot(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+    struct list_ctx *c = arg;
+    size_t pos = 0;
+    struct entry e;
+    int rc;
+
+    if (klen < 4 || get_be32(k) != c->tenant) {
+        return 1;
+    }
+    while ((rc = bucket_next(v, vlen, &pos, &e)) == 1) {
+        struct gw_layout l;
+        if (c->after != NULL && keycmp(e.key, e.klen, c->after, c->alen) <= 0) {
+            continue;
+        }
+        if (e.klen < c->plen || memcmp(e.key, c->prefix, c->plen) != 0) {
+            if (keycmp(e.key, e.klen, c->prefix, c->plen) > 0) {
+                return 1; /* past every key with the prefix */
+            }
+            continue;
+        }
+        if (c->n == c->limit) {
+            c->more = 1;
+            return 1;
+        }
+        if (gw_meta_decode(e.val, e.vlen, &l) != 0) {
+            c->err = CM_E_PROTO;
+            return 1;
+        }
+        c->cb(c->arg, e.key, e.klen, &l);
+        c->n++;
+    }
+    if (rc < 0) {
+        c->err = rc;
+        return 1;
+    }
+    return 0;
+}
+
+int
+gw_meta_list(struct gw_meta *m, uint32_t tenant, const char *prefix, size_t plen,
+             const char *after, size_t alen, unsigned limit, gw_meta_list_cb cb, void *arg,
+             int *more)
+{
+    struct list_ctx c = {tenant, prefix, plen, after, alen, limit, 0, cb, arg, 0, 0};
+    struct cm_kv_txn *txn;
+    uint8_t sk[SLOT_MAX];
+    size_t sklen;
+    int rc;
+
+    if (after != NULL && keycmp(after, alen, prefix, plen) > 0) {
+        sklen = slot_key(tenant, after, alen, sk);
+    } else {
+        sklen = slot_key(tenant, prefix, plen, sk);
+    }
+    rc = cm_kv_begin(m->kv, 0, &txn);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = cm_kv_scan(txn, T_OBJECTS, sk, sklen, list_slot, &c);
+    cm_kv_abort(txn);
+    if (rc < 0) {
+        return rc;
+    }
+    *more = c.more;
+    return c.err;
+}
+
+struct pending_ctx {
+    struct cm_kv_txn *txn;
+    void (*cb)(void *arg, const struct gw_layout *l);
+    void *arg;
+};
+
+static int
+pending_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+    struct pending_ctx *c = arg;
+    const uint8_t *rec;
+    size_t rlen;
+    struct gw_layout l;
+    uint64_t object = 0;
+
+    if (klen != 8 || vlen < 5) {
+        return 0;
+    }
+    for (int i = 0; i < 8; i++) {
+        object = object << 8 | ((const uint8_t *)k)[i];
+    }
+    if (slot_get(c->txn, T_OBJECTS, get_be32(v), (const char *)v + 4, vlen - 4, &rec, &rlen) !=
+            0 ||
+        gw_meta_decode(rec, rlen, &l) != 0 || l.object != object) {
+        return 0;
+    }
+    c->cb(c->arg, &l);
+    return 0;
+}
+
+int
+gw_meta_scan_pending(struct gw_meta *m, void (*cb)(void *arg, const struct gw_layout *l),
+                     void *arg)
+{
+    struct pending_ctx c = {NULL, cb, arg};
+    int rc = cm_kv_begin(m->kv, 0, &c.txn);
+
+    if (rc != 0) {
+        return rc;
+    }
+    rc = cm_kv_scan(c.txn, T_PENDING, NULL, 0, pending_one, &c);
+    cm_kv_abort(c.txn);
+    return rc < 0 ? rc : 0;
+}
+
+struct tenant_ctx {
+    uint32_t found;
+    int any;
+};
+
+static int
+first_tenant(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+    struct tenant_ctx *c = arg;
+
+    if (klen >= 4) {
+        c->found = get_be32(k);
+        c->any = 1;
+    }
+    return 1;
+}
+
+int
+gw_meta_tenants(struct gw_meta *m, void (*cb)(void *arg, uint32_t tenant), void *arg)
+{
+    struct cm_kv_txn *txn;
+    uint32_t next[2] = {0, 0};
+    int rc = cm_kv_begin(m->kv, 0, &txn);
+
+    if (rc != 0) {
+        return rc;
+    }
+    /* Skip from tenant to tenant: one seek per tenant, not per object. */
+    for (;;) {
+        uint32_t best = 0;
+        int have = 0;
+        for (int t = 0; t < 2; t++) {
+            struct tenant_ctx c = {0, 0};
+            uint8_t sk[4];
+            if (next[t] == UINT32_MAX) {
+                continue;
+            }
+            put_be32(sk, next[t]);
+            rc = cm_kv_scan(txn, t == 0 ? T_OBJECTS : T_TOMBS, sk, 4, first_tenant, &c);
+            if (rc < 0) {
+                goto out;
+            }
+            if (c.any && (!have || c.found < best)) {
+                best = c.found;
+                have = 1;
+            }
+            if (!c.any) {
+                next[t] = UINT32_MAX;
+            }
+        }
+        if (!have) {
+            break;
+        }
+        cb(arg, best);
+        if (best == UINT32_MAX) {
+            break;
+        }
+        next[0] = next[0] == UINT32_MAX ? UINT32_MAX : best + 1;
+        next[1] = next[1] == UINT32_MAX ? UINT32_MAX : best + 1;
+    }
+    rc = 0;
+out:
+    cm_kv_abort(txn);
+    return rc;
+}
+
+int
+gw_meta_state_load(struct gw_meta *m, char **json, size_t *len)
+{
+    struct cm_kv_txn *txn;
+    const void *v;
+    size_t vlen;
+    int rc = cm_kv_begin(m->kv, 0, &txn);
+
+    if (rc != 0) {
+        return rc;
+    }
+    rc = cm_kv_get(txn, T_STATE, "last", 4, &v, &vlen);
+    if (rc == 0) {
+        char *s = cm_malloc(vlen + 1);
+        memcpy(s, v, vlen);
+        s[vlen] = '\0';
+        *json = s;
+        *len = vlen;
+    }
+    cm_kv_abort(txn);
+    return rc;
+}
+
+int
+gw_meta_state_save(struct gw_meta *m, const char *json, size_t len)
+{
+    struct cm_kv_txn *txn;
+    int rc = cm_kv_begin(m->kv, 1, &txn);
+
+    if (rc != 0) {
+        return rc;
+    }
+    rc = cm_kv_put(txn, T_STATE, "last", 4, json, len);
+    if (rc != 0) {
+        cm_kv_abort(txn);
+        return rc;
+    }
+    return cm_kv_commit(txn);
+}
+
+/* ---- writes ---- */
+
+int
+gw_meta_batch_begin(struct gw_meta *m, struct gw_meta_batch **out)
+{
+    struct gw_meta_batch *b = cm_calloc(1, sizeof(*b));
+    int rc = cm_kv_begin(m->kv, 1, &b->txn);
+
+    if (rc != 0) {
+        free(b);
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
+int
+gw_meta_batch_commit(struct gw_meta_batch *b)
+{
+    int rc = cm_kv_commit(b->txn);
+
+    free(b);
+    return rc;
+}
+
+void
+gw_meta_batch_abort(struct gw_meta_batch *b)
+{
+    if (b == NULL) {
+        return;
+    }
+    cm_kv_abort(b->txn);
+    free(b);
+}
+
+static int
+pending_set(struct cm_kv_txn *txn, uint64_t object, uint32_t tenant, const char *key,
+            size_t klen)
+{
+    uint8_t k[8], v[4 + GW_KEY_MAX];
+
+    put_be64(k, object);
+    put_be32(v, tenant);
+    memcpy(v + 4, key, klen);
+    return cm_kv_put(txn, T_PENDING, k, 8, v, 4 + klen);
+}
+
+static int
+pending_del(struct cm_kv_txn *txn, uint64_t object)
+{
+    uint8_t k[8];
+    int rc;
+
+    put_be64(k, object);
+    rc = cm_kv_del(txn, T_PENDING, k, 8);
+    return rc == CM_E_NOTFOUND ? 0 : rc;
+}
+
+int
+gw_meta_put(struct gw_meta_batch *b, const char *key, size_t klen, struct gw_layout *l,
+            struct gw_layout *old, int *had_old)
+{
+    uint8_t rec[GW_META_REC_MAX];
+    const uint8_t *v;
+    size_t vlen, rlen;
+    uint64_t base = 0;
+    int rc;
+
+    if (klen == 0 || klen > GW_KEY_MAX) {
+        return CM_E_BADARG;
+    }
+    *had_old = 0;
+    rc = slot_get(b->txn, T_OBJECTS, l->tenant, key, klen, &v, &vlen);
+    if (rc == 0) {
+        rc = gw_meta_decode(v, vlen, old);
+        if (rc != 0) {
+            return rc;
+        }
+        *had_old = 1;
+        base = old->version;
+        rc = pending_del(b->txn, old->object);
+        if (rc != 0) {
+            return rc;
+        }
+    } else if (rc == CM_E_NOTFOUND) {
+        rc = slot_get(b->txn, T_TOMBS, l->tenant, key, klen, &v, &vlen);
+        if (rc == 0 && vlen == 8) {
+            base = get_le64(v);
+            rc = slot_set(b->txn, T_TOMBS, l->tenant, key, klen, NULL, 0);
+        }
+        if (rc != 0 && rc != CM_E_NOTFOUND) {
+            return rc;
+        }
+    } else {
+        return rc;
+    }
+    l->version = base + 1;
+    rlen = gw_meta_encode(l, rec);
+    rc = slot_set(b->txn, T_OBJECTS, l->tenant, key, klen, rec, rlen);
+    if (rc == 0 && !gw_layout_persisted(l)) {
+        rc = pending_set(b->txn, l->object, l->tenant, key, klen);
+    }
+    return rc;
+}
+
+int
+gw_meta_delete(struct gw_meta_batch *b, uint32_t tenant, const char *key, size_t klen,
+               struct gw_layout *old)
+{
+    const uint8_t *v;
+    size_t vlen;
+    uint8_t ver[8];
+    int rc;
+
+    rc = slot_get(b->txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = gw_meta_decode(v, vlen, old);
+    if (rc != 0) {
+        return rc;
+    }
+    put_le64(ver, old->version);
+    rc = slot_set(b->txn, T_OBJECTS, tenant, key, klen, NULL, 0);
+    if (rc == 0) {
+        rc = slot_set(b->txn, T_TOMBS, tenant, key, klen, ver, 8);
+    }
+    if (rc == 0) {
+        rc = pending_del(b->txn, old->object);
+    }
+    return rc;
+}
+
+int
+gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
+{
+    uint8_t pk[8], rec[GW_META_REC_MAX];
+    char key[GW_KEY_MAX];
+    const void *pv;
+    const uint8_t *v;
+    size_t pvlen, vlen, klen, rlen;
+    uint32_t tenant;
+    struct gw_layout cur;
+    int rc;
+
+    *stale = 1;
+    put_be64(pk, l->object);
+    rc = cm_kv_get(b->txn, T_PENDING, pk, 8, &pv, &pvlen);
+    if (rc == CM_E_NOTFOUND) {
+        return 0; /* replaced, deleted or already fully persisted */
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    if (pvlen < 5 || pvlen > 4 + GW_KEY_MAX) {
+        return pending_del(b->txn, l->object);
+    }
+    tenant = get_be32(pv);
+    klen = pvlen - 4;
+    memcpy(key, (const char *)pv + 4, klen);
+    rc = slot_get(b->txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
+    if (rc == 0) {
+        rc = gw_meta_decode(v, vlen, &cur);
+    }
+    if (rc == CM_E_NOTFOUND || (rc == 0 && cur.object != l->object)) {
+        return pending_del(b->txn, l->object);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    if (l->k != cur.k || l->m != cur.m) {
+        return CM_E_BADARG;
+    }
+    memcpy(cur.holders, l->holders, sizeof(cur.holders));
+    cur.persisted = l->persisted;
+    rlen = gw_meta_encode(&cur, rec);
+    rc = slot_set(b->txn, T_OBJECTS, tenant, key, klen, rec, rlen);
+    if (rc == 0 && gw_layout_persisted(&cur)) {
+        rc = pending_del(b->txn, l->object);
+    }
+    if (rc == 0) {
+        *stale = 0;
+    }
+    return rc;
+}
+
+struct purge_ctx {
+    uint32_t tenant;
+    unsigned max, n;
+    struct cm_buf slots; /* concatenated: u16 len | slot key */
+    int left;
+};
+
+static int
+purge_collect(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+    struct purge_ctx *c = arg;
+    uint8_t h[2];
+
+    if (klen < 4 || get_be32(k) != c->tenant) {
+        return 1;
+    }
+    if (c->n == c->max) {
+        c->left = 1;
+        return 1;
+    }
+    h[0] = (uint8_t)klen;
+    h[1] = (uint8_t)(klen >> 8);
+    cm_buf_append(&c->slots, h, 2);
+    cm_buf_append(&c->slots, k, klen);
+    c->n++;
+    return 0;
+}
+
+int
+gw_meta_purge(struct gw_meta_batch *b, uint32_t tenant, unsigned max,
+              void (*cb)(void *arg, const struct gw_layout *l), void *arg, int *left)
+{
+    uint8_t start[4];
+    int rc = 0;
+
+    *left = 0;
+    put_be32(start, tenant);
+    for (int t = T_OBJECTS; t <= T_TOMBS; t++) {
+        struct purge_ctx c = {tenant, max, 0, {NULL, 0, 0}, 0};
+        size_t pos = 0;
+
+        cm_buf_init(&c.slots);
+        rc = cm_kv_scan(b->txn, t, start, 4, purge_collect, &c);
+        if (rc < 0) {
+            cm_buf_fini(&c.slots);
+            return rc;
+        }
+        rc = 0;
+        while (pos < c.slots.len && rc == 0) {
+            const uint8_t *sp = (const uint8_t *)c.slots.p + pos;
+            size_t sklen = (size_t)sp[0] | (size_t)sp[1] << 8;
+            const void *bv;
+            size_t blen;
+
+            pos += 2 + sklen;
+            if (t == T_OBJECTS) {
+                uint8_t *copy = NULL;
+                size_t bpos = 0;
+                struct entry e;
+                rc = cm_kv_get(b->txn, t, sp + 2, sklen, &bv, &blen);
+                if (rc == 0) {
+                    /* writes below may move the page bv points into */
+                    copy = cm_malloc(blen + 1);
+                    memcpy(copy, bv, blen);
+                }
+                while (rc == 0 && bucket_next(copy, blen, &bpos, &e) == 1) {
+                    struct gw_layout l;
+                    if (gw_meta_decode(e.val, e.vlen, &l) == 0) {
+                        rc = pending_del(b->txn, l.object);
+                        if (cb != NULL) {
+                            cb(arg, &l);
+                        }
+                    }
+                }
+                free(copy);
+            }
+            if (rc == 0) {
+                rc = cm_kv_del(b->txn, t, sp + 2, sklen);
+            }
+        }
+        cm_buf_fini(&c.slots);
+        if (rc != 0) {
+            return rc;
+        }
+        *left |= c.left;
+    }
+    return 0;
+}

@@ -1,0 +1,1055 @@
+/*
+ * gw_net.c - the engine's libevent loop and its wire client (the gateway's
+ * one libevent adapter).
+ *
+ *   gw_net_send ─▶ conn.pending ─(cap)─▶ conn.inflight + out evbuffer ─▶ socket
+ *   socket ─▶ in evbuffer ─▶ header ─▶ body straight into req.dst ─▶ done()
+ *
+ * Owns one loop thread, the posted-command queue, timers and one TCP
+ * connection per node. Everything but the queue lives on the loop thread.
+ * Invariants: a request is on exactly one of its connection's lists
+ * (pending: not yet written; inflight: written, awaiting its response);
+ * inflight_bytes is the payload + expected response bytes of inflight;
+ * done() runs at most once and never inside send/cancel. Payloads are sent
+ * by reference (evbuffer_add_reference) and released when libevent drops
+ * them. A connection that fails (connect, I/O, bad frame, timeout) fails
+ * all its requests, makes its node unusable until a reconnect is answered
+ * (PING) and at least GW_SUSPECT_MS have passed, and is retried with
+ * backoff.
+ */
+#include "gw_net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "cm_ec.h"
+#include "cm_err.h"
+#include "cm_log.h"
+#include "cm_time.h"
+#include "gw_engine.h"
+
+#define GW_SUSPECT_MS 2000
+#define GW_BACKOFF_MIN_MS 50
+#define GW_BACKOFF_MAX_MS 1000
+#define GW_CONN_CAP_BYTES (32u << 20) /* outstanding bytes per connection */
+#define GW_TICK_MS 20
+#define GW_READ_MAX (1 << 20)
+
+enum conn_state { C_IDLE, C_CONNECTING, C_OPEN };
+
+struct req_list {
+    struct gw_net_req *head, *tail;
+};
+
+struct gw_net_req {
+    struct gw_net_req *prev, *next;
+    struct gw_conn *c;
+    uint64_t id;
+    uint8_t hdr[CM_WIRE_HDR_LEN];
+    const void *payload;
+    size_t len;
+    gw_net_fn release;
+    void *release_arg;
+    void *dst;
+    size_t dst_cap;
+    gw_net_done_fn done;
+    void *arg;
+    uint64_t deadline_ns;
+    int inflight;
+};
+
+struct gw_conn {
+    struct gw_net *n;
+    uint32_t id;
+    char addr[64];
+    int up;
+    int healthy;
+    int fd;
+    enum conn_state state;
+    struct event *rev, *wev;
+    struct evbuffer *in, *out;
+    struct req_list pending, inflight;
+    size_t inflight_bytes;
+    uint64_t suspect_until, down_since, next_connect, connect_deadline;
+    int backoff_ms;
+    int broken; /* failed mid-frame: fail at the next tick */
+    /* the response whose body is being received */
+    int body_active;
+    int body_status;
+    struct cm_wire_hdr body_hdr;
+    struct gw_net_req *body_req;
+    uint8_t *body_dst;
+    uint32_t body_got;
+};
+
+struct gw_timer {
+    struct event *ev;
+    gw_net_fn fn;
+    void *arg;
+};
+
+struct post {
+    struct post *next;
+    gw_net_fn fn;
+    void *arg;
+};
+
+struct gw_net {
+    struct event_base *base;
+    pthread_t thread;
+    pthread_mutex_t lock; /* guards posts only */
+    struct post *posts_head, *posts_tail;
+    struct event *wake;
+    struct event *tick;
+    struct event *kick; /* runs net_maintain soon (a send found its node idle) */
+    int io_timeout_ms;
+    uint64_t next_req_id;
+    struct gw_conn **conns;
+    size_t nconns;
+};
+
+struct release_closure {
+    gw_net_fn fn;
+    void *arg;
+};
+
+static pthread_once_t evthread_once = PTHREAD_ONCE_INIT;
+
+static void
+evthread_setup(void)
+{
+    evthread_use_pthreads();
+}
+
+static void
+list_push(struct req_list *l, struct gw_net_req *r)
+{
+    r->next = NULL;
+    r->prev = l->tail;
+    if (l->tail) {
+        l->tail->next = r;
+    } else {
+        l->head = r;
+    }
+    l->tail = r;
+}
+
+static void
+list_unlink(struct req_list *l, struct gw_net_req *r)
+{
+    if (r->prev) {
+        r->prev->next = r->next;
+    } else {
+        l->head = r->next;
+    }
+    if (r->next) {
+        r->next->prev = r->prev;
+    } else {
+        l->tail = r->prev;
+    }
+    r->prev = r->next = NULL;
+}
+
+static size_t
+req_bytes(const struct gw_net_req *r)
+{
+    return r->len + r->dst_cap;
+}
+
+/* Takes r off its connection; the caller frees it. */
+static void
+req_detach(struct gw_net_req *r)
+{
+    struct gw_conn *c = r->c;
+    if (r->inflight) {
+        list_unlink(&c->inflight, r);
+        c->inflight_bytes -= req_bytes(r);
+    } else {
+        list_unlink(&c->pending, r);
+        if (r->release) {
+            r->release(r->release_arg);
+        }
+    }
+    if (c->body_req == r) {
+        c->body_req = NULL;
+        c->body_dst = NULL;
+    }
+}
+
+static struct gw_conn *
+conn_find(struct gw_net *n, uint32_t id)
+{
+    for (size_t i = 0; i < n->nconns; i++) {
+        if (n->conns[i]->id == id) {
+            return n->conns[i];
+        }
+    }
+    return NULL;
+}
+
+static void
+conn_mark_down(struct gw_conn *c)
+{
+    uint64_t now = cm_now_ns();
+    c->healthy = 0;
+    c->suspect_until = now + (uint64_t)GW_SUSPECT_MS * 1000000u;
+    if (c->down_since == 0) {
+        c->down_since = now;
+    }
+}
+
+static void
+conn_close_socket(struct gw_conn *c)
+{
+    if (c->rev) {
+        event_free(c->rev);
+        c->rev = NULL;
+    }
+    if (c->wev) {
+        event_free(c->wev);
+        c->wev = NULL;
+    }
+    if (c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
+    /* Freeing out runs the release of every payload still referenced. */
+    evbuffer_free(c->out);
+    c->out = evbuffer_new();
+    evbuffer_drain(c->in, evbuffer_get_length(c->in));
+    c->body_active = 0;
+    c->body_req = NULL;
+    c->body_dst = NULL;
+    c->state = C_IDLE;
+}
+
+/* Fails every request of c with err. Callbacks may cancel other requests
+ * of c, so requests stay linked until their turn. */
+static void
+conn_fail_all(struct gw_conn *c, int err)
+{
+    for (;;) {
+        struct gw_net_req *r = c->inflight.head ? c->inflight.head : c->pending.head;
+        if (!r) {
+            break;
+        }
+        req_detach(r);
+        gw_net_done_fn done = r->done;
+        void *arg = r->arg;
+        free(r);
+        if (done) {
+            done(arg, err, NULL);
+        }
+    }
+}
+
+static void
+conn_fail(struct gw_conn *c, int err)
+{
+    if (c->state == C_OPEN || c->healthy) { /* not once per failed reconnect */
+        CM_WARN("gateway conn down node=%u addr=%s err=%s", c->id, c->addr, cm_errname(err));
+    }
+    conn_close_socket(c);
+    conn_mark_down(c);
+    uint64_t now = cm_now_ns();
+    c->next_connect = now + (uint64_t)c->backoff_ms * 1000000u;
+    c->backoff_ms = c->backoff_ms * 2 > GW_BACKOFF_MAX_MS ? GW_BACKOFF_MAX_MS : c->backoff_ms * 2;
+    conn_fail_all(c, err);
+}
+
+static void conn_on_read(evutil_socket_t fd, short what, void *arg);
+static void conn_on_write(evutil_socket_t fd, short what, void *arg);
+static void conn_pump(struct gw_conn *c);
+
+static int
+parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *sslen)
+{
+    char host[64];
+    const char *colon = strrchr(addr, ':');
+    if (!colon || (size_t)(colon - addr) >= sizeof(host)) {
+        return CM_E_BADARG;
+    }
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    char *end;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (*end != '\0' || port == 0 || port > 65535) {
+        return CM_E_BADARG;
+    }
+    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+    memset(ss, 0, sizeof(*ss));
+    if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons((uint16_t)port);
+        *sslen = sizeof(*sin);
+        return 0;
+    }
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    if (getaddrinfo(host, colon + 1, &hints, &ai) != 0 || !ai) {
+        return CM_E_BADARG;
+    }
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    *sslen = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static void
+conn_connect(struct gw_conn *c)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    int rc = parse_addr(c->addr, &ss, &sslen);
+    if (rc < 0) {
+        conn_fail(c, rc);
+        return;
+    }
+    c->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        conn_fail(c, -errno);
+        return;
+    }
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->rev = event_new(c->n->base, c->fd, EV_READ | EV_PERSIST, conn_on_read, c);
+    c->wev = event_new(c->n->base, c->fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
+    if (!c->rev || !c->wev) {
+        conn_fail(c, -ENOMEM);
+        return;
+    }
+    c->state = C_CONNECTING;
+    c->connect_deadline = cm_now_ns() + (uint64_t)c->n->io_timeout_ms * 1000000u;
+    if (connect(c->fd, (struct sockaddr *)&ss, sslen) < 0 && errno != EINPROGRESS) {
+        conn_fail(c, -errno);
+        return;
+    }
+    event_add(c->wev, NULL);
+}
+
+static void
+ping_done(void *arg, int status, const struct cm_wire_hdr *rsp)
+{
+    (void)arg;
+    (void)status;
+    (void)rsp;
+}
+
+static int conn_enqueue(struct gw_conn *c, const struct gw_net_send *s, struct gw_net_req **out);
+
+static void
+conn_opened(struct gw_conn *c)
+{
+    c->state = C_OPEN;
+    c->backoff_ms = GW_BACKOFF_MIN_MS;
+    event_add(c->rev, NULL);
+    /* A reconnect is trusted once the node answers: PING it. */
+    struct gw_net_send s = {.hdr = {.op = CM_OP_PING}, .done = ping_done};
+    conn_enqueue(c, &s, NULL);
+    conn_pump(c);
+}
+
+static void
+release_cb(const void *data, size_t len, void *extra)
+{
+    struct release_closure *rc = extra;
+    (void)data;
+    (void)len;
+    rc->fn(rc->arg);
+    free(rc);
+}
+
+static void
+conn_pump(struct gw_conn *c)
+{
+    if (c->state != C_OPEN) {
+        return;
+    }
+    uint64_t deadline = cm_now_ns() + (uint64_t)c->n->io_timeout_ms * 1000000u;
+    int added = 0;
+    while (c->pending.head &&
+           (c->inflight_bytes < GW_CONN_CAP_BYTES || c->inflight.head == NULL)) {
+        struct gw_net_req *r = c->pending.head;
+        struct release_closure *rc = NULL;
+        if (r->len && r->release) {
+            rc = malloc(sizeof(*rc));
+            if (!rc) {
+                break;
+            }
+            rc->fn = r->release;
+            rc->arg = r->release_arg;
+        }
+        if (evbuffer_add(c->out, r->hdr, CM_WIRE_HDR_LEN) < 0) {
+            free(rc);
+            break;
+        }
+        list_unlink(&c->pending, r);
+        if (r->len) {
+            if (evbuffer_add_reference(c->out, r->payload, r->len, rc ? release_cb : NULL, rc) <
+                0) {
+                /* Half a frame is queued: the stream is lost. */
+                free(rc);
+                if (r->release) {
+                    r->release(r->release_arg);
+                }
+                c->broken = 1;
+            }
+        } else if (r->release) {
+            r->release(r->release_arg);
+        }
+        r->inflight = 1;
+        r->deadline_ns = deadline;
+        list_push(&c->inflight, r);
+        c->inflight_bytes += req_bytes(r);
+        added = 1;
+    }
+    if (added) {
+        event_add(c->wev, NULL);
+    }
+}
+
+/* Hands the response being received to its request (if still wanted). */
+static void
+conn_deliver(struct gw_conn *c)
+{
+    struct gw_net_req *r = c->body_req;
+    struct cm_wire_hdr h = c->body_hdr;
+    int status = c->body_status;
+    c->body_active = 0;
+    c->body_req = NULL;
+    c->body_dst = NULL;
+    c->healthy = 1;
+    c->down_since = 0;
+    if (!r) {
+        return;
+    }
+    if (status == 0 && h.data_len > 0 && cm_crc32c(0, r->dst, h.data_len) != h.data_crc) {
+        status = CM_E_CRC;
+    }
+    list_unlink(&c->inflight, r);
+    c->inflight_bytes -= req_bytes(r);
+    gw_net_done_fn done = r->done;
+    void *arg = r->arg;
+    free(r);
+    if (done) {
+        done(arg, status, &h);
+    }
+}
+
+/* Consumes what is buffered in c->in. -1 when the connection failed. */
+static int
+conn_process(struct gw_conn *c)
+{
+    for (;;) {
+        if (c->body_active) {
+            size_t avail = evbuffer_get_length(c->in);
+            size_t left = c->body_hdr.data_len - c->body_got;
+            size_t take = avail < left ? avail : left;
+            if (take) {
+                if (c->body_dst) {
+                    evbuffer_remove(c->in, c->body_dst + c->body_got, take);
+                } else {
+                    evbuffer_drain(c->in, take);
+                }
+                c->body_got += (uint32_t)take;
+            }
+            if (c->body_got < c->body_hdr.data_len) {
+                return 0;
+            }
+            conn_deliver(c);
+            if (c->state != C_OPEN) {
+                return -1;
+            }
+            continue;
+        }
+        if (evbuffer_get_length(c->in) < CM_WIRE_HDR_LEN) {
+            return 0;
+        }
+        const uint8_t *p = evbuffer_pullup(c->in, CM_WIRE_HDR_LEN);
+        struct cm_wire_hdr h;
+        int rc = p ? cm_wire_decode_hdr(p, CM_WIRE_HDR_LEN, CM_WIRE_MAX_DATA, &h) : -ENOMEM;
+        if (rc == 0 && !(h.op & CM_OP_RESPONSE)) {
+            rc = CM_E_PROTO;
+        }
+        if (rc < 0) {
+            conn_fail(c, rc);
+            return -1;
+        }
+        evbuffer_drain(c->in, CM_WIRE_HDR_LEN);
+        struct gw_net_req *r = c->inflight.head;
+        while (r && r->id != h.req_id) {
+            r = r->next;
+        }
+        c->body_active = 1;
+        c->body_hdr = h;
+        c->body_got = 0;
+        c->body_req = r;
+        c->body_dst = NULL;
+        c->body_status = 0;
+        if (r && h.data_len > 0) {
+            if (r->dst && h.data_len <= r->dst_cap) {
+                c->body_dst = r->dst;
+            } else {
+                c->body_status = CM_E_PROTO;
+            }
+        }
+    }
+}
+
+static void
+conn_on_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct gw_conn *c = arg;
+    (void)what;
+    for (int i = 0; i < 64; i++) {
+        if (c->body_active && c->body_dst && evbuffer_get_length(c->in) == 0) {
+            /* Large bodies go from the socket straight to their buffer. */
+            ssize_t got = read(fd, c->body_dst + c->body_got, c->body_hdr.data_len - c->body_got);
+            if (got > 0) {
+                c->body_got += (uint32_t)got;
+                if (conn_process(c) < 0) {
+                    return;
+                }
+                continue;
+            }
+            if (got == 0) {
+                conn_fail(c, -ECONNRESET);
+                return;
+            }
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                break;
+            }
+            conn_fail(c, -errno);
+            return;
+        }
+        int got = evbuffer_read(c->in, fd, GW_READ_MAX);
+        if (got > 0) {
+            if (conn_process(c) < 0) {
+                return;
+            }
+            continue;
+        }
+        if (got == 0) {
+            conn_fail(c, -ECONNRESET);
+            return;
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            break;
+        }
+        conn_fail(c, -errno);
+        return;
+    }
+    conn_pump(c);
+}
+
+static void
+conn_on_write(evutil_socket_t fd, short what, void *arg)
+{
+    struct gw_conn *c = arg;
+    (void)what;
+    if (c->state == C_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) {
+            err = errno;
+        }
+        if (err != 0) {
+            conn_fail(c, -err);
+            return;
+        }
+        event_del(c->wev);
+        conn_opened(c);
+        return;
+    }
+    while (evbuffer_get_length(c->out) > 0) {
+        struct evbuffer_iovec v[32];
+        struct iovec iov[32];
+        int nv = evbuffer_peek(c->out, -1, NULL, v, 32);
+        if (nv > 32) {
+            nv = 32;
+        }
+        for (int i = 0; i < nv; i++) {
+            iov[i].iov_base = v[i].iov_base;
+            iov[i].iov_len = v[i].iov_len;
+        }
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)nv};
+        ssize_t sent = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        if (sent < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                return;
+            }
+            conn_fail(c, -errno);
+            return;
+        }
+        evbuffer_drain(c->out, (size_t)sent);
+    }
+    event_del(c->wev);
+}
+
+static void
+net_maintain(struct gw_net *n)
+{
+    uint64_t now = cm_now_ns();
+    for (size_t i = 0; i < n->nconns; i++) {
+        struct gw_conn *c = n->conns[i];
+        if (c->state == C_IDLE && c->up && now >= c->next_connect) {
+            conn_connect(c);
+        } else if (c->state == C_CONNECTING && now > c->connect_deadline) {
+            conn_fail(c, CM_E_TIMEOUT);
+        } else if (c->state == C_OPEN &&
+                   (c->broken || (c->inflight.head && now > c->inflight.head->deadline_ns))) {
+            c->broken = 0;
+            conn_fail(c, CM_E_TIMEOUT);
+        }
+    }
+}
+
+static void
+net_on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    net_maintain(arg);
+}
+
+static void
+net_on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    net_maintain(arg);
+}
+
+static void
+net_on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct gw_net *n = arg;
+    (void)fd;
+    (void)what;
+    pthread_mutex_lock(&n->lock);
+    struct post *p = n->posts_head;
+    n->posts_head = n->posts_tail = NULL;
+    pthread_mutex_unlock(&n->lock);
+    while (p) {
+        struct post *next = p->next;
+        p->fn(p->arg);
+        free(p);
+        p = next;
+    }
+}
+
+static void *
+net_thread(void *arg)
+{
+    struct gw_net *n = arg;
+    event_base_loop(n->base, EVLOOP_NO_EXIT_ON_EMPTY);
+    return NULL;
+}
+
+int
+gw_net_create(int io_timeout_ms, struct gw_net **out)
+{
+    int rc = 0;
+    struct gw_net *n = calloc(1, sizeof(*n));
+    if (!n) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    pthread_once(&evthread_once, evthread_setup);
+    pthread_mutex_init(&n->lock, NULL);
+    n->io_timeout_ms = io_timeout_ms > 0 ? io_timeout_ms : 5000;
+    n->base = event_base_new();
+    if (!n->base) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    n->wake = event_new(n->base, -1, 0, net_on_wake, n);
+    n->tick = event_new(n->base, -1, EV_PERSIST, net_on_tick, n);
+    n->kick = event_new(n->base, -1, 0, net_on_kick, n);
+    if (!n->wake || !n->tick || !n->kick) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    struct timeval tv = {0, GW_TICK_MS * 1000};
+    event_add(n->tick, &tv);
+    if (pthread_create(&n->thread, NULL, net_thread, n) != 0) {
+        rc = -EAGAIN;
+        goto out;
+    }
+    *out = n;
+out:
+    if (rc < 0 && n) {
+        if (n->wake) {
+            event_free(n->wake);
+        }
+        if (n->tick) {
+            event_free(n->tick);
+        }
+        if (n->kick) {
+            event_free(n->kick);
+        }
+        if (n->base) {
+            event_base_free(n->base);
+        }
+        pthread_mutex_destroy(&n->lock);
+        free(n);
+    }
+    return rc;
+}
+
+int
+gw_net_post(struct gw_net *n, gw_net_fn fn, void *arg)
+{
+    struct post *p = malloc(sizeof(*p));
+    if (!p) {
+        return -ENOMEM;
+    }
+    p->fn = fn;
+    p->arg = arg;
+    p->next = NULL;
+    pthread_mutex_lock(&n->lock);
+    if (n->posts_tail) {
+        n->posts_tail->next = p;
+    } else {
+        n->posts_head = p;
+    }
+    n->posts_tail = p;
+    pthread_mutex_unlock(&n->lock);
+    event_active(n->wake, EV_READ, 0);
+    return 0;
+}
+
+/* Drops every request without completing it (shutdown, node removed). */
+static void
+conn_free(struct gw_conn *c)
+{
+    for (;;) {
+        struct gw_net_req *r = c->inflight.head ? c->inflight.head : c->pending.head;
+        if (!r) {
+            break;
+        }
+        req_detach(r);
+        free(r);
+    }
+    conn_close_socket(c);
+    evbuffer_free(c->in);
+    evbuffer_free(c->out);
+    free(c);
+}
+
+struct stop_ctx {
+    struct gw_net *n;
+    gw_net_fn fin;
+    void *arg;
+};
+
+static void
+net_stop(void *arg)
+{
+    struct stop_ctx *s = arg;
+    struct gw_net *n = s->n;
+    if (s->fin) {
+        s->fin(s->arg);
+    }
+    for (size_t i = 0; i < n->nconns; i++) {
+        conn_free(n->conns[i]);
+    }
+    free(n->conns);
+    n->conns = NULL;
+    n->nconns = 0;
+    event_base_loopbreak(n->base);
+}
+
+void
+gw_net_destroy(struct gw_net *n, gw_net_fn fin, void *arg)
+{
+    if (!n) {
+        return;
+    }
+    struct stop_ctx s = {n, fin, arg};
+    if (gw_net_post(n, net_stop, &s) == 0) {
+        pthread_join(n->thread, NULL);
+    }
+    net_on_wake(-1, 0, n); /* drop anything posted late */
+    event_free(n->wake);
+    event_free(n->tick);
+    event_free(n->kick);
+    event_base_free(n->base);
+    pthread_mutex_destroy(&n->lock);
+    free(n);
+}
+
+static struct gw_conn *
+conn_new(struct gw_net *n, const struct gw_node *node)
+{
+    struct gw_conn *c = calloc(1, sizeof(*c));
+    if (!c) {
+        return NULL;
+    }
+    c->n = n;
+    c->id = node->id;
+    snprintf(c->addr, sizeof(c->addr), "%s", node->addr);
+    c->up = node->up;
+    c->healthy = 1;
+    c->fd = -1;
+    c->backoff_ms = GW_BACKOFF_MIN_MS;
+    c->in = evbuffer_new();
+    c->out = evbuffer_new();
+    if (!c->in || !c->out) {
+        if (c->in) {
+            evbuffer_free(c->in);
+        }
+        if (c->out) {
+            evbuffer_free(c->out);
+        }
+        free(c);
+        return NULL;
+    }
+    if (!c->up) {
+        c->down_since = cm_now_ns();
+    }
+    return c;
+}
+
+void
+gw_net_set_nodes(struct gw_net *n, const struct gw_node *nodes, size_t count)
+{
+    struct gw_conn **next = calloc(count ? count : 1, sizeof(*next));
+    if (!next) {
+        CM_ERROR("gateway set_nodes err=ENOMEM");
+        return;
+    }
+    size_t nn = 0;
+    for (size_t i = 0; i < count; i++) {
+        struct gw_conn *c = conn_find(n, nodes[i].id);
+        int dup = 0;
+        for (size_t j = 0; j < nn; j++) {
+            dup |= next[j]->id == nodes[i].id;
+        }
+        if (dup) {
+            continue;
+        }
+        if (c) {
+            if (strncmp(c->addr, nodes[i].addr, sizeof(c->addr)) != 0) {
+                snprintf(c->addr, sizeof(c->addr), "%s", nodes[i].addr);
+                conn_fail(c, -ECONNRESET);
+                c->next_connect = 0;
+            }
+            if (c->up && !nodes[i].up) {
+                if (c->down_since == 0) {
+                    c->down_since = cm_now_ns();
+                }
+            }
+            c->up = nodes[i].up;
+        } else {
+            c = conn_new(n, &nodes[i]);
+            if (!c) {
+                continue;
+            }
+        }
+        next[nn++] = c;
+    }
+    /* Connections of removed nodes fail their requests, then go. */
+    struct gw_conn **old = n->conns;
+    size_t nold = n->nconns;
+    for (size_t i = 0; i < nold; i++) {
+        int kept = 0;
+        for (size_t j = 0; j < nn; j++) {
+            kept |= next[j] == old[i];
+        }
+        if (!kept) {
+            old[i]->up = 0;
+            conn_fail(old[i], CM_E_UNAVAIL);
+        }
+    }
+    n->conns = next;
+    n->nconns = nn;
+    for (size_t i = 0; i < nold; i++) {
+        int kept = 0;
+        for (size_t j = 0; j < nn; j++) {
+            kept |= next[j] == old[i];
+        }
+        if (!kept) {
+            conn_free(old[i]);
+        }
+    }
+    free(old);
+    event_active(n->kick, EV_READ, 0);
+}
+
+static int
+conn_usable(const struct gw_conn *c, uint64_t now)
+{
+    return c && c->up && c->healthy && now >= c->suspect_until;
+}
+
+int
+gw_net_node_usable(struct gw_net *n, uint32_t id)
+{
+    return conn_usable(conn_find(n, id), cm_now_ns());
+}
+
+uint64_t
+gw_net_node_down_since(struct gw_net *n, uint32_t id)
+{
+    struct gw_conn *c = conn_find(n, id);
+    if (!c) {
+        return 1; /* unknown: long gone */
+    }
+    if (!c->up || !c->healthy) {
+        return c->down_since ? c->down_since : 1;
+    }
+    return 0;
+}
+
+size_t
+gw_net_node_ids(struct gw_net *n, uint32_t *ids, size_t cap)
+{
+    size_t i;
+    for (i = 0; i < n->nconns && i < cap; i++) {
+        ids[i] = n->conns[i]->id;
+    }
+    return i;
+}
+
+static int
+conn_enqueue(struct gw_conn *c, const struct gw_net_send *s, struct gw_net_req **out)
+{
+    struct gw_net *n = c->n;
+    if (s->len > CM_WIRE_MAX_DATA) {
+        return CM_E_TOOBIG;
+    }
+    struct gw_net_req *r = calloc(1, sizeof(*r));
+    if (!r) {
+        return -ENOMEM;
+    }
+    struct cm_wire_hdr h = s->hdr;
+    h.req_id = ++n->next_req_id;
+    h.data_len = (uint32_t)s->len;
+    if (s->len > 0 && h.data_crc == 0) {
+        h.data_crc = cm_crc32c(0, s->payload, s->len);
+    }
+    cm_wire_encode_hdr(&h, r->hdr);
+    r->c = c;
+    r->id = h.req_id;
+    r->payload = s->payload;
+    r->len = s->len;
+    r->release = s->release;
+    r->release_arg = s->release_arg;
+    r->dst = s->dst;
+    r->dst_cap = s->dst ? s->dst_cap : 0;
+    r->done = s->done;
+    r->arg = s->arg;
+    list_push(&c->pending, r);
+    if (out) {
+        *out = r;
+    }
+    return 0;
+}
+
+int
+gw_net_send(struct gw_net *n, uint32_t node, const struct gw_net_send *s,
+            struct gw_net_req **out)
+{
+    struct gw_conn *c = conn_find(n, node);
+    if (!conn_usable(c, cm_now_ns())) {
+        return CM_E_UNAVAIL;
+    }
+    int rc = conn_enqueue(c, s, out);
+    if (rc < 0) {
+        return rc;
+    }
+    if (c->state == C_OPEN) {
+        conn_pump(c);
+    } else if (c->state == C_IDLE) {
+        c->next_connect = 0;
+        event_active(n->kick, EV_READ, 0);
+    }
+    return 0;
+}
+
+void
+gw_net_cancel(struct gw_net *n, struct gw_net_req *r)
+{
+    (void)n;
+    if (!r) {
+        return;
+    }
+    req_detach(r);
+    free(r);
+}
+
+static void
+timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct gw_timer *t = arg;
+    (void)fd;
+    (void)what;
+    t->fn(t->arg);
+}
+
+struct gw_timer *
+gw_timer_create(struct gw_net *n, gw_net_fn fn, void *arg)
+{
+    struct gw_timer *t = calloc(1, sizeof(*t));
+    if (!t) {
+        return NULL;
+    }
+    t->fn = fn;
+    t->arg = arg;
+    t->ev = evtimer_new(n->base, timer_cb, t);
+    if (!t->ev) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void
+gw_timer_arm(struct gw_timer *t, int ms)
+{
+    if (ms < 0) {
+        ms = 0;
+    }
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(t->ev, &tv);
+}
+
+void
+gw_timer_stop(struct gw_timer *t)
+{
+    evtimer_del(t->ev);
+}
+
+void
+gw_timer_destroy(struct gw_timer *t)
+{
+    if (!t) {
+        return;
+    }
+    event_free(t->ev);
+    free(t);
+}

@@ -1,0 +1,95 @@
+/*
+ * gw_state.h - the gateway's view of the cluster (private to gateway/):
+ * tenants and their key hashes, EC profiles, placement rows, nodes.
+ *
+ *   controller ──GET /v1/internal/state (every poll_ms)──▶ state thread
+ *        parse ─▶ new gw_snap ─▶ swap (mutex) ─▶ gw_engine_set_nodes,
+ *        cache JSON in gw_meta, purge objects of tenants that disappeared
+ *
+ * A snapshot is immutable and reference counted: a request takes one
+ * (gw_state_snap) and keeps using it even if a newer one is swapped in.
+ * At start the last cached state is loaded from gw_meta, so the gateway
+ * serves with the controller down.
+ *
+ * Threads: gw_state_snap/gw_snap_* from any thread; create/start/destroy
+ * from the main thread.
+ */
+#ifndef GW_STATE_H
+#define GW_STATE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gw_engine.h"
+
+struct gw_meta;
+
+struct gw_tenant {
+    uint32_t id;
+    char name[64];
+    double weight;
+    uint8_t k, m;
+    const uint32_t *rows;    /* placement rows, concatenated (shared with the snapshot) */
+    const uint32_t *row_off; /* partitions + 1 offsets into rows */
+};
+
+struct gw_snap_hash;
+
+struct gw_snap {
+    atomic_int refs;
+    uint64_t epoch;
+    uint32_t partitions;
+    struct gw_tenant *tenants; /* sorted by id */
+    size_t ntenants;
+    struct gw_snap_hash *hashes; /* sorted by key hash */
+    size_t nhashes;
+    struct gw_node *nodes;
+    size_t nnodes;
+    uint32_t *rows_mem, *off_mem;
+};
+
+/* Parses a /v1/internal/state answer into a new snapshot (refs = 1).
+ * 0, or CM_E_PROTO with a static reason in *why. */
+int gw_snap_parse(const char *json, size_t len, struct gw_snap **out, const char **why);
+/* An empty snapshot (no tenants, no nodes, one partition). */
+struct gw_snap *gw_snap_empty(void);
+void gw_snap_ref(struct gw_snap *s);
+void gw_snap_unref(struct gw_snap *s); /* NULL is a no-op */
+/* The tenant owning bearer token tok[len] (hashed with SHA-256), or NULL.
+ * Borrowed from s. */
+const struct gw_tenant *gw_snap_auth(const struct gw_snap *s, const char *tok, size_t len);
+const struct gw_tenant *gw_snap_tenant(const struct gw_snap *s, uint32_t id);
+/* Partition p's preferred nodes (borrowed from s). */
+void gw_snap_row(const struct gw_snap *s, const struct gw_tenant *t, uint32_t p,
+                 const uint32_t **row, size_t *n);
+
+struct gw_state_cfg {
+    const char *controller; /* "host:port" or a URL; borrowed for the process */
+    const char *token_file; /* admin token (may be NULL); re-read until found */
+    int poll_ms;
+    int timeout_ms;
+};
+
+struct gw_state;
+
+/* Loads the cached state from meta (if any) and hands its nodes to the
+ * engine. meta and engine are borrowed and must outlive the state. */
+int gw_state_create(const struct gw_state_cfg *cfg, struct gw_meta *meta, struct gw_engine *e,
+                    struct gw_state **out);
+int gw_state_start(struct gw_state *st);
+/* Stops the thread (idempotent); snapshots stay readable until destroy. */
+void gw_state_stop(struct gw_state *st);
+void gw_state_destroy(struct gw_state *st); /* stops the thread; NULL is a no-op */
+/* The current snapshot, with a reference (shared; gw_snap_unref it). */
+struct gw_snap *gw_state_snap(struct gw_state *st);
+
+struct gw_state_stats {
+    uint64_t epoch;
+    uint64_t polls_ok, polls_failed;
+    uint64_t tenants_purged, objects_purged;
+    int controller_up;
+};
+void gw_state_stats(struct gw_state *st, struct gw_state_stats *out);
+
+#endif

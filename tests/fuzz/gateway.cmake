@@ -1,0 +1,10 @@
+# Gateway front parsers (gateway/gw_parse.c: pure, libc + common only).
+shoal_fuzz(fuzz_key SOURCES ${SHOAL_SOURCE_DIR}/gateway/gw_parse.c
+           ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_key.c LIBS common)
+shoal_fuzz(fuzz_range SOURCES ${SHOAL_SOURCE_DIR}/gateway/gw_parse.c
+           ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_range.c LIBS common)
+shoal_fuzz(fuzz_header SOURCES ${SHOAL_SOURCE_DIR}/gateway/gw_parse.c
+           ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_header.c LIBS common)
+foreach(t fuzz_key fuzz_range fuzz_header)
+    target_include_directories(${t} PRIVATE ${SHOAL_SOURCE_DIR}/gateway)
+endforeach()

@@ -1,0 +1,390 @@
+#!/usr/bin/env python3
+"""integ_fnstore.py - starts the real shoal-fnstore on loopback and checks
+the wire protocol end to end (stdlib only).
+
+usage: integ_fnstore.py PATH/TO/shoal-fnstore
+       FNS_ADDR=127.0.0.1:9500 integ_fnstore.py --attached  (skips restarts)
+"""
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+MAGIC = 0x4C4F4853
+HDR = struct.Struct("<IBBHiIQQQIIIII")  # 60 bytes, then hdr_crc
+OP_PING, OP_PUT, OP_GET, OP_DEL, OP_STAT, OP_RESP = 1, 2, 3, 4, 5, 0x80
+WF_PERSISTED, WF_COS_SYNC, WF_FROM_COS = 1, 2, 4
+E_PROTO, E_CRC, E_NOTFOUND, E_TOOBIG, E_BUSY = -1001, -1002, -1003, -1004, -1007
+
+_T = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    _T.append(c)
+
+
+def crc32c(data, crc=0):
+    crc ^= 0xFFFFFFFF
+    t = _T
+    for b in data:
+        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+assert crc32c(b"123456789") == 0xE3069283
+
+
+def hdr(op, req_id, tenant=1, obj=0, ver=0, idx=0, data=b"", flags=0, inc=0, crc=None):
+    if crc is None:
+        crc = crc32c(data)
+    h = HDR.pack(MAGIC, 1, op, flags, 0, tenant, req_id, obj, ver, idx, inc, len(data), crc, 0)
+    return h + struct.pack("<I", crc32c(h))
+
+
+def frame(op, req_id, data=b"", **kw):
+    return hdr(op, req_id, data=data, **kw) + data
+
+
+def recv_exact(s, n):
+    buf = bytearray()
+    while len(buf) < n:
+        b = s.recv(n - len(buf))
+        if not b:
+            raise EOFError("closed after %d of %d bytes" % (len(buf), n))
+        buf += b
+    return bytes(buf)
+
+
+def read_resp(s):
+    raw = recv_exact(s, 64)
+    f = HDR.unpack(raw[:60])
+    assert f[0] == MAGIC, "bad magic"
+    assert struct.unpack("<I", raw[60:])[0] == crc32c(raw[:60]), "bad hdr crc"
+    r = dict(op=f[2], flags=f[3], status=f[4], tenant=f[5], req_id=f[6], obj=f[7], ver=f[8],
+             idx=f[9], inc=f[10], data_len=f[11], data_crc=f[12])
+    r["data"] = recv_exact(s, r["data_len"]) if r["data_len"] else b""
+    assert crc32c(r["data"]) == r["data_crc"], "bad payload crc"
+    return r
+
+
+class Conn:
+    def __init__(self, addr):
+        host, port = addr.rsplit(":", 1)
+        self.s = socket.create_connection((host, int(port)), timeout=20)
+        self.next = 1
+
+    def call(self, op, **kw):
+        rid = self.next
+        self.next += 1
+        self.s.sendall(frame(op, rid, **kw))
+        r = read_resp(self.s)
+        assert r["req_id"] == rid and r["op"] == op | OP_RESP, r
+        return r
+
+    def close(self):
+        self.s.close()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_port(addr, proc, timeout=10):
+    host, port = addr.rsplit(":", 1)
+    end = time.time() + timeout
+    while time.time() < end:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError("shoal-fnstore exited with %d" % proc.returncode)
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("shoal-fnstore did not listen on " + addr)
+
+
+class Node:
+    def __init__(self, binary, tmp, extra=()):
+        self.binary, self.tmp, self.extra = binary, tmp, list(extra)
+        self.addr = "127.0.0.1:%d" % free_port()
+        self.maddr = "127.0.0.1:%d" % free_port()
+        self.proc = None
+
+    def start(self):
+        dead = "127.0.0.1:%d" % free_port()  # no controller there
+        args = [self.binary, "--listen", self.addr, "--metrics-listen", self.maddr,
+                "--controller", dead, "--heartbeat-ms", "200",
+                "--cos", os.path.join(self.tmp, "cos"),
+                "--data-dir", os.path.join(self.tmp, "data"),
+                "--capacity", "64MiB", "--instances", "4", "--max-chunk", "1MiB"] + self.extra
+        self.log = open(os.path.join(self.tmp, "node.log"), "a")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
+        wait_port(self.addr, self.proc)
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def term(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(20)
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def payload(n, seed):
+    return bytes((i * 131 + seed * 7 + (i >> 8)) & 0xFF for i in range(n))
+
+
+def test_roundtrip(addr):
+    c = Conn(addr)
+    ping = c.call(OP_PING)
+    check(ping["status"] == 0 and ping["inc"] != 0, "ping %r" % ping)
+    data = payload(100000, 1)
+    r = c.call(OP_PUT, tenant=3, obj=0xABCDEF, ver=1, idx=0, data=data)
+    check(r["status"] == 0 and r["inc"] == ping["inc"], "put %r" % r)
+    r = c.call(OP_GET, tenant=3, obj=0xABCDEF, ver=1, idx=0)
+    check(r["status"] == 0 and r["data"] == data and r["data_crc"] == crc32c(data), "get")
+    check(not (r["flags"] & WF_FROM_COS), "get from memory")
+    # same key under another tenant is another chunk
+    r = c.call(OP_GET, tenant=4, obj=0xABCDEF, ver=1, idx=0)
+    check(r["status"] == E_NOTFOUND, "other tenant %r" % r["status"])
+    r = c.call(OP_STAT, tenant=3, obj=0xABCDEF, ver=1, idx=0)
+    check(r["status"] == 0, "stat")
+    # empty chunk
+    r = c.call(OP_PUT, tenant=3, obj=5, ver=1, idx=9, data=b"")
+    check(r["status"] == 0, "put empty")
+    r = c.call(OP_GET, tenant=3, obj=5, ver=1, idx=9)
+    check(r["status"] == 0 and r["data"] == b"", "get empty")
+    r = c.call(OP_DEL, tenant=3, obj=0xABCDEF, ver=1, idx=0)
+    check(r["status"] == 0, "del")
+    r = c.call(OP_GET, tenant=3, obj=0xABCDEF, ver=1, idx=0)
+    check(r["status"] == E_NOTFOUND, "get after del %r" % r["status"])
+    r = c.call(OP_STAT, tenant=3, obj=0xABCDEF, ver=1, idx=0)
+    check(r["status"] == E_NOTFOUND, "stat after del %r" % r["status"])
+    r = c.call(OP_DEL, tenant=3, obj=0xABCDEF, ver=1, idx=0)
+    check(r["status"] == 0, "del missing is not an error")
+    # COS_SYNC: answered once durable
+    r = c.call(OP_PUT, tenant=3, obj=6, ver=1, idx=0, data=b"sync", flags=WF_COS_SYNC)
+    check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "sync put %r" % r)
+    c.close()
+    return ping["inc"]
+
+
+def test_pipelined(addr):
+    c = Conn(addr)
+    n = 64
+    blobs = {i: payload(1000 + 37 * i, i) for i in range(n)}
+    out = b"".join(frame(OP_PUT, 1000 + i, tenant=1 + i % 3, obj=77, ver=2, idx=i, data=blobs[i])
+                   for i in range(n))
+    c.s.sendall(out)
+    seen = set()
+    for _ in range(n):
+        r = read_resp(c.s)
+        check(r["status"] == 0 and r["op"] == OP_PUT | OP_RESP, "pipelined put %r" % r)
+        seen.add(r["req_id"])
+    check(seen == set(range(1000, 1000 + n)), "all req ids answered")
+    out = b"".join(frame(OP_GET, 2000 + i, tenant=1 + i % 3, obj=77, ver=2, idx=i)
+                   for i in range(n))
+    c.s.sendall(out)
+    for _ in range(n):
+        r = read_resp(c.s)
+        i = r["req_id"] - 2000
+        check(r["status"] == 0 and r["data"] == blobs[i] and r["idx"] == i, "pipelined get")
+    c.close()
+    return blobs
+
+
+def test_persisted(addr):
+    c = Conn(addr)
+    end = time.time() + 15
+    while True:
+        r = c.call(OP_STAT, tenant=1, obj=77, ver=2, idx=0)
+        if r["flags"] & WF_PERSISTED:
+            break
+        check(time.time() < end, "chunk never persisted")
+        time.sleep(0.05)
+    r = c.call(OP_GET, tenant=1, obj=77, ver=2, idx=0)
+    check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "get persisted flag")
+    # every pipelined chunk ends up persisted
+    for i in range(64):
+        while True:
+            r = c.call(OP_STAT, tenant=1 + i % 3, obj=77, ver=2, idx=i)
+            if r["flags"] & WF_PERSISTED:
+                break
+            check(time.time() < end, "chunk %d never persisted" % i)
+            time.sleep(0.05)
+    c.close()
+
+
+def test_bad_crc_and_too_big(addr):
+    c = Conn(addr)
+    data = b"x" * 1000
+    c.s.sendall(hdr(OP_PUT, 42, tenant=2, obj=1, ver=1, data=data, crc=crc32c(data) ^ 1) + data)
+    r = read_resp(c.s)
+    check(r["req_id"] == 42 and r["status"] == E_CRC, "bad crc -> CM_E_CRC %r" % r)
+    big = bytes(1024 * 1024 + 1)
+    c.s.sendall(frame(OP_PUT, 43, tenant=2, obj=1, ver=1, data=big))
+    r = read_resp(c.s)
+    check(r["req_id"] == 43 and r["status"] == E_TOOBIG, "too big %r" % r)
+    check(c.call(OP_PING)["status"] == 0, "connection still usable")
+    r = c.call(OP_GET, tenant=2, obj=1, ver=1)
+    check(r["status"] == E_NOTFOUND, "bad put stored nothing")
+    c.close()
+
+
+def expect_closed(s, what):
+    s.settimeout(10)
+    try:
+        while True:
+            b = s.recv(4096)
+            if not b:
+                return
+    except ConnectionResetError:
+        return
+    except socket.timeout:
+        raise AssertionError(what + ": connection not closed")
+
+
+def test_bad_frames(addr):
+    good = Conn(addr)
+    check(good.call(OP_PING)["status"] == 0, "ping")
+    g = Conn(addr)
+    g.s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + b"\x00" * 64)
+    expect_closed(g.s, "garbage")
+    check(good.call(OP_PING)["status"] == 0, "other conn after garbage")
+    t = Conn(addr)
+    data = b"y" * 100
+    t.s.sendall(hdr(OP_PUT, 7, data=data) + data[:10])
+    t.s.shutdown(socket.SHUT_WR)
+    expect_closed(t.s, "truncated")
+    check(good.call(OP_PING)["status"] == 0, "other conn after truncated")
+    # a complete frame then EOF is still answered
+    e = Conn(addr)
+    e.s.sendall(frame(OP_PING, 9))
+    e.s.shutdown(socket.SHUT_WR)
+    r = read_resp(e.s)
+    check(r["req_id"] == 9 and r["status"] == 0, "answer after clean EOF")
+    expect_closed(e.s, "clean eof")
+    good.close()
+
+
+def test_metrics(maddr):
+    body = urllib.request.urlopen("http://%s/metrics" % maddr, timeout=10).read().decode()
+    for name in ("shoal_fnstore_memory_used_bytes", "shoal_fnstore_chunks",
+                 "shoal_fnstore_cos_pending", "shoal_fnstore_cos_writes_total",
+                 "shoal_fnstore_cos_reloads_total", "shoal_fnstore_bad_frames_total",
+                 "shoal_fnstore_requests_total"):
+        check(name in body, "metric %s missing" % name)
+    bad = [l for l in body.splitlines() if l.startswith("shoal_fnstore_bad_frames_total")]
+    check(bad and float(bad[0].split()[-1]) >= 2, "bad frames counted: %r" % bad)
+    h = urllib.request.urlopen("http://%s/healthz" % maddr, timeout=10).read()
+    check(h.strip() == b"ok", "healthz")
+
+
+def test_restart(node, inc_before, blobs):
+    node.kill9()
+    node.start()
+    c = Conn(node.addr)
+    ping = c.call(OP_PING)
+    check(ping["inc"] != inc_before and ping["inc"] != 0, "new incarnation %r" % ping["inc"])
+    for i in (0, 5, 63):
+        r = c.call(OP_GET, tenant=1 + i % 3, obj=77, ver=2, idx=i, inc=inc_before)
+        check(r["status"] == 0 and r["data"] == blobs[i], "reload %d: %r" % (i, r["status"]))
+        check(r["flags"] & WF_FROM_COS and r["flags"] & WF_PERSISTED, "from cos flags")
+        check(r["inc"] == ping["inc"], "response carries the new incarnation")
+        r = c.call(OP_GET, tenant=1 + i % 3, obj=77, ver=2, idx=i)
+        check(r["status"] == 0 and not (r["flags"] & WF_FROM_COS), "second get from memory")
+    r = c.call(OP_STAT, tenant=1 + 7 % 3, obj=77, ver=2, idx=7)
+    check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "stat from cos")
+    r = c.call(OP_GET, tenant=3, obj=0xABCDEF, ver=1, idx=0)
+    check(r["status"] == E_NOTFOUND, "deleted chunk stays deleted")
+    c.close()
+
+
+def test_caps_and_queue_limit(binary, tmp):
+    """--cap-ops paces the scheduler; --queue-limit answers CM_E_BUSY."""
+    node = Node(binary, tmp, ["--cap-ops", "100", "--queue-limit", "8"])
+    node.start()
+    try:
+        c = Conn(node.addr)
+        check(c.call(OP_PUT, tenant=1, obj=1, ver=1, data=b"abc")["status"] == 0, "put")
+        time.sleep(0.2)
+        # flood: one tenant pipelines 60 requests, at most ~8 may wait
+        c.s.sendall(b"".join(frame(OP_STAT, 100 + i, tenant=1, obj=1, ver=1) for i in range(60)))
+        res = [read_resp(c.s) for _ in range(60)]
+        busy = sum(1 for r in res if r["status"] == E_BUSY)
+        okc = sum(1 for r in res if r["status"] == 0)
+        check(busy >= 30 and okc >= 8 and busy + okc == 60, "busy=%d ok=%d" % (busy, okc))
+        # another tenant is not refused because tenant 1 was full
+        check(c.call(OP_STAT, tenant=2, obj=1, ver=1)["status"] == E_NOTFOUND, "tenant 2")
+        time.sleep(0.2)
+        t0 = time.time()
+        for b in range(6):
+            c.s.sendall(b"".join(frame(OP_GET, 500 + b * 8 + i, tenant=1, obj=1, ver=1)
+                                 for i in range(8)))
+            for _ in range(8):
+                r = read_resp(c.s)
+                check(r["status"] == 0 and r["data"] == b"abc", "paced get")
+        el = time.time() - t0
+        check(el >= 0.35, "48 requests at 100/s took only %.3f s" % el)
+        c.close()
+    finally:
+        node.proc.kill()
+        node.proc.wait()
+
+
+def main():
+    if len(sys.argv) == 2 and sys.argv[1] == "--attached":
+        addr = os.environ["FNS_ADDR"]
+        test_roundtrip(addr)
+        test_pipelined(addr)
+        test_persisted(addr)
+        test_bad_crc_and_too_big(addr)
+        test_bad_frames(addr)
+        print("ok (attached)")
+        return 0
+    binary = os.path.abspath(sys.argv[1])
+    tmp = tempfile.mkdtemp(prefix="integ-fnstore-")
+    node = Node(binary, tmp)
+    ok = False
+    try:
+        node.start()
+        inc = test_roundtrip(node.addr)
+        blobs = test_pipelined(node.addr)
+        test_persisted(node.addr)
+        test_bad_crc_and_too_big(node.addr)
+        test_bad_frames(node.addr)
+        test_metrics(node.maddr)
+        test_restart(node, inc, blobs)
+        rc = node.term()
+        check(rc == 0, "clean exit on SIGTERM, got %r" % rc)
+        test_caps_and_queue_limit(binary, tmp)
+        ok = True
+        print("ok")
+        return 0
+    finally:
+        if node.proc is not None and node.proc.poll() is None:
+            node.proc.kill()
+            node.proc.wait()
+        if not ok or os.environ.get("FNS_SHOW_LOG"):
+            sys.stderr.write(open(os.path.join(tmp, "node.log")).read()[-6000:])
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

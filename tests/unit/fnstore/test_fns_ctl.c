@@ -1,0 +1,166 @@
+/*
+ * test_fns_ctl.c - heartbeats: the JSON a node sends, the answers it
+ * accepts, and the heartbeat thread against a fake controller (cm_http)
+ * whose weights reach the node's scheduler.
+ */
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cm_cos.h"
+#include "cm_err.h"
+#include "cm_http.h"
+#include "cm_log.h"
+#include "fns_ctl.h"
+#include "fns_node.h"
+#include "fns_test.h"
+
+static atomic_int beats;
+static char last_auth[128];
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int
+free_port(void)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET};
+    socklen_t len = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+    getsockname(fd, (struct sockaddr *)&sin, &len);
+    port = ntohs(sin.sin_port);
+    close(fd);
+    return port;
+}
+
+static void
+fake_request(void *arg, struct cm_http_req *r)
+{
+    static const char answer[] = "{\"epoch\":3,\"weights\":{\"5\":2.5}}";
+    const char *auth = cm_http_header(r, "Authorization");
+    size_t len;
+    const void *body = cm_http_body(r, &len);
+    json_error_t err;
+    json_t *j = body != NULL ? json_loadb(body, len, 0, &err) : NULL;
+
+    if (strcmp(cm_http_path(r), "/v1/internal/heartbeat") == 0 && j != NULL &&
+        json_is_object(json_object_get(j, "node"))) {
+        atomic_fetch_add(&beats, 1);
+    }
+    json_decref(j);
+    pthread_mutex_lock(&mu);
+    snprintf(last_auth, sizeof(last_auth), "%s", auth != NULL ? auth : "");
+    pthread_mutex_unlock(&mu);
+    cm_http_respond(r, 200, "application/json", (void *)answer, sizeof(answer) - 1,
+                    CM_HTTP_STATIC);
+}
+
+static void *
+run_node(void *arg)
+{
+    fns_node_run(arg);
+    return NULL;
+}
+
+int
+main(void)
+{
+    char dir[] = "/tmp/test-fns-ctl-XXXXXX";
+    char tokfile[256], addr[64];
+    struct cm_cos *cos = NULL;
+    struct fns_node *node = NULL;
+    struct fns_node_cfg ncfg = {.listen = "127.0.0.1:0", .capacity = 1 << 20, .instances = 2,
+                                .max_chunk = 1 << 16, .queue_limit = 8, .sched = "fifo",
+                                .cos_threads = 1, .incarnation = 7, .id = 3};
+    struct fns_ctl_cfg ccfg = {0};
+    struct fns_ctl *ctl = NULL;
+    struct cm_http_server *http = NULL;
+    struct cm_http_handlers h = {.request = fake_request};
+    struct cm_http_cfg hcfg = {0};
+    struct fns_node_tenant t[16];
+    pthread_t th;
+    json_error_t err;
+    json_t *j;
+    char *s;
+    FILE *f;
+    size_t n, i;
+    int spins, found = 0;
+
+    cm_log_init("test", CM_LOG_WARN);
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(cm_cos_open(dir, &cos) == 0);
+    CHECK(fns_node_create(&ncfg, cos, &node) == 0);
+
+    s = fns_ctl_heartbeat_json(node, "127.0.0.1:9", "127.0.0.1:10");
+    j = json_loads(s, 0, &err);
+    CHECK(j != NULL);
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "node"), "id")) == 3);
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "node"), "incarnation")) == 7);
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "node"), "capacity_bytes")) ==
+          1 << 20);
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "node"), "instances")) == 2);
+    CHECK(strcmp(json_string_value(json_object_get(json_object_get(j, "node"), "addr")),
+                 "127.0.0.1:9") == 0);
+    CHECK(json_is_object(json_object_get(j, "tenants")));
+    json_decref(j);
+    free(s);
+
+    CHECK(fns_ctl_apply_answer(node, "{\"epoch\":1}") == 0);
+    CHECK(fns_ctl_apply_answer(node, "{\"epoch\":1,\"weights\":{}}") == 0);
+    CHECK(fns_ctl_apply_answer(node, "nope") == CM_E_PROTO);
+    CHECK(fns_ctl_apply_answer(node, "{\"weights\":[1]}") == CM_E_PROTO);
+    CHECK(fns_ctl_apply_answer(node, "{\"weights\":{\"x\":1}}") == CM_E_PROTO);
+    CHECK(fns_ctl_apply_answer(node, "{\"weights\":{\"99999999999\":1}}") == CM_E_PROTO);
+    CHECK(fns_ctl_apply_answer(node, "{\"weights\":{\"4\":\"a\"}}") == CM_E_PROTO);
+
+    /* Heartbeats against a fake controller. */
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port());
+    hcfg.addr = addr;
+    hcfg.threads = 1;
+    hcfg.max_body = 1 << 20;
+    CHECK(cm_http_start(&hcfg, &h, NULL, &http) == 0);
+    snprintf(tokfile, sizeof(tokfile), "%s/token", dir);
+    f = fopen(tokfile, "w");
+    fputs("s3cret\n", f);
+    fclose(f);
+    ccfg.controller = addr;
+    ccfg.token_file = tokfile;
+    ccfg.addr = "127.0.0.1:1";
+    ccfg.metrics_addr = "127.0.0.1:2";
+    ccfg.interval_ms = 50;
+    CHECK(pthread_create(&th, NULL, run_node, node) == 0);
+    CHECK(fns_ctl_create(&ccfg, node, &ctl) == 0 && ctl != NULL);
+    for (spins = 0; spins < 400 && !found; spins++) {
+        usleep(10000);
+        n = fns_node_tenants(node, t, 16);
+        for (i = 0; i < n; i++) {
+            found |= t[i].tenant == 5;
+        }
+    }
+    CHECK(found); /* weights from the answer reached the scheduler */
+    CHECK(atomic_load(&beats) >= 2);
+    pthread_mutex_lock(&mu);
+    CHECK(strcmp(last_auth, "Bearer s3cret") == 0);
+    pthread_mutex_unlock(&mu);
+    fns_ctl_destroy(ctl);
+    fns_node_stop(node);
+    pthread_join(th, NULL);
+    cm_http_stop(http);
+    fns_node_destroy(node);
+
+    /* Disabled controller: no thread. */
+    ccfg.controller = "";
+    CHECK(fns_ctl_create(&ccfg, NULL, &ctl) == 0 && ctl == NULL);
+    cm_cos_close(cos);
+    snprintf(tokfile, sizeof(tokfile), "rm -rf '%s'", dir);
+    CHECK(system(tokfile) == 0);
+    TEST_DONE();
+}

@@ -1,0 +1,602 @@
+/*
+ * test_engine.c - gw_engine against six real shoal-fnstore processes.
+ *
+ * Usage: test_gw_engine PATH/TO/shoal-fnstore
+ * Nodes listen on free 127.0.0.1 ports in 12000-12999 with a temp COS dir;
+ * every process started is killed on exit. Node 5 gets its own COS dir
+ * that is broken after start, so its chunks never persist: that is how the
+ * redrive and track paths are exercised.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cm_ec.h"
+#include "cm_err.h"
+#include "cm_log.h"
+#include "gw_engine.h"
+
+#define NNODES 6
+#define BROKEN 5
+
+static pid_t pids[NNODES];
+static int ports[NNODES];
+static char tmpdir[256];
+static const char *fnstore_bin;
+
+static void
+cleanup(void)
+{
+    for (int i = 0; i < NNODES; i++) {
+        if (pids[i] > 0) {
+            kill(pids[i], SIGKILL);
+            waitpid(pids[i], NULL, 0);
+            pids[i] = 0;
+        }
+    }
+    if (tmpdir[0]) {
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0) {
+            fprintf(stderr, "cannot remove %s\n", tmpdir);
+        }
+        tmpdir[0] = '\0';
+    }
+}
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void
+fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "FAIL: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    cleanup();
+    exit(1);
+}
+
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            fail("%s:%d: %s", __FILE__, __LINE__, #cond);                  \
+        }                                                                  \
+    } while (0)
+
+static void
+sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int
+port_free(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+    int ok = bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+    close(fd);
+    return ok;
+}
+
+static int
+port_open(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+    int ok = connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+    close(fd);
+    return ok;
+}
+
+static void
+start_node(int i)
+{
+    char id[16], listen[64], cos[300], data[300];
+    snprintf(id, sizeof(id), "%d", i);
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", ports[i]);
+    if (i == BROKEN) {
+        snprintf(cos, sizeof(cos), "%s/cos%d", tmpdir, i);
+    } else {
+        snprintf(cos, sizeof(cos), "%s/cos", tmpdir);
+    }
+    snprintf(data, sizeof(data), "%s/node%d", tmpdir, i);
+    mkdir(cos, 0700);
+    mkdir(data, 0700);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        execl(fnstore_bin, fnstore_bin, "--id", id, "--listen", listen, "--metrics-listen=",
+              "--controller=", "--cos", cos, "--data-dir", data, "--capacity", "512MiB",
+              "--log-level", "warn", (char *)NULL);
+        _exit(127);
+    }
+    pids[i] = pid;
+    for (int t = 0; t < 500; t++) {
+        if (port_open(ports[i])) {
+            return;
+        }
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            pids[i] = 0;
+            fail("fnstore %d exited at start (status %d)", i, st);
+        }
+        sleep_ms(10);
+    }
+    fail("fnstore %d did not listen on %d", i, ports[i]);
+}
+
+static void
+kill_node(int i)
+{
+    kill(pids[i], SIGKILL);
+    waitpid(pids[i], NULL, 0);
+    pids[i] = 0;
+}
+
+/* ---- synchronous wrappers ---- */
+
+struct waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    int status;
+    struct gw_layout lay;
+    void *buf;
+    size_t len;
+};
+
+static void
+waiter_init(struct waiter *w)
+{
+    memset(w, 0, sizeof(*w));
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+}
+
+static void
+waiter_wait(struct waiter *w)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 60;
+    pthread_mutex_lock(&w->mu);
+    while (!w->done) {
+        if (pthread_cond_timedwait(&w->cv, &w->mu, &dl) == ETIMEDOUT) {
+            pthread_mutex_unlock(&w->mu);
+            fail("callback never ran");
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+}
+
+static void
+put_cb(void *arg, int status, const struct gw_layout *l)
+{
+    struct waiter *w = arg;
+    pthread_mutex_lock(&w->mu);
+    CHECK(!w->done);
+    w->status = status;
+    w->lay = *l;
+    w->done = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void
+get_cb(void *arg, int status, void *buf, size_t len)
+{
+    struct waiter *w = arg;
+    pthread_mutex_lock(&w->mu);
+    CHECK(!w->done);
+    w->status = status;
+    w->buf = buf;
+    w->len = len;
+    w->done = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Newest layout per object, as reported by on_layout. */
+#define MAXOBJ 64
+static pthread_mutex_t lay_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct gw_layout lays[MAXOBJ];
+static int nlays;
+static int layout_calls;
+
+static void
+on_layout(void *arg, const struct gw_layout *l)
+{
+    (void)arg;
+    pthread_mutex_lock(&lay_mu);
+    layout_calls++;
+    int i;
+    for (i = 0; i < nlays; i++) {
+        if (lays[i].object == l->object) {
+            break;
+        }
+    }
+    if (i < MAXOBJ) {
+        lays[i] = *l;
+        if (i == nlays) {
+            nlays++;
+        }
+    }
+    pthread_mutex_unlock(&lay_mu);
+}
+
+static void
+remember(const struct gw_layout *l)
+{
+    pthread_mutex_lock(&lay_mu);
+    int i;
+    for (i = 0; i < nlays; i++) {
+        if (lays[i].object == l->object) {
+            break;
+        }
+    }
+    if (i == nlays && i < MAXOBJ) {
+        lays[nlays++] = *l;
+    }
+    pthread_mutex_unlock(&lay_mu);
+}
+
+static struct gw_layout
+latest(uint64_t object)
+{
+    struct gw_layout l = {0};
+    pthread_mutex_lock(&lay_mu);
+    for (int i = 0; i < nlays; i++) {
+        if (lays[i].object == object) {
+            l = lays[i];
+        }
+    }
+    pthread_mutex_unlock(&lay_mu);
+    return l;
+}
+
+static uint64_t
+full(const struct gw_layout *l)
+{
+    return (1ull << (l->k + l->m)) - 1;
+}
+
+static int
+do_put(struct gw_engine *e, const uint32_t *place, size_t np, int k, int m, const uint8_t *src,
+       size_t size, struct gw_layout *out)
+{
+    struct waiter w;
+    waiter_init(&w);
+    void *copy = malloc(size ? size : 1);
+    CHECK(copy);
+    memcpy(copy, src, size);
+    gw_engine_put(e, 7, place, np, (uint8_t)k, (uint8_t)m, copy, size, put_cb, &w);
+    waiter_wait(&w);
+    if (w.status == 0) {
+        *out = w.lay;
+        remember(&w.lay);
+    }
+    return w.status;
+}
+
+static int
+do_get(struct gw_engine *e, const struct gw_layout *l, uint64_t off, uint64_t len,
+       const uint8_t *expect)
+{
+    struct waiter w;
+    waiter_init(&w);
+    gw_engine_get(e, l, off, len, get_cb, &w);
+    waiter_wait(&w);
+    if (w.status != 0) {
+        fprintf(stderr, "get off=%llu len=%llu: %s\n", (unsigned long long)off,
+                (unsigned long long)len, cm_errname(w.status));
+        return w.status;
+    }
+    CHECK(w.len == len);
+    CHECK(w.buf != NULL);
+    int same = memcmp(w.buf, expect + off, len) == 0;
+    free(w.buf);
+    if (!same) {
+        fprintf(stderr, "get mismatch off=%llu len=%llu\n", (unsigned long long)off,
+                (unsigned long long)len);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+fill_random(uint8_t *p, size_t n, unsigned seed)
+{
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (uint8_t)x;
+    }
+}
+
+/* Waits until object's persisted mask is full (or ms pass). */
+static int
+wait_persisted(uint64_t object, int ms)
+{
+    for (int t = 0; t < ms / 20; t++) {
+        struct gw_layout l = latest(object);
+        if (l.k && (l.persisted & full(&l)) == full(&l)) {
+            return 1;
+        }
+        sleep_ms(20);
+    }
+    return 0;
+}
+
+static void
+set_nodes(struct gw_engine *e, int n)
+{
+    struct gw_node nodes[NNODES];
+    for (int i = 0; i < n; i++) {
+        nodes[i].id = (uint32_t)i;
+        snprintf(nodes[i].addr, sizeof(nodes[i].addr), "127.0.0.1:%d", ports[i]);
+        nodes[i].up = 1;
+    }
+    gw_engine_set_nodes(e, nodes, (size_t)n);
+}
+
+static struct gw_engine *
+new_engine(int n)
+{
+    struct gw_engine_cfg cfg = {
+        .max_chunk = 256 * 1024,
+        .io_timeout_ms = 3000,
+        .slow_ms = 300,
+        .persist_poll_ms = 100,
+        .redrive_after_ms = 500,
+    };
+    struct gw_engine *e = NULL;
+    CHECK(gw_engine_create(&cfg, on_layout, NULL, &e) == 0);
+    set_nodes(e, n);
+    return e;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s SHOAL_FNSTORE\n", argv[0]);
+        return 2;
+    }
+    fnstore_bin = argv[1];
+    cm_log_init("test", getenv("GW_TEST_DEBUG") ? CM_LOG_DEBUG : CM_LOG_WARN);
+    signal(SIGPIPE, SIG_IGN);
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/gw_engine_test.XXXXXX");
+    CHECK(mkdtemp(tmpdir) != NULL);
+    srand((unsigned)getpid());
+    int base = 12000 + (rand() % 900);
+    int np = 0;
+    for (int p = base; np < NNODES && p < 13000; p++) {
+        if (port_free(p)) {
+            ports[np++] = p;
+        }
+    }
+    CHECK(np == NNODES);
+    for (int i = 0; i < NNODES; i++) {
+        start_node(i);
+    }
+    /* Break node 5's COS: its chunks will never persist. */
+    {
+        char path[300], moved[320];
+        snprintf(path, sizeof(path), "%s/cos%d", tmpdir, BROKEN);
+        snprintf(moved, sizeof(moved), "%s.gone", path);
+        CHECK(rename(path, moved) == 0);
+        FILE *f = fopen(path, "w");
+        CHECK(f);
+        fclose(f);
+    }
+
+    /* Node 5 joins the directory only for the redrive part. */
+    struct gw_engine *e = new_engine(NNODES - 1);
+    const uint32_t place[] = {0, 1, 2, 3, 4};
+    const size_t sizes[] = {0, 1, 1000, 65536, (1 << 20) + 3, 10 << 20};
+    const int ks[2][2] = {{4, 2}, {1, 2}};
+    size_t maxsz = 10 << 20;
+    uint8_t *src = malloc(maxsz);
+    CHECK(src);
+    fill_random(src, maxsz, 42);
+
+    struct gw_layout big42 = {0};
+    uint64_t objs[32];
+    int nobjs = 0;
+    for (int ki = 0; ki < 2; ki++) {
+        int k = ks[ki][0], m = ks[ki][1];
+        for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+            size_t size = sizes[si];
+            struct gw_layout l;
+            /* placement without node 5 so these persist */
+            int rc = do_put(e, place, 5, k, m, src, size, &l);
+            if (rc != 0) {
+                fail("put k=%d m=%d size=%zu: %s", k, m, size, cm_errname(rc));
+            }
+            CHECK(l.size == size);
+            CHECK(l.etag == cm_crc64(0, src, size));
+            CHECK(l.k == k && l.m == m);
+            CHECK(size == 0 || (uint64_t)l.chunk_size * l.k * l.nstripes >= size);
+            objs[nobjs++] = l.object;
+            CHECK(do_get(e, &l, 0, size, src) == 0);
+            CHECK(do_get(e, &l, 0, 0, src) == 0);
+            if (size > 0) {
+                CHECK(do_get(e, &l, 0, 1, src) == 0);
+                CHECK(do_get(e, &l, size - 1, 1, src) == 0);
+                CHECK(do_get(e, &l, size / 3, size / 2, src) == 0);
+            }
+            if (size > (uint64_t)l.chunk_size * l.k) {
+                uint64_t sb = (uint64_t)l.chunk_size * l.k;
+                uint64_t n = size - (sb - 7) < 14 ? size - (sb - 7) : 14;
+                CHECK(do_get(e, &l, sb - 7, n, src) == 0);         /* across stripes */
+                CHECK(do_get(e, &l, l.chunk_size - 1, 2, src) == 0); /* across chunks */
+                if (size >= 2 * sb) {
+                    CHECK(do_get(e, &l, sb, sb, src) == 0); /* one whole stripe */
+                }
+            }
+            if (k == 4 && size == (1 << 20) + 3) {
+                big42 = l;
+            }
+            printf("ok put/get k=%d m=%d size=%zu stripes=%u chunk=%u\n", k, m, size,
+                   l.nstripes, l.chunk_size);
+        }
+    }
+    /* Out-of-range reads are refused. */
+    {
+        struct waiter w;
+        waiter_init(&w);
+        gw_engine_get(e, &big42, big42.size, 1, get_cb, &w);
+        waiter_wait(&w);
+        CHECK(w.status == CM_E_BADARG);
+    }
+
+    /* Every object persists and leaves the buffer. */
+    for (int i = 0; i < nobjs; i++) {
+        if (!wait_persisted(objs[i], 15000)) {
+            struct gw_layout l = latest(objs[i]);
+            fail("object %d not persisted: mask=%llx", i, (unsigned long long)l.persisted);
+        }
+    }
+    struct gw_engine_stats st;
+    for (int t = 0; t < 100; t++) {
+        gw_engine_stats(e, &st);
+        if (st.buffered_objects == 0) {
+            break;
+        }
+        sleep_ms(20);
+    }
+    CHECK(st.buffered_objects == 0 && st.buffered_bytes == 0);
+    printf("ok all persisted (layout calls=%d)\n", layout_calls);
+
+    /* Slow holder: a stopped node costs slow_ms, not io_timeout_ms. */
+    {
+        gw_engine_stats(e, &st);
+        uint64_t before = st.parity_reads;
+        int stopped = (int)big42.holders[1];
+        kill(pids[stopped], SIGSTOP);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        CHECK(do_get(e, &big42, 0, big42.size, src) == 0);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        kill(pids[stopped], SIGCONT);
+        long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+        gw_engine_stats(e, &st);
+        printf("ok slow holder %d: get took %ld ms, parity_reads=%llu\n", stopped, ms,
+               (unsigned long long)st.parity_reads);
+        CHECK(ms < 2500);
+        CHECK(st.parity_reads > before);
+    }
+
+    /* Redrive: slot 0 on node 5, whose COS is broken; kill it; the buffer
+     * re-sends slot 0 elsewhere and the object becomes fully persisted. */
+    set_nodes(e, NNODES);
+    const uint32_t place5[] = {BROKEN, 0, 1, 2, 3, 4};
+    struct gw_layout red;
+    CHECK(do_put(e, place5, 6, 4, 2, src, 3 << 20, &red) == 0);
+    CHECK(red.holders[0] == BROKEN);
+    /* Track: the same situation for an object whose put engine is gone. */
+    struct gw_layout trk;
+    {
+        struct gw_engine *e2 = new_engine(NNODES);
+        CHECK(do_put(e2, place5, 6, 4, 2, src + 5, 2 << 20, &trk) == 0);
+        gw_engine_destroy(e2);
+        CHECK(trk.holders[0] == BROKEN);
+    }
+    sleep_ms(500);
+    CHECK((latest(red.object).persisted & 1) == 0);
+    gw_engine_stats(e, &st);
+    CHECK(st.buffered_objects == 1);
+    gw_engine_track(e, &trk);
+    kill_node(BROKEN);
+    printf("killed node %d (unpersisted holder)\n", BROKEN);
+    if (!wait_persisted(red.object, 15000)) {
+        fail("redrive did not persist: mask=%llx", (unsigned long long)latest(red.object).persisted);
+    }
+    red = latest(red.object);
+    CHECK(red.holders[0] != BROKEN);
+    CHECK(do_get(e, &red, 0, red.size, src) == 0);
+    printf("ok redrive holder0=%u\n", red.holders[0]);
+    if (!wait_persisted(trk.object, 15000)) {
+        fail("track rebuild did not persist: mask=%llx",
+             (unsigned long long)latest(trk.object).persisted);
+    }
+    trk = latest(trk.object);
+    CHECK(trk.holders[0] != BROKEN);
+    CHECK(do_get(e, &trk, 0, trk.size, src + 5) == 0);
+    gw_engine_stats(e, &st);
+    CHECK(st.redriven_chunks > 0);
+    printf("ok track rebuild holder0=%u redriven=%llu\n", trk.holders[0],
+           (unsigned long long)st.redriven_chunks);
+
+    /* Parity: kill the holder of data chunk 0 of a 4+2 object; reads decode. */
+    gw_engine_stats(e, &st);
+    uint64_t pr0 = st.parity_reads;
+    int victim = (int)big42.holders[0];
+    kill_node(victim);
+    printf("killed node %d (data holder)\n", victim);
+    CHECK(do_get(e, &big42, 0, big42.size, src) == 0);
+    CHECK(do_get(e, &big42, 5, 1000, src) == 0);
+    gw_engine_stats(e, &st);
+    CHECK(st.parity_reads > pr0);
+    /* Copies: a 1+2 object still reads with one holder gone. */
+    for (int i = 0; i < nobjs; i++) {
+        struct gw_layout l = latest(objs[i]);
+        if (l.k == 1 && l.size > 0) {
+            CHECK(do_get(e, &l, 0, l.size, src) == 0);
+        }
+    }
+    printf("ok degraded reads parity_reads=%llu\n", (unsigned long long)st.parity_reads);
+
+    /* A put still succeeds with a placement naming the dead node. */
+    struct gw_layout l2;
+    CHECK(do_put(e, place5, 6, 4, 2, src, 100000, &l2) == 0);
+    for (int j = 0; j < 6; j++) {
+        CHECK(l2.holders[j] != BROKEN && (int)l2.holders[j] != victim);
+    }
+    CHECK(do_get(e, &l2, 0, l2.size, src) == 0);
+
+    /* Delete: chunks go away (a read then fails). */
+    gw_engine_delete(e, &l2, 50);
+    sleep_ms(400);
+    {
+        struct waiter w;
+        waiter_init(&w);
+        gw_engine_get(e, &l2, 0, l2.size, get_cb, &w);
+        waiter_wait(&w);
+        CHECK(w.status != 0);
+    }
+    printf("ok delete\n");
+
+    /* Too few nodes: with 4 of 6 left, a 5+1 put is unavailable. */
+    {
+        struct gw_layout l3;
+        CHECK(do_put(e, place, 5, 5, 1, src, 5000, &l3) == CM_E_UNAVAIL);
+    }
+    gw_engine_destroy(e);
+    free(src);
+    cleanup();
+    printf("PASS\n");
+    return 0;
+}

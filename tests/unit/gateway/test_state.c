@@ -1,0 +1,139 @@
+/* test_state.c - unit.gateway.state: parsing the controller state into a
+ * snapshot (auth by key hash, placement rows, bad input), and the cached
+ * state being served when the controller is unreachable. */
+#include "t_common.h"
+
+#include "cm_err.h"
+#include "cm_hash.h"
+#include "gw_meta.h"
+#include "gw_state.h"
+
+static void
+test_parse(void)
+{
+    char h1[65], h2[65], json[2048];
+    struct gw_snap *s;
+    const struct gw_tenant *t;
+    const uint32_t *row;
+    size_t n;
+    const char *why = NULL;
+
+    cm_sha256_hex("key-one", 7, h1);
+    cm_sha256_hex("key-two", 7, h2);
+    for (int i = 0; i < 64; i++) {
+        if (h2[i] >= 'a' && h2[i] <= 'f') {
+            h2[i] = (char)(h2[i] - 'a' + 'A'); /* case must not matter */
+        }
+    }
+    snprintf(json, sizeof(json),
+             "{\"epoch\": 12, \"partitions\": 2,"
+             " \"nodes\": [{\"id\": 0, \"addr\": \"127.0.0.1:9500\", \"state\": \"up\"},"
+             "             {\"id\": 1, \"addr\": \"127.0.0.1:9501\", \"state\": \"down\"}],"
+             " \"tenants\": [{\"id\": 7, \"name\": \"b\", \"weight\": 2.5, \"key_hashes\": [\"%s\"],"
+             "               \"ec_k\": 1, \"ec_m\": 1, \"placement\": [[1,0],[0,1]]},"
+             "              {\"id\": 3, \"name\": \"a\", \"weight\": 1.0, \"key_hashes\": [\"%s\"],"
+             "               \"ec_k\": 4, \"ec_m\": 2, \"placement\": [[0],[1,0,1]]}]}",
+             h2, h1);
+    CHECK_EQ_INT(gw_snap_parse(json, strlen(json), &s, &why), 0);
+    CHECK_EQ_INT(s->epoch, 12);
+    CHECK_EQ_INT(s->partitions, 2);
+    CHECK_EQ_INT(s->nnodes, 2);
+    CHECK(s->nodes[0].up && !s->nodes[1].up);
+    CHECK_EQ_STR(s->nodes[1].addr, "127.0.0.1:9501");
+
+    t = gw_snap_auth(s, "key-one", 7);
+    CHECK(t != NULL);
+    CHECK_EQ_INT(t->id, 3);
+    CHECK_EQ_STR(t->name, "a");
+    CHECK_EQ_INT(t->k, 4);
+    CHECK_EQ_INT(t->m, 2);
+    gw_snap_row(s, t, 0, &row, &n);
+    CHECK_EQ_INT(n, 1);
+    CHECK_EQ_INT(row[0], 0);
+    gw_snap_row(s, t, 1, &row, &n);
+    CHECK_EQ_INT(n, 3);
+    CHECK_EQ_INT(row[2], 1);
+
+    t = gw_snap_auth(s, "key-two", 7);
+    CHECK(t != NULL);
+    CHECK_EQ_INT(t->id, 7);
+    CHECK(t->weight == 2.5);
+    gw_snap_row(s, t, 0, &row, &n);
+    CHECK_EQ_INT(n, 2);
+    CHECK_EQ_INT(row[0], 1);
+    CHECK(gw_snap_auth(s, "key-three", 9) == NULL);
+    CHECK(gw_snap_tenant(s, 7) == t);
+    CHECK(gw_snap_tenant(s, 4) == NULL);
+    gw_snap_ref(s);
+    gw_snap_unref(s);
+    gw_snap_unref(s);
+
+    /* defaults: EC 4+2, no tenants */
+    CHECK_EQ_INT(gw_snap_parse("{\"epoch\":1}", 11, &s, &why), 0);
+    CHECK_EQ_INT(s->ntenants, 0);
+    CHECK(gw_snap_auth(s, "x", 1) == NULL);
+    gw_snap_unref(s);
+
+    static const char *const bad[] = {
+        "",
+        "[]",
+        "{\"epoch\":-1}",
+        "{\"partitions\":0}",
+        "{\"nodes\":[{\"id\":0}]}",
+        "{\"partitions\":2,\"tenants\":[{\"id\":1,\"placement\":[[0]]}]}",
+        "{\"tenants\":[{\"id\":0}]}",
+        "{\"tenants\":[{\"id\":1,\"ec_k\":0}]}",
+        "{\"tenants\":[{\"id\":1,\"ec_m\":99}]}",
+        "{\"tenants\":[{\"id\":1,\"key_hashes\":[\"abc\"]}]}",
+        "{\"tenants\":[{\"id\":1},{\"id\":1}]}",
+        "{\"tenants\":[{\"id\":1,\"placement\":[[-1]]}]}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        why = NULL;
+        if (gw_snap_parse(bad[i], strlen(bad[i]), &s, &why) == 0) {
+            fprintf(stderr, "accepted bad state %zu: %s\n", i, bad[i]);
+            CHECK(0);
+        }
+        CHECK(why != NULL);
+    }
+}
+
+/* With no controller listening, the cached state is what is served. */
+static void
+test_cached(void)
+{
+    char *dir = t_tmpdir();
+    struct gw_meta *m;
+    struct gw_state *st;
+    struct gw_snap *s;
+    char h[65], json[512];
+    struct gw_state_cfg cfg = {"127.0.0.1:13999", NULL, 50, 200};
+
+    cm_sha256_hex("k", 1, h);
+    snprintf(json, sizeof(json),
+             "{\"epoch\":5,\"partitions\":1,\"nodes\":[],"
+             "\"tenants\":[{\"id\":2,\"name\":\"t\",\"key_hashes\":[\"%s\"],\"placement\":[[]]}]}",
+             h);
+    CHECK_EQ_INT(gw_meta_open(dir, 16u << 20, &m), 0);
+    CHECK_EQ_INT(gw_meta_state_save(m, json, strlen(json)), 0);
+    CHECK_EQ_INT(gw_state_create(&cfg, m, NULL, &st), 0);
+    CHECK_EQ_INT(gw_state_start(st), 0);
+    usleep(200 * 1000);
+    s = gw_state_snap(st);
+    CHECK_EQ_INT(s->epoch, 5);
+    CHECK(gw_snap_auth(s, "k", 1) != NULL);
+    gw_snap_unref(s);
+    gw_state_destroy(st);
+    gw_meta_close(m);
+    t_rmtree(dir);
+}
+
+int
+main(void)
+{
+    t_seed();
+    test_parse();
+    test_cached();
+    printf("ok\n");
+    return 0;
+}
