@@ -38,8 +38,8 @@
 
 struct bn_hist {
     uint64_t count;
-    uint64_t sum;  /* ns, for the mean */
-    uint64_t max;  /* ns, exact */
+    uint64_t sum; /* ns, for the mean */
+    uint64_t max; /* ns, exact */
     uint64_t b[BN_HIST_BUCKETS];
 };
 
@@ -91,17 +91,17 @@ enum bn_loop { BN_LOOP_CLOSED, BN_LOOP_OPEN };
 struct bn_tenant {
     char name[BN_NAME_MAX];
     char key[BN_KEY_MAX];
-    double weight;         /* > 0; only used by the fairness figures */
+    double weight; /* > 0; only used by the fairness figures */
     enum bn_loop loop;
-    unsigned conc;         /* closed loop: outstanding requests */
-    double rate;           /* open loop: requests/s over all threads */
-    unsigned conns;        /* open loop: connection pool size */
-    uint64_t size_min;     /* PUT body bytes, drawn uniformly in [min, max] */
+    unsigned conc;     /* closed loop: outstanding requests */
+    double rate;       /* open loop: requests/s over all threads */
+    unsigned conns;    /* open loop: connection pool size */
+    uint64_t size_min; /* PUT body bytes, drawn uniformly in [min, max] */
     uint64_t size_max;
-    double read;           /* fraction of GETs, [0, 1] */
-    uint64_t keys;         /* key space size */
-    double zipf;           /* theta, [0, 1) */
-    unsigned set;          /* BN_SET_* bits: which fields the spec gave */
+    double read;   /* fraction of GETs, [0, 1] */
+    uint64_t keys; /* key space size */
+    double zipf;   /* theta, [0, 1) */
+    unsigned set;  /* BN_SET_* bits: which fields the spec gave */
 };
 
 enum {
@@ -139,8 +139,7 @@ int bn_workload_read(const char *name, double *read);
  * "/" when absent). Only plain http; the host must be an IPv4 literal or
  * "localhost". 0 or -EINVAL.
  */
-int bn_parse_url(const char *url, char *host, size_t cap, uint16_t *port, char *path,
-                 size_t pcap);
+int bn_parse_url(const char *url, char *host, size_t cap, uint16_t *port, char *path, size_t pcap);
 
 /* ---- statistics -------------------------------------------------------- */
 
@@ -156,18 +155,18 @@ enum {
 /* Per-second sample of one (tenant, thread); latency as sparse buckets. */
 struct bn_sec {
     uint64_t ops, errors, bytes;
-    uint32_t nb;        /* number of (idx, count) pairs */
+    uint32_t nb; /* number of (idx, count) pairs */
     uint32_t *idx;
     uint64_t *cnt;
 };
 
 struct bn_stats {
-    uint64_t ops;            /* successful (2xx) requests */
-    uint64_t reads, writes;  /* successful, by kind */
-    uint64_t bytes;          /* body bytes of successful requests, both ways */
+    uint64_t ops;           /* successful (2xx) requests */
+    uint64_t reads, writes; /* successful, by kind */
+    uint64_t bytes;         /* body bytes of successful requests, both ways */
     uint64_t errors;
     uint64_t status[BN_STATUS_MAX]; /* every completed request by status */
-    struct bn_hist hist;     /* latency of successful requests */
+    struct bn_hist hist;            /* latency of successful requests */
 };
 
 void bn_stats_merge(struct bn_stats *dst, const struct bn_stats *src);
@@ -189,22 +188,22 @@ struct bn_run_cfg {
     size_t ntenants;
     const struct bn_target *targets; /* borrowed; connections round-robin */
     size_t ntargets;
-    int url_mode;          /* plain GET of url_path, no auth */
+    int url_mode; /* plain GET of url_path, no auth */
     const char *url_path;
-    const char *prefix;    /* key prefix, URL-safe */
+    const char *prefix; /* key prefix, URL-safe */
     unsigned threads;
     double warmup_s, duration_s, timeout_s;
     uint64_t seed;
-    int series;            /* keep per-second samples */
+    int series; /* keep per-second samples */
 };
 
 /* Results of one phase: stats[tenant] merged over threads. */
 struct bn_result {
     size_t ntenants;
-    struct bn_stats *stats;     /* ntenants, owned */
-    double elapsed_s;           /* measured interval (run) or load wall time */
-    size_t nsec;                /* per-second samples (warmup + duration) */
-    struct bn_sec *sec;         /* ntenants * nsec, merged, owned */
+    struct bn_stats *stats; /* ntenants, owned */
+    double elapsed_s;       /* measured interval (run) or load wall time */
+    size_t nsec;            /* per-second samples (warmup + duration) */
+    struct bn_sec *sec;     /* ntenants * nsec, merged, owned */
     uint32_t warmup_secs;
 };
 
@@ -220,8 +219,8 @@ void bn_result_fini(struct bn_result *res);
 /* ---- output (bench_report.c) ------------------------------------------- */
 
 struct bn_fair {
-    double min_max;  /* min(x_i) / max(x_i), x_i = ops/s / weight */
-    double jain;     /* (sum x)^2 / (n sum x^2) */
+    double min_max; /* min(x_i) / max(x_i), x_i = ops/s / weight */
+    double jain;    /* (sum x)^2 / (n sum x^2) */
 };
 
 void bn_fairness(const double *thr, const double *weight, size_t n, struct bn_fair *out);

@@ -98,8 +98,7 @@ static const struct opt opts[] = {
 
 static int log_min = 1; /* 0 debug, 1 info, 2 warn, 3 error */
 
-static void
-blog(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void blog(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
 blog(int level, const char *fmt, ...)
@@ -114,8 +113,8 @@ blog(int level, const char *fmt, ...)
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s bench ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     ts.tv_nsec / 1000000, names[level]);
     va_list ap;
     va_start(ap, fmt);
     if (n > 0 && (size_t)n < sizeof(line)) {
@@ -184,8 +183,7 @@ print_help(void)
            "      --workload b --load --duration 30 --series ts.csv\n"
            "  %s --tenant name=a,key=$KA,rate=5000,size=4KiB-64KiB --json\n"
            "  %s --url http://127.0.0.1:8080/1k --conc 100 --threads 2 --duration 10\n",
-           BN_DEFAULT_CONC, BN_DEFAULT_CONNS, BN_DEFAULT_KEYS, BN_DEFAULT_ZIPF, PROG, PROG,
-           PROG);
+           BN_DEFAULT_CONC, BN_DEFAULT_CONNS, BN_DEFAULT_KEYS, BN_DEFAULT_ZIPF, PROG, PROG, PROG);
 }
 
 static void load_config_file(struct cfg *c, const char *path);
@@ -219,6 +217,8 @@ set_opt(struct cfg *c, const struct opt *o, const char *v, const char *where)
 
     switch (o->type) {
     case O_STR:
+        /* Every string option is owned: later values replace earlier ones. */
+        free(*(char **)p);
         *(const char **)p = strdup(v);
         if (*(const char **)p == NULL) {
             usage_exit("out of memory");
@@ -287,8 +287,7 @@ trim(char *s)
         s++;
     }
     size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' ||
-                     s[n - 1] == '\r')) {
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r')) {
         s[--n] = '\0';
     }
     return s;
@@ -417,8 +416,8 @@ parse_targets(const char *list, struct bn_target *out, size_t cap)
         if (n == cap) {
             usage_exit("too many gateways (max %zu)", cap);
         }
-        if (bn_parse_url(tok, out[n].host, sizeof(out[n].host), &out[n].port, path,
-                         sizeof(path)) != 0 ||
+        if (bn_parse_url(tok, out[n].host, sizeof(out[n].host), &out[n].port, path, sizeof(path)) !=
+                0 ||
             strcmp(path, "/") != 0) {
             usage_exit("bad gateway URL '%s' (want http://IP:PORT)", tok);
         }
@@ -429,6 +428,18 @@ parse_targets(const char *list, struct bn_target *out, size_t cap)
         usage_exit("no gateway given");
     }
     return n;
+}
+
+static void
+cfg_fini(struct cfg *c)
+{
+    for (size_t i = 0; i < NOPTS; i++) {
+        if (opts[i].type == O_STR) {
+            char **p = (char **)((char *)c + opts[i].off);
+            free(*p);
+            *p = NULL;
+        }
+    }
 }
 
 static void
@@ -597,5 +608,6 @@ out:
         bn_result_fini(&run);
     }
     bn_runner_destroy(runner);
+    cfg_fini(&c);
     return status;
 }

@@ -45,8 +45,15 @@
 
 extern volatile sig_atomic_t bn_interrupted;
 
-enum rstate { R_HEAD, R_BODY_LEN, R_BODY_CLOSE, R_CHUNK_SIZE, R_CHUNK_DATA, R_CHUNK_CRLF,
-              R_TRAILER };
+enum rstate {
+    R_HEAD,
+    R_BODY_LEN,
+    R_BODY_CLOSE,
+    R_CHUNK_SIZE,
+    R_CHUNK_DATA,
+    R_CHUNK_CRLF,
+    R_TRAILER
+};
 enum cstate { C_DOWN, C_CONNECTING, C_READY };
 
 struct bn_thread;
@@ -59,22 +66,22 @@ struct bn_conn {
     unsigned target;
     enum cstate state;
     struct event *rev, *wev, *retry;
-    unsigned failures;   /* consecutive; reset by a complete response */
-    unsigned gen;        /* bumped on close: fd numbers get reused */
-    int dead;            /* load phase: gave up on this connection */
+    unsigned failures; /* consecutive; reset by a complete response */
+    unsigned gen;      /* bumped on close: fd numbers get reused */
+    int dead;          /* load phase: gave up on this connection */
     int in_idle;
 
     /* the request in flight */
     int busy;
     int is_read;
-    uint64_t start_ns;   /* latency origin: send time, or intended time (open loop) */
-    uint64_t sent_ns;    /* for --timeout */
-    const char *hdr;     /* c->hbuf or the shared url-mode request */
+    uint64_t start_ns; /* latency origin: send time, or intended time (open loop) */
+    uint64_t sent_ns;  /* for --timeout */
+    const char *hdr;   /* c->hbuf or the shared url-mode request */
     size_t hdr_len;
     uint64_t body_len;
-    uint64_t woff;       /* bytes of hdr + body written */
+    uint64_t woff; /* bytes of hdr + body written */
     char hbuf[HDR_CAP];
-    char pre[PRE_CAP];   /* "Host: ...\r\nAuthorization: ...\r\n" */
+    char pre[PRE_CAP]; /* "Host: ...\r\nAuthorization: ...\r\n" */
     size_t pre_len;
 
     /* the response */
@@ -83,7 +90,7 @@ struct bn_conn {
     int close_after;
     uint64_t remain;
     uint64_t body_bytes;
-    char *carry;         /* unparsed tail of the last read, CARRY_CAP */
+    char *carry; /* unparsed tail of the last read, CARRY_CAP */
     size_t carry_len;
 };
 
@@ -97,15 +104,15 @@ struct bn_ts {
     unsigned nconns;
 
     struct bn_stats load, run;
-    struct bn_sec *sec;          /* nsec */
-    struct bn_hist *sec_hist;    /* the current second's latencies */
+    struct bn_sec *sec;       /* nsec */
+    struct bn_hist *sec_hist; /* the current second's latencies */
     int64_t cur_sec;
 
     /* open loop */
-    double rate;                 /* this thread's share */
+    double rate; /* this thread's share */
     uint64_t next_ns;
     struct event *arrive;
-    uint64_t *q;                 /* ring of intended send times */
+    uint64_t *q; /* ring of intended send times */
     size_t qcap, qhead, qlen;
     struct bn_conn **idle;
     unsigned nidle;
@@ -122,13 +129,13 @@ struct bn_thread {
     pthread_t tid;
     struct event_base *base;
     struct event *tick, *stop;
-    struct bn_ts *ts;            /* r->cfg.ntenants */
+    struct bn_ts *ts; /* r->cfg.ntenants */
     char *rbuf;
     enum bn_phase phase;
     int stopping;
-    unsigned load_left;          /* tenants still loading */
+    unsigned load_left; /* tenants still loading */
     uint64_t t0, t_run, t_end, end_ns;
-    uint64_t t_series;           /* second 0 of the series: t_run - ceil(warmup) */
+    uint64_t t_series; /* second 0 of the series: t_run - ceil(warmup) */
 };
 
 struct bn_runner {
@@ -203,8 +210,7 @@ sec_flush(struct bn_ts *ts)
 
 /* One finished (or failed) request; st is an HTTP status or a BN_ERR_* slot. */
 static void
-record(struct bn_ts *ts, unsigned st, int is_read, uint64_t bytes, uint64_t start,
-       uint64_t now)
+record(struct bn_ts *ts, unsigned st, int is_read, uint64_t bytes, uint64_t start, uint64_t now)
 {
     struct bn_thread *th = ts->th;
     struct bn_stats *s;

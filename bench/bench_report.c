@@ -142,8 +142,8 @@ bn_report_table(FILE *f, const struct bn_run_cfg *cfg, const struct bn_result *l
         }
     }
     fprintf(f, "run: %.2f s measured, %u threads\n", run->elapsed_s, cfg->threads);
-    fprintf(f, "%-16s %6s %10s %9s %9s %9s %9s %9s %9s  %s\n", "tenant", "weight", "ops/s",
-            "MB/s", "p50", "p90", "p99", "p99.9", "max", "errors");
+    fprintf(f, "%-16s %6s %10s %9s %9s %9s %9s %9s %9s  %s\n", "tenant", "weight", "ops/s", "MB/s",
+            "p50", "p90", "p99", "p99.9", "max", "errors");
     uint64_t tops = 0, tbytes = 0, terr = 0;
     for (size_t i = 0; i < run->ntenants; i++) {
         const struct bn_stats *s = &run->stats[i];
@@ -200,8 +200,8 @@ json_stats(FILE *f, const struct bn_stats *s, double secs)
 {
     char nb[16];
     fprintf(f, "\"ops\":%llu,\"reads\":%llu,\"writes\":%llu,\"bytes\":%llu,\"ops_per_s\":",
-            (unsigned long long)s->ops, (unsigned long long)s->reads,
-            (unsigned long long)s->writes, (unsigned long long)s->bytes);
+            (unsigned long long)s->ops, (unsigned long long)s->reads, (unsigned long long)s->writes,
+            (unsigned long long)s->bytes);
     json_num(f, rate(s->ops, secs));
     fputs(",\"mb_per_s\":", f);
     json_num(f, rate(s->bytes, secs) / 1e6);

@@ -14,8 +14,8 @@
 
 #include "bench.h"
 
-static void
-seterr(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void
 seterr(char *err, size_t cap, const char *fmt, ...)
@@ -75,8 +75,7 @@ bn_parse_double(const char *s, size_t len, double *out)
     /* Plain decimal only: no hex floats, inf, nan or leading blanks. */
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
-        if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '-' ||
-              c == '+')) {
+        if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+')) {
             return -EINVAL;
         }
     }
@@ -195,8 +194,8 @@ field_is(const char *k, size_t kl, const char *want)
 }
 
 static int
-parse_field(struct bn_tenant *t, const char *k, size_t kl, const char *v, size_t vl,
-            unsigned *seen, char *err, size_t cap)
+parse_field(struct bn_tenant *t, const char *k, size_t kl, const char *v, size_t vl, unsigned *seen,
+            char *err, size_t cap)
 {
     uint64_t u;
     double d;
@@ -355,8 +354,7 @@ bn_parse_url(const char *url, char *host, size_t cap, uint16_t *port, char *path
     const char *colon = memchr(h, ':', hl);
     size_t namel = colon ? (size_t)(colon - h) : hl;
     uint64_t p = 80;
-    if (colon != NULL && (bn_parse_u64(colon + 1, hl - namel - 1, &p) != 0 || p < 1 ||
-                          p > 65535)) {
+    if (colon != NULL && (bn_parse_u64(colon + 1, hl - namel - 1, &p) != 0 || p < 1 || p > 65535)) {
         return -EINVAL;
     }
     if (namel == 0 || namel >= cap) {

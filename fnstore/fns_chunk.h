@@ -32,12 +32,12 @@ struct fns_chunk {
     atomic_uint refs;
     struct fns_key key;
     uint32_t len;
-    uint32_t crc;          /* CRC32C of data[0, len) */
-    uint8_t *data;         /* malloc'd, len + FNS_CHUNK_TAIL bytes */
+    uint32_t crc;  /* CRC32C of data[0, len) */
+    uint8_t *data; /* malloc'd, len + FNS_CHUNK_TAIL bytes */
     /* Event-loop thread only: */
-    int persisted;         /* the COS copy of these bytes is durable */
+    int persisted;           /* the COS copy of these bytes is durable */
     struct fns_chunk *hnext; /* store index chain */
-    int instance;          /* store instance, -1 when not in the store */
+    int instance;            /* store instance, -1 when not in the store */
 };
 
 /*

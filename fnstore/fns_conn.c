@@ -89,8 +89,7 @@ fns_conn_close(struct fns_conn *c, int err)
 static void
 fns_conn_bad_frame(struct fns_conn *c, int err, const char *what)
 {
-    CM_WARN("bad frame, closing connection peer=%s what=%s err=%s", c->peer, what,
-            cm_errname(err));
+    CM_WARN("bad frame, closing connection peer=%s what=%s err=%s", c->peer, what, cm_errname(err));
     fns_conn_close(c, err);
 }
 
@@ -189,8 +188,7 @@ fns_conn_process(struct fns_conn *c)
                 fns_conn_deliver(c, p, 0);
             }
         }
-        if (!c->closed &&
-            evbuffer_get_length(bufferevent_get_output(c->bev)) > FNS_CONN_OUT_HIGH) {
+        if (!c->closed && evbuffer_get_length(bufferevent_get_output(c->bev)) > FNS_CONN_OUT_HIGH) {
             c->paused = 1;
             bufferevent_disable(c->bev, EV_READ);
         }

@@ -37,9 +37,9 @@ struct fns_cos_job {
     enum fns_cos_op op;
     struct fns_key key;
     struct fns_chunk *chunk;
-    int status;      /* result: 0, CM_E_NOTFOUND, CM_E_CRC, -errno... */
-    void *arg;       /* caller's */
-    uint64_t tag;    /* caller's */
+    int status;   /* result: 0, CM_E_NOTFOUND, CM_E_CRC, -errno... */
+    void *arg;    /* caller's */
+    uint64_t tag; /* caller's */
 };
 
 /* cos borrowed for the pool's lifetime. nthreads >= 1. */

@@ -50,8 +50,8 @@ fns_ctl_heartbeat_json(struct fns_node *node, const char *addr, const char *metr
     n = fns_node_tenants(node, t, FNS_CTL_MAX_TENANTS);
     jn = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "id", (json_int_t)st.id, "addr", addr,
                    "metrics_addr", metrics_addr, "capacity_bytes", (json_int_t)st.capacity_bytes,
-                   "used_bytes", (json_int_t)st.used_bytes, "instances",
-                   (json_int_t)st.instances, "incarnation", (json_int_t)st.incarnation);
+                   "used_bytes", (json_int_t)st.used_bytes, "instances", (json_int_t)st.instances,
+                   "incarnation", (json_int_t)st.incarnation);
     jt = json_object();
     for (i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "%u", t[i].tenant);
@@ -174,8 +174,8 @@ fns_ctl_beat(struct fns_ctl *c)
         }
     }
     body = fns_ctl_heartbeat_json(c->node, c->addr, c->metrics_addr);
-    rc = cm_httpc_request("POST", c->url, c->have_token ? c->token : NULL, body,
-                          FNS_CTL_TIMEOUT_MS, &resp);
+    rc = cm_httpc_request("POST", c->url, c->have_token ? c->token : NULL, body, FNS_CTL_TIMEOUT_MS,
+                          &resp);
     free(body);
     if (rc != 0) {
         fns_ctl_state(c, 0, cm_errname(rc));
@@ -242,9 +242,8 @@ fns_ctl_create(const struct fns_ctl_cfg *cfg, struct fns_node *node, struct fns_
     }
     cm_buf_printf(&url, "/v1/internal/heartbeat");
     c->url = cm_buf_take(&url, NULL);
-    c->token_file = cfg->token_file != NULL && cfg->token_file[0] != '\0'
-                        ? cm_strdup(cfg->token_file)
-                        : NULL;
+    c->token_file =
+        cfg->token_file != NULL && cfg->token_file[0] != '\0' ? cm_strdup(cfg->token_file) : NULL;
     c->addr = cm_strdup(cfg->addr);
     c->metrics_addr = cm_strdup(cfg->metrics_addr);
     c->interval_ms = cfg->interval_ms > 0 ? cfg->interval_ms : 1000;

@@ -12,7 +12,6 @@
 struct cm_cos;
 
 /* data_dir may be NULL or "" (then cos is used). 0 and *out, or an error. */
-int fns_incarnation_bump(const char *data_dir, struct cm_cos *cos, uint32_t node_id,
-                         uint32_t *out);
+int fns_incarnation_bump(const char *data_dir, struct cm_cos *cos, uint32_t node_id, uint32_t *out);
 
 #endif

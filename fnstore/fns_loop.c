@@ -210,10 +210,10 @@ fns_loop_listen(struct fns_loop *l, const char *addr, void (*accept_cb)(void *ar
     lst = cm_calloc(1, sizeof(*lst));
     lst->accept_cb = accept_cb;
     lst->arg = arg;
-    lst->lst = evconnlistener_new_bind(l->base, fns_loop_accept, lst,
-                                       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                           LEV_OPT_CLOSE_ON_EXEC,
-                                       1024, (struct sockaddr *)&sin, sizeof(sin));
+    lst->lst =
+        evconnlistener_new_bind(l->base, fns_loop_accept, lst,
+                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+                                1024, (struct sockaddr *)&sin, sizeof(sin));
     if (lst->lst == NULL) {
         rc = -errno;
         free(lst);

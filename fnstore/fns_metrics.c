@@ -16,15 +16,14 @@
 #include "fns_metrics.h"
 #include "fns_node.h"
 
-#define FNS_METRICS(X)                                                                        \
-    X(memory_used_bytes, "gauge", "Chunk bytes held in instance memory.", used_bytes)        \
-    X(memory_capacity_bytes, "gauge", "Chunk memory capacity of the node.", capacity_bytes)  \
-    X(chunks, "gauge", "Chunks held in instance memory.", chunks)                            \
-    X(cos_pending, "gauge", "COS jobs queued or running.", cos_pending)                      \
-    X(cos_writes_total, "counter", "Chunks written to COS.", cos_writes_total)               \
-    X(cos_reloads_total, "counter", "Chunks reloaded from COS.", cos_reloads_total)          \
-    X(bad_frames_total, "counter", "Connections closed on a malformed frame.",               \
-      bad_frames_total)                                                                       \
+#define FNS_METRICS(X)                                                                             \
+    X(memory_used_bytes, "gauge", "Chunk bytes held in instance memory.", used_bytes)              \
+    X(memory_capacity_bytes, "gauge", "Chunk memory capacity of the node.", capacity_bytes)        \
+    X(chunks, "gauge", "Chunks held in instance memory.", chunks)                                  \
+    X(cos_pending, "gauge", "COS jobs queued or running.", cos_pending)                            \
+    X(cos_writes_total, "counter", "Chunks written to COS.", cos_writes_total)                     \
+    X(cos_reloads_total, "counter", "Chunks reloaded from COS.", cos_reloads_total)                \
+    X(bad_frames_total, "counter", "Connections closed on a malformed frame.", bad_frames_total)   \
     X(incarnation, "gauge", "Incarnation number of this node.", incarnation)
 
 struct fns_metrics {
@@ -40,8 +39,8 @@ fns_metrics_expose(struct fns_node *node, struct cm_buf *out)
 
     fns_node_stats(node, &st);
     snprintf(labels, sizeof(labels), "node=\"%u\"", st.id);
-#define FNS_METRIC_EMIT_(name, type, help, field)                                    \
-    cm_prom_family(out, "shoal_fnstore_" #name, type, help);                         \
+#define FNS_METRIC_EMIT_(name, type, help, field)                                                  \
+    cm_prom_family(out, "shoal_fnstore_" #name, type, help);                                       \
     cm_prom_u64(out, "shoal_fnstore_" #name, labels, (uint64_t)st.field);
     FNS_METRICS(FNS_METRIC_EMIT_)
 #undef FNS_METRIC_EMIT_

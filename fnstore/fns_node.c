@@ -306,8 +306,7 @@ fns_node_read_done(struct fns_node *n, struct fns_cos_job *job)
         int rc = fns_store_put(n->store, job->chunk);
 
         if (rc != 0) {
-            CM_DEBUG("reloaded chunk not kept tenant=%u err=%s", job->key.tenant,
-                     cm_errname(rc));
+            CM_DEBUG("reloaded chunk not kept tenant=%u err=%s", job->key.tenant, cm_errname(rc));
         }
         fns_node_publish(n);
     }
@@ -338,8 +337,8 @@ fns_node_cos_cb(void *arg)
                          cm_errname(job->status));
             }
             if (job->arg != NULL) {
-                fns_node_answer(n, job->arg, job->status,
-                                job->status == 0 ? CM_WF_PERSISTED : 0, NULL);
+                fns_node_answer(n, job->arg, job->status, job->status == 0 ? CM_WF_PERSISTED : 0,
+                                NULL);
             }
             break;
         case FNS_COS_READ:
@@ -378,9 +377,8 @@ fns_node_frame(void *arg, struct fns_conn *c, const struct cm_wire_hdr *h, uint8
     req->t0 = cm_now_ns();
     n->inflight++;
     if (h->incarnation != 0 && h->incarnation != n->cfg.incarnation) {
-        CM_DEBUG("request for another incarnation tenant=%u req=%llx want=%u have=%u",
-                 h->tenant, (unsigned long long)h->req_id, h->incarnation,
-                 n->cfg.incarnation);
+        CM_DEBUG("request for another incarnation tenant=%u req=%llx want=%u have=%u", h->tenant,
+                 (unsigned long long)h->req_id, h->incarnation, n->cfg.incarnation);
     }
     if (status != 0) {
         free(payload);
@@ -445,8 +443,7 @@ fns_node_accept(void *arg, int fd)
         close(fd);
         return;
     }
-    if (fns_conn_create(n->loop, fd, n->cfg.max_chunk, &fns_node_conn_ops, n, &n->conns, &c) ==
-        0) {
+    if (fns_conn_create(n->loop, fd, n->cfg.max_chunk, &fns_node_conn_ops, n, &n->conns, &c) == 0) {
         CM_DEBUG("connection accepted peer=%s", fns_conn_peer(c));
     }
 }
@@ -611,6 +608,7 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
         CM_ERROR("cannot listen addr=%s err=%s", cfg->listen, cm_errname(rc));
         goto out;
     }
+    CM_INFO("listening addr=%s port=%u", cfg->listen, n->port);
     *out = n;
     return 0;
 out:
@@ -621,10 +619,9 @@ out:
 int
 fns_node_run(struct fns_node *n)
 {
-    CM_INFO("serving addr=127.0.0.1:%u id=%u incarnation=%u sched=%s capacity=%llu "
-            "instances=%u",
-            n->port, n->cfg.id, n->cfg.incarnation, n->fq_ops->name,
-            (unsigned long long)n->cfg.capacity, n->cfg.instances);
+    CM_INFO("serving port=%u id=%u incarnation=%u sched=%s capacity=%llu instances=%u", n->port,
+            n->cfg.id, n->cfg.incarnation, n->fq_ops->name, (unsigned long long)n->cfg.capacity,
+            n->cfg.instances);
     fns_loop_ev_after(n->ev_tick, FNS_TICK_NS);
     return fns_loop_run(n->loop);
 }

@@ -61,8 +61,8 @@ int fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct f
 /* Serves until fns_node_stop; then stops reading, finishes in-flight
  * requests, drains the COS queue, flushes answers, returns 0. */
 int fns_node_run(struct fns_node *n);
-void fns_node_stop(struct fns_node *n);     /* any thread */
-void fns_node_destroy(struct fns_node *n);  /* NULL is a no-op; after run returned */
+void fns_node_stop(struct fns_node *n);    /* any thread */
+void fns_node_destroy(struct fns_node *n); /* NULL is a no-op; after run returned */
 
 void fns_node_stats(struct fns_node *n, struct fns_node_stats *out); /* any thread */
 /* Shared with the node (thread-safe), valid until destroy. */

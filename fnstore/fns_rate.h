@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 struct fns_rate {
-    double rate;   /* units per second; 0 = unlimited */
-    double burst;  /* bucket size */
+    double rate;  /* units per second; 0 = unlimited */
+    double burst; /* bucket size */
     double tokens;
     uint64_t last_ns;
 };

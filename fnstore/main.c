@@ -60,8 +60,7 @@ static const struct cm_opt fns_opts[] = {
     CM_OPT_INT(struct fns_cfg, queue_limit, "1024", 0, 1 << 24,
                "queued requests per tenant before CM_E_BUSY (0 = unlimited)"),
     CM_OPT_DBL(struct fns_cfg, cap_ops, "0", 0, 1e9, "emulated requests/s cap (0 = off)"),
-    CM_OPT_U64(struct fns_cfg, cap_bytes, "0", 0, 1ull << 40,
-               "emulated bytes/s cap (0 = off)"),
+    CM_OPT_U64(struct fns_cfg, cap_bytes, "0", 0, 1ull << 40, "emulated bytes/s cap (0 = off)"),
     CM_OPT_U64(struct fns_cfg, max_chunk, "64MiB", 1, CM_WIRE_MAX_DATA, "largest chunk accepted"),
     CM_OPT_STR(struct fns_cfg, log_level, "info", "debug | info | warn | error"),
     CM_OPT_INT(struct fns_cfg, heartbeat_ms, "1000", 10, 600000, "heartbeat interval"),
@@ -137,7 +136,13 @@ main(int argc, char **argv)
         }
     }
     fns_node_stats(node, &st);
-    snprintf(addr, sizeof(addr), "127.0.0.1:%u", st.port);
+    {
+        const char *colon = strrchr(cfg.listen, ':');
+        int hostlen = colon != NULL ? (int)(colon - cfg.listen) : 0;
+
+        snprintf(addr, sizeof(addr), "%.*s:%u", hostlen > 0 ? hostlen : 9,
+                 hostlen > 0 ? cfg.listen : "127.0.0.1", st.port);
+    }
     ccfg.controller = cfg.controller;
     ccfg.token_file = cfg.admin_token_file;
     ccfg.addr = addr;

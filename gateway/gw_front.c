@@ -62,7 +62,7 @@ struct req {
     struct gw_front *f;
     struct cm_http_req *r;
     char id[GW_REQID_MAX + 1];
-    const char *method;
+    char method[8]; /* copied: r's strings die with the response */
     enum op op;
     int async; /* suspended: counted in f->inflight */
     uint32_t tenant;
@@ -116,7 +116,7 @@ req_new(struct gw_front *f, struct cm_http_req *r, enum op op)
     q->f = f;
     q->r = r;
     q->op = op;
-    q->method = cm_http_method(r);
+    snprintf(q->method, sizeof(q->method), "%s", cm_http_method(r));
     q->t0 = cm_now_ns();
     if (gw_reqid_ok(cid)) {
         snprintf(q->id, sizeof(q->id), "%s", cid);
@@ -545,8 +545,7 @@ handle_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
         fail(q, 400, "bad_request", "body shorter than Content-Length");
         return;
     }
-    gw_snap_row(s, t, (uint32_t)(cm_hash64(q->key, q->klen, t->id) % s->partitions), &row,
-                &nrow);
+    gw_snap_row(s, t, (uint32_t)(cm_hash64(q->key, q->klen, t->id) % s->partitions), &row, &nrow);
     if (nrow == 0) {
         free(body);
         fail(q, 503, "unavailable", "no storage nodes known for this partition");
@@ -587,7 +586,7 @@ apply(struct gw_meta_batch *b, struct cop *c, const struct gw_snap *s)
     c->had_old = 0;
     switch (c->kind) {
     case COP_PUT:
-        if (gw_snap_tenant(s, c->lay.tenant) == NULL) {
+        if (s != NULL && gw_snap_tenant(s, c->lay.tenant) == NULL) {
             c->rc = E_TENANT_GONE;
             return 0;
         }
@@ -610,8 +609,8 @@ apply(struct gw_meta_batch *b, struct cop *c, const struct gw_snap *s)
 static void
 commit_list(struct gw_front *f, struct cop *list)
 {
-    struct gw_snap *s = gw_state_snap(f->state);
-    struct gw_meta_batch *b;
+    struct gw_snap *s = f->state != NULL ? gw_state_snap(f->state) : NULL;
+    struct gw_meta_batch *b = NULL;
     struct cop *c;
     int rc;
 
@@ -659,7 +658,7 @@ complete(struct gw_front *f, struct cop *c)
     case COP_PUT:
         if (c->rc == 0) {
             add_etag_version(q, &c->lay);
-            reply(q, 201, "application/octet-stream", NULL, 0, CM_HTTP_STATIC);
+            reply(q, 201, NULL, NULL, 0, CM_HTTP_STATIC);
             if (c->had_old) {
                 gw_engine_delete(f->engine, &c->old, f->cfg.delete_delay_ms);
             }
@@ -798,18 +797,18 @@ handle_list(struct req *q)
 /* ---- health and metrics ---- */
 
 /* Gateway figures beside the request stats: X(name, type, help). */
-#define GW_FRONT_METRICS(X)                                                                     \
-    X(buffered_bytes, "gauge", "Object bytes held until every chunk is persisted in COS")       \
-    X(buffered_objects, "gauge", "Objects held until every chunk is persisted in COS")          \
-    X(redriven_chunks_total, "counter", "Chunks stored again after their holder was lost")      \
-    X(parity_reads_total, "counter", "GET stripes served by decoding parity")                   \
-    X(inflight_requests, "gauge", "Suspended requests waiting on chunk I/O or a commit")       \
-    X(commit_batches_total, "counter", "Metadata write transactions of the group committer")   \
-    X(commit_ops_total, "counter", "Metadata operations committed (puts, deletes, layouts)")   \
-    X(state_epoch, "gauge", "Epoch of the controller state in use")                            \
-    X(controller_up, "gauge", "1 when the last controller state poll succeeded")               \
-    X(state_polls_failed_total, "counter", "Controller state polls that failed")               \
-    X(tenants_purged_total, "counter", "Deleted tenants whose objects were purged")             \
+#define GW_FRONT_METRICS(X)                                                                        \
+    X(buffered_bytes, "gauge", "Object bytes held until every chunk is persisted in COS")          \
+    X(buffered_objects, "gauge", "Objects held until every chunk is persisted in COS")             \
+    X(redriven_chunks_total, "counter", "Chunks stored again after their holder was lost")         \
+    X(parity_reads_total, "counter", "GET stripes served by decoding parity")                      \
+    X(inflight_requests, "gauge", "Suspended requests waiting on chunk I/O or a commit")           \
+    X(commit_batches_total, "counter", "Metadata write transactions of the group committer")       \
+    X(commit_ops_total, "counter", "Metadata operations committed (puts, deletes, layouts)")       \
+    X(state_epoch, "gauge", "Epoch of the controller state in use")                                \
+    X(controller_up, "gauge", "1 when the last controller state poll succeeded")                   \
+    X(state_polls_failed_total, "counter", "Controller state polls that failed")                   \
+    X(tenants_purged_total, "counter", "Deleted tenants whose objects were purged")                \
     X(objects_purged_total, "counter", "Objects purged with their deleted tenant")
 
 struct front_metrics {
@@ -846,8 +845,8 @@ handle_metrics(struct req *q)
 
     cm_buf_init(&b);
     cm_reqstats_expose(f->rs, "gateway", &b);
-#define GW_FM_EXPOSE_(name, type, help)                       \
-    cm_prom_family(&b, "shoal_gateway_" #name, type, help);   \
+#define GW_FM_EXPOSE_(name, type, help)                                                            \
+    cm_prom_family(&b, "shoal_gateway_" #name, type, help);                                        \
     cm_prom_u64(&b, "shoal_gateway_" #name, NULL, v.name);
     GW_FRONT_METRICS(GW_FM_EXPOSE_)
 #undef GW_FM_EXPOSE_

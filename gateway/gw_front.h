@@ -25,8 +25,7 @@ struct gw_front_cfg {
 };
 
 /* meta is borrowed and must outlive the front. Starts the committer. */
-int gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta,
-                    struct gw_front **out);
+int gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_front **out);
 /* The engine's on_layout callback; arg is the front. */
 void gw_front_on_layout(void *arg, const struct gw_layout *layout);
 /* Wires the engine and state (borrowed) and hands every pending layout to

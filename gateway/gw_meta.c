@@ -355,8 +355,7 @@ gw_meta_close(struct gw_meta *m)
 /* ---- reads ---- */
 
 int
-gw_meta_get(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen,
-            struct gw_layout *out)
+gw_meta_get(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen, struct gw_layout *out)
 {
     struct cm_kv_txn *txn;
     const uint8_t *v;
@@ -429,9 +428,8 @@ list_slot(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
 }
 
 int
-gw_meta_list(struct gw_meta *m, uint32_t tenant, const char *prefix, size_t plen,
-             const char *after, size_t alen, unsigned limit, gw_meta_list_cb cb, void *arg,
-             int *more)
+gw_meta_list(struct gw_meta *m, uint32_t tenant, const char *prefix, size_t plen, const char *after,
+             size_t alen, unsigned limit, gw_meta_list_cb cb, void *arg, int *more)
 {
     struct list_ctx c = {tenant, prefix, plen, after, alen, limit, 0, cb, arg, 0, 0};
     struct cm_kv_txn *txn;
@@ -478,8 +476,7 @@ pending_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     for (int i = 0; i < 8; i++) {
         object = object << 8 | ((const uint8_t *)k)[i];
     }
-    if (slot_get(c->txn, T_OBJECTS, get_be32(v), (const char *)v + 4, vlen - 4, &rec, &rlen) !=
-            0 ||
+    if (slot_get(c->txn, T_OBJECTS, get_be32(v), (const char *)v + 4, vlen - 4, &rec, &rlen) != 0 ||
         gw_meta_decode(rec, rlen, &l) != 0 || l.object != object) {
         return 0;
     }
@@ -488,8 +485,7 @@ pending_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
 }
 
 int
-gw_meta_scan_pending(struct gw_meta *m, void (*cb)(void *arg, const struct gw_layout *l),
-                     void *arg)
+gw_meta_scan_pending(struct gw_meta *m, void (*cb)(void *arg, const struct gw_layout *l), void *arg)
 {
     struct pending_ctx c = {NULL, cb, arg};
     int rc = cm_kv_begin(m->kv, 0, &c.txn);
@@ -644,8 +640,7 @@ gw_meta_batch_abort(struct gw_meta_batch *b)
 }
 
 static int
-pending_set(struct cm_kv_txn *txn, uint64_t object, uint32_t tenant, const char *key,
-            size_t klen)
+pending_set(struct cm_kv_txn *txn, uint64_t object, uint32_t tenant, const char *key, size_t klen)
 {
     uint8_t k[8], v[4 + GW_KEY_MAX];
 

@@ -47,8 +47,7 @@ int gw_meta_get(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen
  * borrowed pointers valid for the call. *more: whether another object
  * matches past the last one returned. 0 or a negative code.
  */
-typedef void (*gw_meta_list_cb)(void *arg, const char *key, size_t klen,
-                                const struct gw_layout *l);
+typedef void (*gw_meta_list_cb)(void *arg, const char *key, size_t klen, const struct gw_layout *l);
 int gw_meta_list(struct gw_meta *m, uint32_t tenant, const char *prefix, size_t plen,
                  const char *after, size_t alen, unsigned limit, gw_meta_list_cb cb, void *arg,
                  int *more);

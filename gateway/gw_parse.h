@@ -53,9 +53,9 @@ int gw_parse_bearer(const char *hdr, const char **tok, size_t *toklen);
 struct gw_list_query {
     const char *prefix; /* borrowed, "" when absent */
     size_t prefix_len;
-    const char *after;  /* borrowed, NULL when absent */
+    const char *after; /* borrowed, NULL when absent */
     size_t after_len;
-    unsigned limit;     /* 1..GW_LIST_MAX */
+    unsigned limit; /* 1..GW_LIST_MAX */
 };
 
 /*

@@ -124,8 +124,8 @@ json_u64(json_t *o, const char *name, uint64_t lo, uint64_t hi, uint64_t def, ui
         *out = def;
         return 0;
     }
-    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-        (uint64_t)json_integer_value(v) < lo || (uint64_t)json_integer_value(v) > hi) {
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) < lo ||
+        (uint64_t)json_integer_value(v) > hi) {
         return -1;
     }
     *out = (uint64_t)json_integer_value(v);
@@ -339,8 +339,8 @@ gw_snap_tenant(const struct gw_snap *s, uint32_t id)
 }
 
 void
-gw_snap_row(const struct gw_snap *s, const struct gw_tenant *t, uint32_t p,
-            const uint32_t **row, size_t *n)
+gw_snap_row(const struct gw_snap *s, const struct gw_tenant *t, uint32_t p, const uint32_t **row,
+            size_t *n)
 {
     p %= s->partitions;
     *row = t->rows + t->row_off[p];
@@ -505,8 +505,7 @@ poll_once(struct gw_state *st)
     int rc, up = 0;
 
     if (!st->have_token && st->cfg.token_file != NULL) {
-        st->have_token =
-            cm_token_load(st->cfg.token_file, 0, st->token, sizeof(st->token)) == 0;
+        st->have_token = cm_token_load(st->cfg.token_file, 0, st->token, sizeof(st->token)) == 0;
     }
     rc = cm_httpc_request("GET", st->url, st->have_token ? st->token : NULL, NULL,
                           st->cfg.timeout_ms, &resp);
@@ -514,8 +513,8 @@ poll_once(struct gw_state *st)
         if (rc == 0 && resp.status == 401) {
             st->have_token = 0; /* the token file may have been rewritten */
         }
-        CM_DEBUG("state poll failed url=%s err=%s status=%d", st->url,
-                 rc ? cm_errname(rc) : "http", rc ? 0 : resp.status);
+        CM_DEBUG("state poll failed url=%s err=%s status=%d", st->url, rc ? cm_errname(rc) : "http",
+                 rc ? 0 : resp.status);
         goto out;
     }
     up = 1;

@@ -7,12 +7,12 @@
 
 static int tb_failed;
 
-#define TB_CHECK(cond)                                                        \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            tb_failed++;                                                      \
-        }                                                                     \
+#define TB_CHECK(cond)                                                                             \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            tb_failed++;                                                                           \
+        }                                                                                          \
     } while (0)
 
 static inline int

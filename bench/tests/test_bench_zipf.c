@@ -27,8 +27,8 @@ test_zipf_ratio(void)
      */
     double r12 = (double)c0 / (double)c1;
     double r13 = (double)c0 / (double)c2;
-    fprintf(stderr, "zipf 0.99: rank1/rank2=%.3f (want %.3f) rank1/rank3=%.3f (want %.3f)\n",
-            r12, pow(2, 0.99), r13, pow(3, 0.99));
+    fprintf(stderr, "zipf 0.99: rank1/rank2=%.3f (want %.3f) rank1/rank3=%.3f (want %.3f)\n", r12,
+            pow(2, 0.99), r13, pow(3, 0.99));
     TB_CHECK(fabs(r12 / pow(2, 0.99) - 1) < 0.03);
     TB_CHECK(c1 > c2 && r13 > r12);
     /* rank 1's share is 1/zeta(n). */

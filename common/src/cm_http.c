@@ -166,6 +166,24 @@ queue_stored(struct cm_http_req *r)
     return ret;
 }
 
+/*
+ * An answer decided before the body was read. Without a body the answer
+ * waits for the next call (keep-alive stays on). With one, it goes out now:
+ * the client may be waiting for "100 Continue" or still sending, and
+ * libmicrohttpd then closes the connection instead of reading a body
+ * nobody wants.
+ */
+static enum MHD_Result
+answer_early(struct cm_http_req *r)
+{
+    uint64_t cl = 0;
+    int has_body = cm_http_header(r, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL ||
+                   (cm_http_content_length(r, &cl) == 0 && cl > 0);
+
+    r->early = 1;
+    return has_body ? queue_stored(r) : MHD_YES;
+}
+
 static enum MHD_Result
 http_first_call(struct cm_http_server *s, struct MHD_Connection *c, const char *url,
                 const char *method, void **con_cls)
@@ -182,21 +200,18 @@ http_first_call(struct cm_http_server *s, struct MHD_Connection *c, const char *
     *con_cls = r;
 
     if (s->h.headers != NULL && s->h.headers(s->arg, r) != 0) {
-        r->early = 1;
-        return MHD_YES;
+        return answer_early(r);
     }
     if (cm_http_content_length(r, &cl) == 0) {
         if (cl > s->max_body) {
-            r->early = 1;
             respond_error(r, 413, "too_large", "request body too large");
-            return MHD_YES;
+            return answer_early(r);
         }
         if (cl > 0) {
             r->body = malloc(cl);
             if (r->body == NULL) {
-                r->early = 1;
                 respond_error(r, 503, "unavailable", "out of memory for the request body");
-                return MHD_YES;
+                return answer_early(r);
             }
             r->body_cap = cl;
         }

@@ -87,7 +87,7 @@ const struct pol_fq_ops *const *pol_fq_list(size_t *n);
 
 /* Views shared by every policy (same thread rules as the ops). */
 const struct pol_fq_ops *pol_fq_ops_of(const struct pol_fq *q);
-size_t pol_fq_len(const struct pol_fq *q);                     /* items waiting */
+size_t pol_fq_len(const struct pol_fq *q);                       /* items waiting */
 uint32_t pol_fq_queued(const struct pol_fq *q, uint32_t tenant); /* 0 if unknown */
 /* Calls cb for every tenant the scheduler has seen (any order); the info
  * pointer is borrowed for the call. */

@@ -54,9 +54,8 @@ int
 pol_fq_base_init(struct pol_fq *q, const struct pol_fq_ops *ops, const struct pol_fq_cfg *cfg)
 {
     memset(q, 0, sizeof(*q));
-    if (cfg == NULL || !isfinite(cfg->cap_ops) || cfg->cap_ops < 0 ||
-        !isfinite(cfg->cap_bytes) || cfg->cap_bytes < 0 || !isfinite(cfg->quantum) ||
-        cfg->quantum < 0) {
+    if (cfg == NULL || !isfinite(cfg->cap_ops) || cfg->cap_ops < 0 || !isfinite(cfg->cap_bytes) ||
+        cfg->cap_bytes < 0 || !isfinite(cfg->quantum) || cfg->quantum < 0) {
         return CM_E_BADARG;
     }
     q->ops = ops;

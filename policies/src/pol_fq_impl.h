@@ -19,11 +19,11 @@
 
 struct pol_fq_tenant {
     struct pol_fq_tenant_info info;
-    struct pol_fq_item *head, *tail; /* per-tenant FIFO (drr/drfq) */
+    struct pol_fq_item *head, *tail;   /* per-tenant FIFO (drr/drfq) */
     struct pol_fq_tenant *active_next; /* round-robin list (drr/drfq) */
     int active;
-    double deficit;        /* dominant-cost units (drr/drfq) */
-    double est_get_bytes;  /* EWMA of GET sizes (drfq) */
+    double deficit;       /* dominant-cost units (drr/drfq) */
+    double est_get_bytes; /* EWMA of GET sizes (drfq) */
 };
 
 struct pol_fq {

@@ -26,10 +26,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bn_tenant_defaults(&t);
     if (bn_tenant_parse(&t, s, size, err, sizeof(err)) == 0) {
         if (strlen(t.name) == 0 || strlen(t.name) >= BN_NAME_MAX || strlen(t.key) == 0 ||
-            strlen(t.key) >= BN_KEY_MAX || t.size_min > t.size_max ||
-            t.size_max > BN_MAX_SIZE || !(t.weight > 0) || !(t.read >= 0 && t.read <= 1) ||
-            !(t.zipf >= 0 && t.zipf < 1) || t.keys == 0 ||
-            (t.loop == BN_LOOP_OPEN && !(t.rate > 0)) ||
+            strlen(t.key) >= BN_KEY_MAX || t.size_min > t.size_max || t.size_max > BN_MAX_SIZE ||
+            !(t.weight > 0) || !(t.read >= 0 && t.read <= 1) || !(t.zipf >= 0 && t.zipf < 1) ||
+            t.keys == 0 || (t.loop == BN_LOOP_OPEN && !(t.rate > 0)) ||
             (t.loop == BN_LOOP_CLOSED && t.conc == 0)) {
             abort();
         }

@@ -44,8 +44,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < n; i++) {
         snprintf(enc + 3 * i, 4, "%%%02X", (unsigned char)out[i]);
     }
-    if (gw_parse_key(enc, 3 * n, again, &n2, NULL) != 0 || n2 != n ||
-        memcmp(again, out, n) != 0) {
+    if (gw_parse_key(enc, 3 * n, again, &n2, NULL) != 0 || n2 != n || memcmp(again, out, n) != 0) {
         abort();
     }
     free(enc);

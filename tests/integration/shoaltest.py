@@ -440,6 +440,12 @@ class Cluster:
         sys.stdout.flush()
 
     def cleanup(self, failed):
+        if failed and self.started:
+            try:
+                # Which processes were still alive when the test failed.
+                print("cluster status at failure:\n" + self.status()[1])
+            except Exception as e:  # noqa: BLE001
+                print("status failed: %s" % e)
         try:
             self.stop()
         except Exception as e:  # noqa: BLE001 - cleanup must go on
@@ -487,6 +493,7 @@ class Test:
         self.build = os.path.abspath(args.build)
         self.src = os.path.abspath(args.src)
         self.clusters = []
+        self.failures = []
         self.checks = 0
         self.tmp = tempfile.mkdtemp(prefix="shoal-integ-tmp-")
 
@@ -511,6 +518,19 @@ class Test:
         c.start()
         c.wait_nodes_up()
         return c
+
+    def section(self, fn, *args):
+        """Runs one independent part of a test; a failure is recorded and reported at
+        the end, and the next part still runs (one run shows every broken part)."""
+        name = fn.__name__
+        try:
+            fn(self, *args)
+        except (TestFailure, OSError, http.client.HTTPException, ValueError, KeyError) as e:
+            msg = "%s: %s: %s" % (name, type(e).__name__, e)
+            self.failures.append(msg)
+            print("FAIL in section " + msg, flush=True)
+            traceback.print_exc()
+            sys.stdout.flush()
 
     # assertions: always say what was expected and what came
     def check(self, cond, what):
@@ -572,6 +592,9 @@ def run(main, timeout=None):
     t0 = time.time()
     try:
         main(t)
+        if t.failures:
+            raise TestFailure("%d section(s) failed:\n  %s" % (len(t.failures),
+                                                              "\n  ".join(t.failures)))
         failed = False
     except TestFailure as e:
         print("FAIL %s: %s" % (name, e))
@@ -629,6 +652,25 @@ def wait_until(fn, timeout, what, interval=0.1):
             last = e
         time.sleep(interval)
     raise TestFailure("timed out after %ss waiting for %s (last: %r)" % (timeout, what, last))
+
+
+def get_retrying_503(gw, key, within=15.0, what="GET"):
+    """GET as a client that retries 503 (a retryable answer) for `within` seconds.
+
+    Only for the moments right after a node restart, when the gateway has yet to
+    reconnect to it; any other status is returned at once. Logs how long it took.
+    """
+    t0 = time.time()
+    n = 0
+    while True:
+        r = gw.get(key)
+        if r.status != 503 or time.time() - t0 > within:
+            if n:
+                log("%s %s: %d after %d retried 503s over %.1fs" % (what, key, r.status, n,
+                                                                   time.time() - t0))
+            return r
+        n += 1
+        time.sleep(0.2)
 
 
 # CRC32C (Castagnoli), for hand-made frames of the node protocol (common/include/cm_wire.h).
@@ -778,10 +820,19 @@ class Load:
         with self.lock:
             return dict(self.acked)
 
-    def verify_all(self, gw=None, what="verify"):
-        """Every acknowledged object reads back whole and right. Returns error list."""
-        gw = gw or self.gw
+    def verify_all(self, gw=None, what="verify", retry_503=0.0):
+        """Every acknowledged object reads back whole and right. Returns error list.
+
+        retry_503: right after a node restart, retry 503s as a client would, for at
+        most that many seconds in total."""
+        real = gw or self.gw
         errs = []
+        deadline = time.time() + retry_503
+
+        class _G:
+            def get(self_, key):
+                return get_retrying_503(real, key, max(0.0, deadline - time.time()), what)
+        gw = _G()
         with self.lock:
             exact = dict(self.acked)
             amb = dict(self.ambiguous)

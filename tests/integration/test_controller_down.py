@@ -56,6 +56,11 @@ def main(t):
     check_all("gateway restarted, controller down")
     t.status(g.put("during/gw-restarted", b"ok"), 201, "PUT after the gateway restart")
     objs["during/gw-restarted"] = st.sha256(b"ok")
+    # Once more, harder: kill -9, so only what the gateway made durable on its own
+    # (its cached state and metadata) is there for the restart.
+    c.kill("gateway")
+    c.start(only=["gateway"])
+    check_all("gateway killed -9 and restarted, controller down")
     # And a node restart (kill -9) while the controller is down.
     c.kill("fnstore-3")
     c.start(only=["fnstore-3"])

@@ -8,6 +8,7 @@
    either nothing, or the old version, or the new one - whole, never a mix.
 """
 import random
+import signal
 import threading
 import time
 
@@ -80,7 +81,7 @@ def main(t):
     ths = [threading.Thread(target=writer, args=(n,), daemon=True) for n in range(4)]
     for th in ths:
         th.start()
-    st.wait_until(lambda: len(acked2) >= 20, 90, "20 acknowledged concurrent PUTs")
+    st.wait_until(lambda: len(acked2) >= 60, 120, "60 acknowledged concurrent PUTs")
     c.kill("gateway")
     stop.set()
     for th in ths:
@@ -121,6 +122,52 @@ def main(t):
     t.status(g.put("after/restart", b"fine"), 201, "PUT after the restart")
     t.eq(g.get("after/restart").body, b"fine", "GET after the restart")
     st.log("phase 2 ok")
+
+    # --- phase 3: SIGTERM with PUTs in flight: they finish, then it exits ---------
+    import socket
+    conns = []
+    bodies = {}
+    for i in range(4):
+        data = rng.randbytes(3 << 20)
+        key = "term/%d" % i
+        bodies[key] = data
+        s = socket.create_connection(("127.0.0.1", c.gw_port), timeout=60)
+        s.sendall(("PUT /v1/objects/%s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   "Authorization: Bearer %s\r\nContent-Length: %d\r\n"
+                   "Connection: close\r\n\r\n" % (key, g.key, len(data))).encode())
+        s.sendall(data[:len(data) // 2])
+        conns.append((key, s))
+    time.sleep(0.3)  # let the gateway take the headers and the first half in
+    c.kill("gateway", signal.SIGTERM, wait=False)
+    time.sleep(0.3)
+    for key, s in conns:
+        data = bodies[key]
+        try:
+            s.sendall(data[len(data) // 2:])
+            resp = b""
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                resp += b
+        except OSError as e:
+            raise st.TestFailure("PUT %s in flight at SIGTERM: %s (in-flight requests must "
+                                 "finish)" % (key, e))
+        finally:
+            s.close()
+        # A whole answer: 201, or a clean 503 refusal; never a cut connection.
+        t.check(resp.startswith(b"HTTP/1.1 201") or resp.startswith(b"HTTP/1.1 503"),
+                "PUT %s in flight at SIGTERM got %r" % (key, resp[:200]))
+        if resp.startswith(b"HTTP/1.1 503"):
+            st.log("PUT %s in flight at SIGTERM was refused with 503" % key)
+            del bodies[key]
+    st.wait_until(lambda: not c.alive("gateway"), 30, "the gateway to exit after SIGTERM")
+    c.start()
+    for key, data in sorted(bodies.items()):
+        r = g.get(key)
+        t.status(r, 200, "GET %s after the SIGTERM restart" % key)
+        t.eq(st.sha256(r.body), st.sha256(data), "GET %s after the SIGTERM restart" % key)
+    st.log("phase 3 ok")
 
 
 if __name__ == "__main__":

@@ -46,9 +46,10 @@ def main(t):
         pre[key] = st.sha256(data)
     st.log("stored %d objects" % len(pre))
 
-    def read_pre(what):
+    def read_pre(what, retry_503=0):
+        deadline = time.time() + retry_503
         for key, want in sorted(pre.items()):
-            r = g.get(key)
+            r = st.get_retrying_503(g, key, max(0.0, deadline - time.time()), what)
             t.status(r, 200, "%s: GET %s" % (what, key))
             t.eq(st.sha256(r.body), want, "%s: GET %s content" % (what, key))
 
@@ -72,7 +73,7 @@ def main(t):
     st.log("load done: %r, %d keys acknowledged" % (load.stats, len(load.acked)))
     t.check(not load.errors, "errors under load with node %d killed:\n  %s" % (
         victim, "\n  ".join(load.errors[:10])))
-    errs = load.verify_all(what="after restarting node %d" % victim)
+    errs = load.verify_all(what="after restarting node %d" % victim, retry_503=15)
     t.check(not errs, "\n  ".join(errs[:10]))
     read_pre("after restarting node %d" % victim)
     st.log("phase 1 ok")
@@ -89,7 +90,9 @@ def main(t):
     # Objects written before any kill have a chunk (or a copy) on every node of their
     # placement; with m=2 nodes gone, reads need the two restarted nodes, whose memory
     # is empty: their chunks must come back from COS.
-    read_pre("node %d restarted, nodes %s down" % (y, zs))
+    # Right after the restart the gateway may not have reconnected to node y yet;
+    # a client retries a 503 meanwhile (15 s at most, then it is a failure).
+    read_pre("node %d restarted, nodes %s down" % (y, zs), retry_503=15)
     m = c.metrics(y)
     cos = cos_reload_metrics(m)
     st.log("node %d COS metrics after the reads: %r" % (y, cos))
@@ -101,9 +104,9 @@ def main(t):
         st.log("node %d exposes no COS reload counter; skipped that check" % y)
     c.start()
     c.wait_nodes_up()
-    errs = load.verify_all(what="after phase 2")
+    errs = load.verify_all(what="after phase 2", retry_503=15)
     t.check(not errs, "\n  ".join(errs[:10]))
-    read_pre("all nodes back")
+    read_pre("all nodes back", retry_503=15)
     for i in range(NODES):
         t.check(c.alive("fnstore-%d" % i), "fnstore-%d died" % i)
     st.log("phase 2 ok")

@@ -253,17 +253,60 @@ def check_isolation(t, c, ga):
     st.log("isolation ok")
 
 
+def check_consistency(t, g):
+    """A PUT over an existing key: readers see the old or the new version whole."""
+    import threading
+    rng = random.Random(17)
+    versions = [rng.randbytes(rng.choice([2 << 20, 300 << 10, 5000])) for _ in range(12)]
+    hashes = {st.sha256(v): i for i, v in enumerate(versions)}
+    key = "consistency/hot"
+    t.status(g.put(key, versions[0]), 201, "PUT first version")
+    stop = threading.Event()
+    bad = []
+    seen = set()
+
+    def reader():
+        last = -1
+        while not stop.is_set():
+            r = g.get(key)
+            if r.status != 200:
+                bad.append("GET -> %r" % r)
+                return
+            i = hashes.get(st.sha256(r.body))
+            if i is None:
+                bad.append("GET returned a mix: %d bytes matching no version" % len(r.body))
+                return
+            if i < last:
+                bad.append("GET went back from version %d to %d" % (last, i))
+                return
+            last = i
+            seen.add(i)
+
+    ths = [threading.Thread(target=reader, daemon=True) for _ in range(3)]
+    for th in ths:
+        th.start()
+    for i, v in enumerate(versions[1:], 1):
+        t.status(g.put(key, v), 201, "PUT version %d" % i)
+    stop.set()
+    for th in ths:
+        th.join(timeout=120)
+    t.check(not bad, "concurrent GETs during overwrites: %s" % bad[:3])
+    t.eq(st.sha256(g.get(key).body), st.sha256(versions[-1]), "final version")
+    st.log("consistency ok (readers saw %d distinct versions)" % len(seen))
+
+
 def main(t):
     c = t.cluster(nodes=6)
     ta = c.create_tenant("iso-a")
     g = c.gw(ta)
-    check_sizes(t, g)
-    check_ranges(t, g)
-    check_overwrite_delete(t, g)
-    check_list(t, g)
-    check_odd_keys(t, g)
-    check_isolation(t, c, g)
-    check_big_with_curl(t, c, g)
+    t.section(check_sizes, g)
+    t.section(check_ranges, g)
+    t.section(check_overwrite_delete, g)
+    t.section(check_list, g)
+    t.section(check_odd_keys, g)
+    t.section(check_isolation, c, g)
+    t.section(check_consistency, g)
+    t.section(check_big_with_curl, c, g)
 
 
 if __name__ == "__main__":

@@ -6,22 +6,22 @@
 
 static int fns_test_failures;
 
-#define CHECK(c)                                                                    \
-    do {                                                                            \
-        if (!(c)) {                                                                 \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);   \
-            fns_test_failures++;                                                    \
-        }                                                                           \
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
+            fns_test_failures++;                                                                   \
+        }                                                                                          \
     } while (0)
 
-#define TEST_DONE()                                                                 \
-    do {                                                                            \
-        if (fns_test_failures != 0) {                                               \
-            fprintf(stderr, "%d failure(s)\n", fns_test_failures);                  \
-            return 1;                                                               \
-        }                                                                           \
-        printf("ok\n");                                                             \
-        return 0;                                                                   \
+#define TEST_DONE()                                                                                \
+    do {                                                                                           \
+        if (fns_test_failures != 0) {                                                              \
+            fprintf(stderr, "%d failure(s)\n", fns_test_failures);                                 \
+            return 1;                                                                              \
+        }                                                                                          \
+        printf("ok\n");                                                                            \
+        return 0;                                                                                  \
     } while (0)
 
 #endif

@@ -59,8 +59,7 @@ fake_request(void *arg, struct cm_http_req *r)
     pthread_mutex_lock(&mu);
     snprintf(last_auth, sizeof(last_auth), "%s", auth != NULL ? auth : "");
     pthread_mutex_unlock(&mu);
-    cm_http_respond(r, 200, "application/json", (void *)answer, sizeof(answer) - 1,
-                    CM_HTTP_STATIC);
+    cm_http_respond(r, 200, "application/json", (void *)answer, sizeof(answer) - 1, CM_HTTP_STATIC);
 }
 
 static void *
@@ -77,9 +76,15 @@ main(void)
     char tokfile[256], addr[64];
     struct cm_cos *cos = NULL;
     struct fns_node *node = NULL;
-    struct fns_node_cfg ncfg = {.listen = "127.0.0.1:0", .capacity = 1 << 20, .instances = 2,
-                                .max_chunk = 1 << 16, .queue_limit = 8, .sched = "fifo",
-                                .cos_threads = 1, .incarnation = 7, .id = 3};
+    struct fns_node_cfg ncfg = {.listen = "127.0.0.1:0",
+                                .capacity = 1 << 20,
+                                .instances = 2,
+                                .max_chunk = 1 << 16,
+                                .queue_limit = 8,
+                                .sched = "fifo",
+                                .cos_threads = 1,
+                                .incarnation = 7,
+                                .id = 3};
     struct fns_ctl_cfg ccfg = {0};
     struct fns_ctl *ctl = NULL;
     struct cm_http_server *http = NULL;

@@ -28,17 +28,19 @@
 #include "gw_engine.h"
 
 #define NNODES 6
+#define NPROCS 7 /* + one node with a tiny queue, for CM_E_BUSY */
+#define BUSYNODE 6
 #define BROKEN 5
 
-static pid_t pids[NNODES];
-static int ports[NNODES];
+static pid_t pids[NPROCS];
+static int ports[NPROCS];
 static char tmpdir[256];
 static const char *fnstore_bin;
 
 static void
 cleanup(void)
 {
-    for (int i = 0; i < NNODES; i++) {
+    for (int i = 0; i < NPROCS; i++) {
         if (pids[i] > 0) {
             kill(pids[i], SIGKILL);
             waitpid(pids[i], NULL, 0);
@@ -123,9 +125,16 @@ start_node(int i)
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
-        execl(fnstore_bin, fnstore_bin, "--id", id, "--listen", listen, "--metrics-listen=",
-              "--controller=", "--cos", cos, "--data-dir", data, "--capacity", "512MiB",
-              "--log-level", "warn", (char *)NULL);
+        if (i == BUSYNODE) {
+            execl(fnstore_bin, fnstore_bin, "--id", id, "--listen", listen, "--metrics-listen=",
+                  "--controller=", "--cos", cos, "--data-dir", data, "--capacity", "512MiB",
+                  "--log-level", "error", "--queue-limit", "1", "--cap-ops", "5",
+                  (char *)NULL);
+        } else {
+            execl(fnstore_bin, fnstore_bin, "--id", id, "--listen", listen, "--metrics-listen=",
+                  "--controller=", "--cos", cos, "--data-dir", data, "--capacity", "512MiB",
+                  "--log-level", "warn", (char *)NULL);
+        }
         _exit(127);
     }
     pids[i] = pid;
@@ -392,13 +401,13 @@ main(int argc, char **argv)
     srand((unsigned)getpid());
     int base = 12000 + (rand() % 900);
     int np = 0;
-    for (int p = base; np < NNODES && p < 13000; p++) {
+    for (int p = base; np < NPROCS && p < 13000; p++) {
         if (port_free(p)) {
             ports[np++] = p;
         }
     }
-    CHECK(np == NNODES);
-    for (int i = 0; i < NNODES; i++) {
+    CHECK(np == NPROCS);
+    for (int i = 0; i < NPROCS; i++) {
         start_node(i);
     }
     /* Break node 5's COS: its chunks will never persist. */
@@ -595,6 +604,25 @@ main(int argc, char **argv)
         CHECK(do_put(e, place, 5, 5, 1, src, 5000, &l3) == CM_E_UNAVAIL);
     }
     gw_engine_destroy(e);
+
+    /* A node that answers "queue full" fails the put with CM_E_BUSY. */
+    {
+        struct gw_engine_cfg cfg = {.max_chunk = 64 * 1024, .io_timeout_ms = 5000,
+                                    .slow_ms = 300, .persist_poll_ms = 100,
+                                    .redrive_after_ms = 500};
+        struct gw_engine *e3 = NULL;
+        CHECK(gw_engine_create(&cfg, on_layout, NULL, &e3) == 0);
+        struct gw_node busy = {.id = BUSYNODE, .up = 1};
+        snprintf(busy.addr, sizeof(busy.addr), "127.0.0.1:%d", ports[BUSYNODE]);
+        gw_engine_set_nodes(e3, &busy, 1);
+        const uint32_t pb[] = {BUSYNODE};
+        struct gw_layout lb;
+        int rc = do_put(e3, pb, 1, 1, 0, src, 4 << 20, &lb);
+        printf("busy node put: %s\n", cm_errname(rc));
+        CHECK(rc == CM_E_BUSY);
+        gw_engine_destroy(e3);
+        printf("ok busy\n");
+    }
     free(src);
     cleanup();
     printf("PASS\n");

@@ -176,8 +176,8 @@ collect_cb(void *arg, const char *key, size_t klen, const struct gw_layout *l)
 }
 
 static void
-check_list(struct gw_meta *m, uint32_t tenant, const char *prefix, size_t plen,
-           const char *after, size_t alen, unsigned limit)
+check_list(struct gw_meta *m, uint32_t tenant, const char *prefix, size_t plen, const char *after,
+           size_t alen, unsigned limit)
 {
     const struct mkey *want[NKEYS];
     size_t nw = 0, take;
@@ -284,8 +284,7 @@ test_model(struct gw_meta *m)
             rand_key(a, &alen);
             alen = (size_t)t_range(0, (int)alen);
         }
-        check_list(m, tenant, p, plen, use_after ? a : NULL, alen,
-                   (unsigned)t_range(1, NKEYS + 2));
+        check_list(m, tenant, p, plen, use_after ? a : NULL, alen, (unsigned)t_range(1, NKEYS + 2));
     }
     /* paging with `after` = last key walks every key once */
     for (uint32_t tenant = 5; tenant <= 7; tenant++) {

@@ -61,11 +61,11 @@ test_keys(void)
     CHECK(!key_ok("%4", NULL));
     CHECK(!key_ok("a%zz", NULL));
     CHECK(!key_ok("%FF", NULL));
-    CHECK(!key_ok("%C0%AF", NULL));           /* overlong '/' */
-    CHECK(!key_ok("%E0%80%AF", NULL));        /* overlong */
-    CHECK(!key_ok("%ED%A0%80", NULL));        /* surrogate */
-    CHECK(!key_ok("%F4%90%80%80", NULL));     /* > U+10FFFF */
-    CHECK(!key_ok("%C3", NULL));              /* truncated */
+    CHECK(!key_ok("%C0%AF", NULL));       /* overlong '/' */
+    CHECK(!key_ok("%E0%80%AF", NULL));    /* overlong */
+    CHECK(!key_ok("%ED%A0%80", NULL));    /* surrogate */
+    CHECK(!key_ok("%F4%90%80%80", NULL)); /* > U+10FFFF */
+    CHECK(!key_ok("%C3", NULL));          /* truncated */
     CHECK(!key_ok("\xe2\x82", NULL));
 
     /* 1024 bytes ok, 1025 not, counting decoded bytes */

@@ -25,15 +25,16 @@ test_parse(void)
             h2[i] = (char)(h2[i] - 'a' + 'A'); /* case must not matter */
         }
     }
-    snprintf(json, sizeof(json),
-             "{\"epoch\": 12, \"partitions\": 2,"
-             " \"nodes\": [{\"id\": 0, \"addr\": \"127.0.0.1:9500\", \"state\": \"up\"},"
-             "             {\"id\": 1, \"addr\": \"127.0.0.1:9501\", \"state\": \"down\"}],"
-             " \"tenants\": [{\"id\": 7, \"name\": \"b\", \"weight\": 2.5, \"key_hashes\": [\"%s\"],"
-             "               \"ec_k\": 1, \"ec_m\": 1, \"placement\": [[1,0],[0,1]]},"
-             "              {\"id\": 3, \"name\": \"a\", \"weight\": 1.0, \"key_hashes\": [\"%s\"],"
-             "               \"ec_k\": 4, \"ec_m\": 2, \"placement\": [[0],[1,0,1]]}]}",
-             h2, h1);
+    snprintf(
+        json, sizeof(json),
+        "{\"epoch\": 12, \"partitions\": 2,"
+        " \"nodes\": [{\"id\": 0, \"addr\": \"127.0.0.1:9500\", \"state\": \"up\"},"
+        "             {\"id\": 1, \"addr\": \"127.0.0.1:9501\", \"state\": \"down\"}],"
+        " \"tenants\": [{\"id\": 7, \"name\": \"b\", \"weight\": 2.5, \"key_hashes\": [\"%s\"],"
+        "               \"ec_k\": 1, \"ec_m\": 1, \"placement\": [[1,0],[0,1]]},"
+        "              {\"id\": 3, \"name\": \"a\", \"weight\": 1.0, \"key_hashes\": [\"%s\"],"
+        "               \"ec_k\": 4, \"ec_m\": 2, \"placement\": [[0],[1,0,1]]}]}",
+        h2, h1);
     CHECK_EQ_INT(gw_snap_parse(json, strlen(json), &s, &why), 0);
     CHECK_EQ_INT(s->epoch, 12);
     CHECK_EQ_INT(s->partitions, 2);

@@ -9,12 +9,12 @@
 
 static int failures;
 
-#define CHECK(c)                                                          \
-    do {                                                                  \
-        if (!(c)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                   \
-        }                                                                 \
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 struct req {
@@ -118,8 +118,7 @@ sum_cb(void *arg, const struct pol_fq_tenant_info *ti)
     }
     if (ti->running != 0 || ti->queued != 0) {
         failures++;
-        fprintf(stderr, "tenant %u: running=%u queued=%u\n", ti->tenant, ti->running,
-                ti->queued);
+        fprintf(stderr, "tenant %u: running=%u queued=%u\n", ti->tenant, ti->running, ti->queued);
     }
 }
 

@@ -1,0 +1,382 @@
+#!/usr/bin/python3
+"""perf.baseline: Shoal against plain baselines on this machine, loopback only.
+
+    run.py --build BUILD [--runs 3] [--duration 5] [--conc 16] [--big-conc 4]
+           [--only NAME[,NAME...]] [--out FILE.json] [--strict]
+
+Pairs (A = Shoal side, B = baseline), each run A B A B ... --runs times, medians:
+  get-1k/1m/10m/100m  GET through the gateway          vs nginx serving the same bytes
+  put-1k              PUT 1 KiB through the gateway    vs redis-benchmark SET 1 KiB (-P 1)
+  put-10m/100m        PUT through the gateway          (no baseline: MB/s only)
+  ec-4+2/10+2         shoal-ecbench encode, decode     vs memcpy of the same bytes
+  client              shoal-bench --url                vs wrk, both on nginx 1 KiB
+Every client is shoal-bench at the same concurrency unless named. The
+cluster is deploy/local/shoal-cluster on ports shifted into 15000-15999.
+Exit 1 when a step fails; with --strict also when shoal-bench < 0.9x wrk.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KiB, MiB = 1024, 1024 * 1024
+SIZES = {"1k": KiB, "1m": MiB, "10m": 10 * MiB, "100m": 100 * MiB}
+
+
+def log(msg):
+    print("perf: " + msg, file=sys.stderr, flush=True)
+
+
+def port_free(p):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def free_port(taken=()):
+    ports = list(range(15000, 16000))
+    random.shuffle(ports)
+    for p in ports:
+        if p not in taken and port_free(p):
+            return p
+    raise RuntimeError("no free port in 15000-15999")
+
+
+def wait_port(port, proc, what, secs=15):
+    end = time.time() + secs
+    while time.time() < end:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError("%s exited with %s" % (what, proc.returncode))
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("%s did not listen on %d" % (what, port))
+
+
+def find_bin(build, name):
+    for dirpath, _, files in os.walk(build):
+        if name in files and os.access(os.path.join(dirpath, name), os.X_OK):
+            return os.path.join(dirpath, name)
+    raise RuntimeError("%s not found under %s" % (name, build))
+
+
+def run(cmd, timeout=900, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    if p.returncode != 0:
+        raise RuntimeError("%s: exit %d\n%s%s" % (" ".join(cmd), p.returncode, p.stdout[-2000:],
+                                                  p.stderr[-2000:]))
+    return p.stdout
+
+
+def http_status(port, path, key):
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        c.request("GET", path, headers={"Authorization": "Bearer " + key})
+        r = c.getresponse()
+        r.read()
+        return r.status
+    finally:
+        c.close()
+
+
+class Env:
+    """Everything this run started; stop() ends only those processes."""
+
+    def __init__(self, args):
+        self.args = args
+        self.tmp = tempfile.mkdtemp(prefix="shoal-perf.")
+        os.chmod(self.tmp, 0o755)
+        self.procs = []
+        self.cluster_dir = None
+        self.bench = find_bin(args.build, "shoal-bench")
+
+    def start_nginx(self):
+        d = os.path.join(self.tmp, "nginx")
+        www = os.path.join(d, "www")
+        os.makedirs(os.path.join(d, "tmp"))
+        os.makedirs(www)
+        os.chmod(d, 0o755)
+        os.chmod(www, 0o755)
+        self.payload = {}
+        for name, size in SIZES.items():
+            data = os.urandom(size)
+            self.payload[name] = data
+            with open(os.path.join(www, name), "wb") as f:
+                f.write(data)
+            os.chmod(os.path.join(www, name), 0o644)
+        self.nginx_port = free_port()
+        conf = os.path.join(d, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("""daemon off;
+worker_processes %d;
+pid %s/nginx.pid;
+error_log %s/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 100000000;
+    client_body_temp_path %s/tmp/body;
+    proxy_temp_path %s/tmp/proxy;
+    fastcgi_temp_path %s/tmp/fastcgi;
+    uwsgi_temp_path %s/tmp/uwsgi;
+    scgi_temp_path %s/tmp/scgi;
+    server { listen 127.0.0.1:%d; root %s; }
+}
+""" % ((self.args.nginx_workers, d, d) + (d,) * 5 + (self.nginx_port, www)))
+        p = subprocess.Popen(["/usr/sbin/nginx", "-p", d, "-c", conf, "-e",
+                              os.path.join(d, "error.log")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(p)
+        wait_port(self.nginx_port, p, "nginx")
+        log("nginx on 127.0.0.1:%d" % self.nginx_port)
+
+    def start_redis(self):
+        self.redis_port = free_port()
+        p = subprocess.Popen(["/usr/bin/redis-server", "--port", str(self.redis_port),
+                              "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                              "--dir", self.tmp, "--logfile", os.path.join(self.tmp, "redis.log")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(p)
+        wait_port(self.redis_port, p, "redis-server")
+        log("redis on 127.0.0.1:%d" % self.redis_port)
+
+    def start_cluster(self):
+        # Default ports + K must stay in 15000-15999: gateway 9300+K .. metrics 9600+N+K.
+        for _ in range(50):
+            k = 5700 + 10 * random.randrange(0, 60)
+            ports = [9300 + k, 9400 + k] + [9500 + i + k for i in range(8)] + \
+                    [9600 + i + k for i in range(8)]
+            if all(port_free(p) for p in ports):
+                break
+        else:
+            raise RuntimeError("no free port offset for the cluster")
+        self.cluster_dir = os.path.join(self.tmp, "cluster")
+        script = os.path.join(ROOT, "deploy", "local", "shoal-cluster")
+        run([script, "start", "--dir", self.cluster_dir, "--port-offset", str(k),
+             "--build", self.args.build, "--timeout", "60"] + self.args.cluster_args, timeout=180)
+        self.gateway = "http://127.0.0.1:%d" % (9300 + k)
+        ctl = find_bin(self.args.build, "shoalctl")
+        out = run([ctl, "--controller", "http://127.0.0.1:%d" % (9400 + k), "--token-file",
+                   os.path.join(self.cluster_dir, "admin.token"), "--json", "tenant", "create",
+                   "perf"])
+        self.key = json.loads(out)["key"]
+        # The gateway learns new tenants from the controller asynchronously.
+        end = time.time() + 60
+        while True:
+            code = http_status(9300 + k, "/v1/objects/perf-probe", self.key)
+            if code != 401:
+                break
+            if time.time() > end:
+                raise RuntimeError("gateway still refuses the new tenant key (401)")
+            time.sleep(0.25)
+        log("cluster up: gateway %s" % self.gateway)
+
+    def stop(self):
+        if self.cluster_dir is not None:
+            script = os.path.join(ROOT, "deploy", "local", "shoal-cluster")
+            subprocess.run([script, "stop", "--dir", self.cluster_dir], capture_output=True,
+                           timeout=120)
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # ---- clients ----
+    def sb(self, *args, duration=None):
+        a = self.args
+        duration = duration or a.duration
+        out = run([self.bench, "--threads", str(a.threads), "--warmup", str(a.warmup),
+                   "--duration", str(duration), "--json", "--log-level", "warn", *args],
+                  timeout=duration * 4 + 600)
+        res = json.loads(out)
+        if "load" in res:
+            lt = res["load"]["tenants"][0]
+            if lt["errors"]:
+                raise RuntimeError("shoal-bench load errors %s: %s" % (lt["status"], " ".join(args)))
+        t = res["tenants"][0]
+        if t["errors"] and not a.allow_errors:
+            raise RuntimeError("shoal-bench errors %s: %s" % (t["status"], " ".join(args)))
+        if t["ops"] == 0:
+            raise RuntimeError("no request finished within %gs: %s" % (duration, " ".join(args)))
+        return t
+
+    def sb_gateway(self, size, read, conc, keys, prefix, load):
+        # Big objects need more time for several requests to finish in the window.
+        duration = max(self.args.duration, 10) if size >= 10 * MiB and not load else None
+        spec = "name=perf,key=%s,conc=%d,keys=%d,size=%d,read=%g,zipf=0" % (
+            self.key, conc, keys, size, read)
+        args = ["--gateway", self.gateway, "--tenant", spec, "--prefix", prefix]
+        if load:
+            args.append("--load")
+        return self.sb(*args, duration=duration)
+
+    def sb_url(self, name, conc):
+        duration = max(self.args.duration, 10) if SIZES[name] >= 10 * MiB else None
+        return self.sb("--url", "http://127.0.0.1:%d/%s" % (self.nginx_port, name),
+                       "--conc", str(conc), duration=duration)
+
+    def redis_set(self, conc, n):
+        out = run(["/usr/bin/redis-benchmark", "-h", "127.0.0.1", "-p", str(self.redis_port),
+                   "-t", "set", "-d", "1024", "-c", str(conc), "-n", str(n), "-P", "1",
+                   "--threads", str(self.args.threads), "--csv"])
+        for line in out.splitlines():
+            cells = [c.strip('"') for c in line.split(",")]
+            if cells and cells[0] == "SET":
+                return float(cells[1])
+        raise RuntimeError("cannot parse redis-benchmark output:\n" + out)
+
+    def wrk(self, conc):
+        out = run(["/usr/bin/wrk", "-t", str(self.args.threads), "-c", str(conc), "-d",
+                   "%ds" % max(1, round(self.args.duration)),
+                   "http://127.0.0.1:%d/1k" % self.nginx_port])
+        m = re.search(r"Requests/sec:\s*([0-9.]+)", out)
+        if not m:
+            raise RuntimeError("cannot parse wrk output:\n" + out)
+        return float(m.group(1))
+
+
+def alternate(runs, fa, fb):
+    a, b = [], []
+    for _ in range(runs):
+        a.append(fa())
+        if fb is not None:
+            b.append(fb())
+    return statistics.median(a), (statistics.median(b) if b else None), a, b
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=5)
+    ap.add_argument("--warmup", type=float, default=1)
+    ap.add_argument("--conc", type=int, default=16)
+    ap.add_argument("--big-conc", type=int, default=4, help="concurrency for 10/100 MiB objects")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--nginx-workers", type=int, default=1)
+    ap.add_argument("--only", default="", help="comma list: get,put,ec,client")
+    ap.add_argument("--out", default="")
+    ap.add_argument("--strict", action="store_true")
+    ap.add_argument("--allow-errors", action="store_true")
+    ap.add_argument("--cluster-arg", dest="cluster_args", action="append", default=[])
+    args = ap.parse_args()
+    only = set(filter(None, args.only.split(","))) or {"get", "put", "ec", "client"}
+
+    env = Env(args)
+    rows = []  # (test, a_name, a, b_name, b, unit)
+    failed = False
+    try:
+        env.start_nginx()
+        if "client" in only:
+            log("client: shoal-bench vs wrk on nginx 1 KiB")
+            ma, mb, ra, rb = alternate(args.runs, lambda: env.sb_url("1k", args.conc)["ops_per_s"],
+                                       lambda: env.wrk(args.conc))
+            rows.append(("client nginx 1k", "shoal-bench", ma, "wrk", mb, "req/s"))
+        if "ec" in only:
+            ecb = find_bin(args.build, "shoal-ecbench")
+            for k, m in ((4, 2), (10, 2)):
+                enc, dec, cpy = [], [], []
+                for _ in range(args.runs):
+                    r = json.loads(run([ecb, "--k", str(k), "--m", str(m), "--size", str(MiB),
+                                        "--seconds", "1", "--json"]))
+                    enc.append(r["encode_mb_s"])
+                    dec.append(r["decode_mb_s"])
+                    cpy.append(r["memcpy_mb_s"])
+                c = statistics.median(cpy)
+                rows.append(("ec RS(%d+%d) encode" % (k, m), "cm_ec", statistics.median(enc),
+                             "memcpy", c, "MB/s"))
+                rows.append(("ec RS(%d+%d) decode" % (k, m), "cm_ec", statistics.median(dec),
+                             "memcpy", c, "MB/s"))
+        if "get" in only or "put" in only:
+            env.start_cluster()
+        if "get" in only:
+            for name, size in SIZES.items():
+                conc = args.conc if size <= MiB else args.big_conc
+                log("get %s: gateway vs nginx, conc %d" % (name, conc))
+                # One PUT loads the object; later runs reuse it.
+                env.sb_gateway(size, 1.0, 1, 1, "perf/get-%s-" % name, True)
+                ma, mb, _, _ = alternate(
+                    args.runs,
+                    lambda: env.sb_gateway(size, 1.0, conc, 1, "perf/get-%s-" % name, False),
+                    lambda: env.sb_url(name, conc))
+                rows.append(("GET %s (conc %d)" % (name, conc), "gateway", ma["mb_per_s"],
+                             "nginx", mb["mb_per_s"], "MB/s"))
+                rows.append(("GET %s p99 (conc %d)" % (name, conc), "gateway",
+                             ma["latency_us"]["p99"] / 1000, "nginx",
+                             mb["latency_us"]["p99"] / 1000, "ms"))
+        if "put" in only:
+            env.start_redis()
+            log("put 1k: gateway vs redis SET, conc %d" % args.conc)
+            n = max(10000, int(20000 * args.duration))
+            ma, mb, _, _ = alternate(
+                args.runs,
+                lambda: env.sb_gateway(KiB, 0.0, args.conc, 1000, "perf/put-1k-", False)["ops_per_s"],
+                lambda: env.redis_set(args.conc, n))
+            rows.append(("PUT 1k (conc %d)" % args.conc, "gateway", ma, "redis SET", mb, "ops/s"))
+            for name in ("10m", "100m"):
+                size = SIZES[name]
+                log("put %s: gateway, conc %d" % (name, args.big_conc))
+                ma, _, _, _ = alternate(
+                    args.runs,
+                    lambda: env.sb_gateway(size, 0.0, args.big_conc, 8, "perf/put-%s-" % name,
+                                           False)["mb_per_s"], None)
+                rows.append(("PUT %s (conc %d)" % (name, args.big_conc), "gateway", ma, "-", None,
+                             "MB/s"))
+    except Exception as e:  # noqa: BLE001 - report and fail the test
+        log("FAILED: %s" % e)
+        failed = True
+    finally:
+        env.stop()
+
+    print("\n%-28s %-12s %12s %-12s %12s %8s  %s" % ("test", "A", "median", "B", "median",
+                                                   "A/B", "unit"))
+    out = []
+    for test, an, a, bn, b, unit in rows:
+        ratio = (a / b) if (b not in (None, 0)) else None
+        print("%-28s %-12s %12.1f %-12s %12s %8s  %s" % (
+            test, an, a, bn, "-" if b is None else "%.1f" % b,
+            "-" if ratio is None else "%.2f" % ratio, unit))
+        out.append({"test": test, "a": an, "a_median": a, "b": bn, "b_median": b,
+                    "ratio": ratio, "unit": unit})
+    client = [r for r in out if r["test"].startswith("client")]
+    if client and client[0]["ratio"] is not None:
+        ok = client[0]["ratio"] >= 0.9
+        print("\nshoal-bench / wrk = %.2f (%s: want >= 0.90)" % (client[0]["ratio"],
+                                                                "ok" if ok else "BELOW"))
+        if args.strict and not ok:
+            failed = True
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"runs": args.runs, "duration_s": args.duration, "conc": args.conc,
+                       "big_conc": args.big_conc, "results": out}, f, indent=2)
+    print("perf.baseline: %s" % ("FAILED" if failed else "ok"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
