@@ -1014,7 +1014,7 @@ ctl_api_stop(struct ctl_api *a)
         return;
     }
     if (a->http != NULL) {
-        cm_http_stop(a->http);
+        cm_http_stop(a->http, 5000);
     }
     if (a->stats != NULL) {
         cm_reqstats_destroy(a->stats);

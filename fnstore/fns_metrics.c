@@ -106,6 +106,6 @@ fns_metrics_stop(struct fns_metrics *m)
     if (m == NULL) {
         return;
     }
-    cm_http_stop(m->http);
+    cm_http_stop(m->http, 1000);
     free(m);
 }

@@ -5,7 +5,7 @@
  *           controller state, then polling) -> track pending layouts ->
  *           HTTP.
  * Shutdown (SIGTERM/SIGINT, waited for with sigwait on the main thread):
- *           drain suspended requests -> stop HTTP -> stop polling ->
+ *           stop HTTP (in-flight requests finish) -> stop polling ->
  *           flush commits -> destroy the engine -> stop the committer ->
  *           close LMDB.
  */
@@ -168,8 +168,9 @@ main(int argc, char **argv)
     while (sigwait(&sigs, &sig) != 0) {
     }
     CM_INFO("shutting down signal=%d", sig);
+    /* In-flight requests, uploads included, finish before anything stops. */
+    cm_http_stop(http, 2 * cfg.io_timeout_ms + 1000);
     gw_front_drain(front, 2 * cfg.io_timeout_ms + 1000);
-    cm_http_stop(http);
     gw_state_stop(state);
     gw_front_quiesce(front);
     gw_engine_destroy(engine);

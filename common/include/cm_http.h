@@ -40,8 +40,10 @@ struct cm_http_cfg {
 
 int cm_http_start(const struct cm_http_cfg *cfg, const struct cm_http_handlers *h,
                   void *arg, struct cm_http_server **out);
-/* Stops accepting, lets in-flight requests finish (bounded), frees. */
-void cm_http_stop(struct cm_http_server *s);
+/* Stops accepting connections; requests already begun (uploading, running
+ * or suspended) finish within timeout_ms, their connections then closed;
+ * frees s. Suspended requests must still be answered by their owners. */
+void cm_http_stop(struct cm_http_server *s, int timeout_ms);
 
 /* Accessors: borrowed strings valid while r lives. */
 const char *cm_http_method(const struct cm_http_req *r);

@@ -48,7 +48,8 @@ struct cm_http_server {
     struct cm_http_handlers h;
     void *arg;
     uint64_t max_body;
-    atomic_int suspended; /* requests waiting for a response from elsewhere */
+    atomic_int active;    /* requests between their first call and completion */
+    atomic_int stopping;  /* answers close their connection */
 };
 
 struct cm_http_req {
@@ -110,8 +111,13 @@ static void
 http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                enum MHD_RequestTerminationCode toe)
 {
-    req_free(*con_cls);
-    *con_cls = NULL;
+    struct cm_http_server *s = cls;
+
+    if (*con_cls != NULL) {
+        req_free(*con_cls);
+        *con_cls = NULL;
+        atomic_fetch_sub(&s->active, 1);
+    }
 }
 
 /* Strict decimal, no sign, no suffix. */
@@ -198,6 +204,7 @@ http_first_call(struct cm_http_server *s, struct MHD_Connection *c, const char *
     r->path = url;
     pthread_mutex_init(&r->lock, NULL);
     *con_cls = r;
+    atomic_fetch_add(&s->active, 1);
 
     if (s->h.headers != NULL && s->h.headers(s->arg, r) != 0) {
         return answer_early(r);
@@ -256,7 +263,6 @@ http_dispatch(struct cm_http_req *r)
     r->in_handler = 0;
     if (r->resp == NULL && r->suspend_wanted) {
         r->suspended = 1;
-        atomic_fetch_add(&s->suspended, 1);
         MHD_suspend_connection(r->conn);
         suspend = 1;
     }
@@ -332,7 +338,8 @@ cm_http_start(const struct cm_http_cfg *cfg, const struct cm_http_handlers *h, v
     s->h = *h;
     s->arg = arg;
     s->max_body = cfg->max_body;
-    atomic_init(&s->suspended, 0);
+    atomic_init(&s->active, 0);
+    atomic_init(&s->stopping, 0);
     s->d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
             MHD_USE_TURBO,
@@ -340,8 +347,7 @@ cm_http_start(const struct cm_http_cfg *cfg, const struct cm_http_handlers *h, v
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, 20000u,
         MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s ? cfg->timeout_s : 60u,
         MHD_OPTION_NOTIFY_COMPLETED, http_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
-        http_unescape_none, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)131072, MHD_OPTION_END);
+        http_unescape_none, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)131072, MHD_OPTION_END);
     if (s->d == NULL) {
         err = errno ? -errno : -EADDRINUSE;
         CM_ERROR("http listen failed addr=%s err=%s", cfg->addr, cm_strerror(err));
@@ -353,20 +359,22 @@ cm_http_start(const struct cm_http_cfg *cfg, const struct cm_http_handlers *h, v
 }
 
 void
-cm_http_stop(struct cm_http_server *s)
+cm_http_stop(struct cm_http_server *s, int timeout_ms)
 {
-    int i;
+    int waited;
 
     if (s == NULL) {
         return;
     }
+    /* No new connections; requests already begun (still uploading, running
+     * or suspended) finish, and their answers close the connection. */
+    atomic_store(&s->stopping, 1);
     MHD_quiesce_daemon(s->d);
-    /* Suspended requests must be answered before the daemon can stop. */
-    for (i = 0; i < 1000 && atomic_load(&s->suspended) > 0; i++) {
+    for (waited = 0; waited < timeout_ms && atomic_load(&s->active) > 0; waited += 10) {
         usleep(10000);
     }
-    if (atomic_load(&s->suspended) > 0) {
-        CM_WARN("http stop with suspended requests n=%d", atomic_load(&s->suspended));
+    if (atomic_load(&s->active) > 0) {
+        CM_WARN("http stop with requests in flight n=%d", atomic_load(&s->active));
     }
     MHD_stop_daemon(s->d);
     free(s);
@@ -522,6 +530,9 @@ store_response(struct cm_http_req *r, int status, const char *content_type,
     if (content_type != NULL) {
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     }
+    if (atomic_load(&r->srv->stopping)) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    }
     pthread_mutex_lock(&r->lock);
     for (kv = r->resp_headers; kv != NULL; kv = kv->next) {
         MHD_add_response_header(resp, kv->name, kv->value);
@@ -541,11 +552,8 @@ store_response(struct cm_http_req *r, int status, const char *content_type,
     pthread_mutex_unlock(&r->lock);
     if (resumed) {
         /* Only this thread could resume r, and r can't be freed before it
-         * is resumed: take what we need first, then let MHD have it. */
-        struct cm_http_server *s = r->srv;
-
+         * is resumed. */
         MHD_resume_connection(r->conn);
-        atomic_fetch_sub(&s->suspended, 1);
     }
 }
 

@@ -158,7 +158,7 @@ main(void)
     fns_ctl_destroy(ctl);
     fns_node_stop(node);
     pthread_join(th, NULL);
-    cm_http_stop(http);
+    cm_http_stop(http, 1000);
     fns_node_destroy(node);
 
     /* Disabled controller: no thread. */
