@@ -78,8 +78,12 @@ ctl_state_create(struct ctl_store *store, const struct ctl_state_cfg *cfg, struc
     st->tenants = ss.tenants;
     st->nnodes = ss.nnodes;
     st->nodes = cm_calloc(ss.nnodes ? ss.nnodes : 1, sizeof(*st->nodes));
+    /* Nodes known before a restart are presumed up until they stay silent
+     * for node_timeout from our first tick: a controller restart must not
+     * make gateways write around every node at once. */
     for (size_t i = 0; i < ss.nnodes; i++) {
         st->nodes[i].n = ss.nodes[i];
+        st->nodes[i].up = 1;
     }
     free(ss.nodes);
     if (ss.partitions != 0 && ss.partitions != cfg->partitions) {
@@ -293,6 +297,9 @@ do_tick(struct ctl_state *st, uint64_t now_ns)
     for (size_t i = 0; i < st->nnodes; i++) {
         struct node_rec *nr = &st->nodes[i];
 
+        if (nr->up && nr->last_seen_ns == 0) {
+            nr->last_seen_ns = now_ns; /* presumed up since our start */
+        }
         if (nr->up && now_ns - nr->last_seen_ns > st->cfg.node_timeout_ns) {
             nr->up = 0;
             do_bump_epoch(st);

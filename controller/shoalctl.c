@@ -11,6 +11,7 @@
  *
  * Single-threaded; links only common (cm_httpc over libcurl) and jansson.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,6 +49,8 @@ static const char usage_text[] =
     "                     default http://127.0.0.1:9400)\n"
     "  --token-file F     admin token file (env SHOAL_ADMIN_TOKEN_FILE)\n"
     "  --json             print the API's JSON instead of a table\n"
+    "  --config FILE      'name = value' lines: controller, token-file, json\n"
+    "                     (flags override the file, the file overrides env)\n"
     "  --weight W         weight for tenant create (default 1)\n"
     "  --help, --version\n"
     "\n"
@@ -589,6 +592,56 @@ is_option(const char *a)
     return a[0] == '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.';
 }
 
+/* Applies a config file of "name = value" lines ('#' comments); values
+ * are kept for the process lifetime. 0, or an exit code on error. */
+static int
+load_config(struct cli *cli, const char *path)
+{
+    char line[1024];
+    int lineno = 0;
+    FILE *f = fopen(path, "r");
+
+    if (f == NULL) {
+        return usage_error("cannot open config %s: %s", path, strerror(errno));
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char *name = line, *eq, *value, *end;
+
+        lineno++;
+        name += strspn(name, " \t");
+        if (*name == '#' || *name == '\n' || *name == '\0') {
+            continue;
+        }
+        eq = strchr(name, '=');
+        if (eq == NULL) {
+            fclose(f);
+            return usage_error("%s:%d: expected name = value", path, lineno);
+        }
+        for (end = eq; end > name && (end[-1] == ' ' || end[-1] == '\t'); end--) {
+        }
+        *end = '\0';
+        value = eq + 1 + strspn(eq + 1, " \t");
+        value[strcspn(value, "\r\n")] = '\0';
+        for (end = value + strlen(value); end > value && (end[-1] == ' ' || end[-1] == '\t');
+             end--) {
+        }
+        *end = '\0';
+        if (strcmp(name, "controller") == 0) {
+            cli->url = strdup(value);
+        } else if (strcmp(name, "token-file") == 0 || strcmp(name, "token_file") == 0) {
+            cli->token_file = strdup(value);
+        } else if (strcmp(name, "json") == 0) {
+            cli->json = strcmp(value, "true") == 0 || strcmp(value, "1") == 0 ||
+                        strcmp(value, "yes") == 0;
+        } else {
+            fclose(f);
+            return usage_error("%s:%d: unknown setting '%s'", path, lineno, name);
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -602,6 +655,18 @@ main(int argc, char **argv)
     cli.url = env != NULL && env[0] != '\0' ? env : "http://127.0.0.1:9400";
     env = getenv("SHOAL_ADMIN_TOKEN_FILE");
     cli.token_file = env != NULL && env[0] != '\0' ? env : NULL;
+    for (int i = 1; i < argc; i++) {
+        if (matches(argv[i], "--config")) {
+            const char *path = opt_value(argc, argv, &i, "--config");
+
+            if (path == NULL) {
+                return usage_error("--config needs a file");
+            }
+            if ((code = load_config(&cli, path)) != 0) {
+                return code;
+            }
+        }
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 
@@ -620,6 +685,8 @@ main(int argc, char **argv)
             return 0;
         } else if (strcmp(a, "--json") == 0) {
             cli.json = 1;
+        } else if (matches(a, "--config")) {
+            (void)opt_value(argc, argv, &i, "--config"); /* applied above */
         } else if (matches(a, "--controller")) {
             if ((cli.url = opt_value(argc, argv, &i, "--controller")) == NULL) {
                 return usage_error("--controller needs a URL");

@@ -27,6 +27,8 @@
 #include "fns_conn.h"
 #include "fns_loop.h"
 
+#define FNS_CONN_IO_MAX (1u << 20) /* bytes per read or write syscall */
+
 struct fns_conn {
     struct bufferevent *bev;
     const struct fns_conn_ops *ops;
@@ -173,9 +175,14 @@ fns_conn_process(struct fns_conn *c)
             if (avail < len) {
                 break;
             }
-            /* One right-sized allocation; the tail room lets a PUT keep it
-             * as chunk memory with its COS trailer. */
-            p = cm_malloc((size_t)len + FNS_CHUNK_TAIL);
+            /* One allocation (huge pages when big: fresh memory is slow to
+             * fault in); the tail room lets a PUT keep it as chunk memory
+             * with its COS trailer. */
+            p = cm_malloc_big((size_t)len + FNS_CHUNK_TAIL);
+            if (p == NULL) {
+                fns_conn_bad_frame(c, -ENOMEM, "alloc");
+                break;
+            }
             if (evbuffer_remove(in, p, len) != (int)len) {
                 free(p);
                 fns_conn_bad_frame(c, -EIO, "remove");
@@ -272,6 +279,10 @@ fns_conn_create(struct fns_loop *l, int fd, uint32_t max_payload, const struct f
         return -ENOMEM;
     }
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* libevent moves 16 KiB per syscall by default: a 1 MiB chunk would
+     * cost ~64 reads (or writes) and as many loop turns. */
+    (void)bufferevent_set_max_single_read(c->bev, FNS_CONN_IO_MAX);
+    (void)bufferevent_set_max_single_write(c->bev, FNS_CONN_IO_MAX);
     if (getpeername(fd, (struct sockaddr *)&sin, &slen) == 0 && sin.sin_family == AF_INET &&
         inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof(ip)) != NULL) {
         snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, (unsigned)ntohs(sin.sin_port));

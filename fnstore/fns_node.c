@@ -329,6 +329,15 @@ fns_node_cos_cb(void *arg)
         case FNS_COS_WRITE:
             if (job->status == 0) {
                 job->chunk->persisted = 1;
+            } else if (job->arg == NULL && !n->stopping &&
+                       fns_store_get(n->store, &job->key) == job->chunk) {
+                /* Acknowledged and still held: keep trying (each round
+                 * backs off in the worker) until COS takes it. */
+                CM_WARN("chunk not persisted yet, retrying tenant=%u object=%llx index=%u "
+                        "err=%s",
+                        job->key.tenant, (unsigned long long)job->key.object, job->key.index,
+                        cm_errname(job->status));
+                fns_node_submit(n, FNS_COS_WRITE, &job->key, job->chunk, NULL);
             } else {
                 CM_ERROR("chunk not persisted tenant=%u object=%llx version=%llu index=%u "
                          "err=%s",

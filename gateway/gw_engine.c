@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_buf.h"
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_hash.h"
@@ -1319,17 +1320,18 @@ put_prepare(struct gw_engine *e, struct gw_obj *o)
     o->bytes = size;
     if (ns * sb != size) {
         uint64_t start = (ns - 1) * sb;
-        o->tail = calloc(1, sb);
+        o->tail = cm_malloc_big(sb);
         if (!o->tail) {
             return -ENOMEM;
         }
         memcpy(o->tail, o->data + start, size - start);
+        memset(o->tail + (size - start), 0, sb - (size - start));
         o->bytes += sb;
     }
     struct cm_ec *ec = NULL;
     if (k > 1 && l->m > 0) {
         ec = ec_get(e, (int)k, l->m);
-        o->parity = malloc((size_t)l->m * ns * cs);
+        o->parity = cm_malloc_big((size_t)l->m * ns * cs);
         if (!ec || !o->parity) {
             return -ENOMEM;
         }
@@ -1427,7 +1429,7 @@ gw_engine_get(struct gw_engine *e, const struct gw_layout *layout, uint64_t off,
         (len > 0 && (layout->chunk_size == 0 || layout->nstripes == 0))) {
         g->status = CM_E_BADARG;
     } else {
-        g->buf = malloc(len ? len : 1);
+        g->buf = cm_malloc_big(len);
         if (!g->buf) {
             g->status = -ENOMEM;
         }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cm_buf.h"
 #include "cm_log.h"
@@ -29,6 +30,29 @@ cm_malloc(size_t n)
     if (p == NULL) {
         oom(n);
     }
+    return p;
+}
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *
+cm_malloc_big(size_t n)
+{
+    size_t len;
+    void *p;
+
+    if (n < CM_BIG_MIN) {
+        return malloc(n ? n : 1);
+    }
+    if (n > SIZE_MAX - HUGE_PAGE) {
+        return NULL;
+    }
+    len = (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    if (posix_memalign(&p, HUGE_PAGE, len) != 0) {
+        return NULL;
+    }
+    /* Advice only: without THP the buffer still works, just slower. */
+    (void)madvise(p, len, MADV_HUGEPAGE);
     return p;
 }
 

@@ -244,13 +244,16 @@ fs_put(void *state, const char *name, const void *data, size_t len)
     if (n < 0 || (size_t)n >= sizeof(tmp)) {
         return -ENAMETOOLONG;
     }
-    if (slash != dir + strlen(fs->root)) {
+    /* The directory usually exists: create it only when open says so
+     * (mkdir_p costs a syscall per path component). */
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ENOENT && slash != dir + strlen(fs->root)) {
         ret = mkdir_p(dir);
         if (ret != 0) {
             goto out;
         }
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         ret = -errno;
         goto out;

@@ -37,6 +37,12 @@
 #include "cm_err.h"
 #include "cm_log.h"
 
+/* Per-connection memory of libmicrohttpd, and how much its read buffer
+ * grows when full: the default (1 KiB) makes an upload arrive in ~10 KiB
+ * reads, one handler call each. */
+#define HTTP_CONN_MEMORY ((size_t)256 << 10)
+#define HTTP_READ_INCREMENT ((size_t)64 << 10)
+
 struct cm_http_kv {
     struct cm_http_kv *next;
     char *name;
@@ -215,7 +221,7 @@ http_first_call(struct cm_http_server *s, struct MHD_Connection *c, const char *
             return answer_early(r);
         }
         if (cl > 0) {
-            r->body = malloc(cl);
+            r->body = cm_malloc_big(cl);
             if (r->body == NULL) {
                 respond_error(r, 503, "unavailable", "out of memory for the request body");
                 return answer_early(r);
@@ -347,7 +353,8 @@ cm_http_start(const struct cm_http_cfg *cfg, const struct cm_http_handlers *h, v
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, 20000u,
         MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s ? cfg->timeout_s : 60u,
         MHD_OPTION_NOTIFY_COMPLETED, http_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
-        http_unescape_none, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)131072, MHD_OPTION_END);
+        http_unescape_none, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_CONN_MEMORY,
+        MHD_OPTION_CONNECTION_MEMORY_INCREMENT, HTTP_READ_INCREMENT, MHD_OPTION_END);
     if (s->d == NULL) {
         err = errno ? -errno : -EADDRINUSE;
         CM_ERROR("http listen failed addr=%s err=%s", cfg->addr, cm_strerror(err));

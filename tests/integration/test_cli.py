@@ -22,7 +22,7 @@ FLAGS = {
     "shoal-gateway": ["--listen", "--controller", "--admin-token-file", "--data-dir",
                       "--max-object-size", "--small-threshold", "--log-level", "--config",
                       "--help", "--version"],
-    "shoalctl": ["--controller", "--token-file", "--json", "tenant", "node", "placement",
+    "shoalctl": ["--controller", "--token-file", "--json", "--config", "tenant", "node", "placement",
                  "fairness", "create", "list", "show", "set-weight", "rotate-key", "delete"],
 }
 
@@ -109,6 +109,24 @@ def main(t):
         p = run([ctl, "--controller", dead, "--token-file", tok] + bad)
         t.eq(p.returncode, 2, "shoalctl %s: exit code (%r)" % (" ".join(bad) or "(none)",
                                                                p.stderr[:300]))
+    # shoalctl --config: the file overrides the environment, a flag overrides the file.
+    cfg = os.path.join(t.tmp, "shoalctl.conf")
+    with open(cfg, "w") as f:
+        f.write("# admin CLI\ncontroller = %s\ntoken-file = %s\n" % (dead, tok))
+    p = run([ctl, "--config", cfg, "tenant", "list"],
+            env=dict(os.environ, SHOAL_CONTROLLER="http://127.0.0.1:1"))
+    t.eq(p.returncode, 3, "shoalctl --config: exit code (%r)" % p.stderr[:300])
+    t.check(dead.encode() in p.stderr, "shoalctl --config: controller from the file not used "
+            "(%r)" % p.stderr[:300])
+    p = run([ctl, "--config", cfg, "--controller", "http://127.0.0.1:1", "tenant", "list"])
+    t.check(b"127.0.0.1:1:" in p.stderr or b"127.0.0.1:1 " in p.stderr,
+            "shoalctl: --controller does not override the file (%r)" % p.stderr[:300])
+    with open(cfg, "w") as f:
+        f.write("no-such-setting = 1\n")
+    p = run([ctl, "--config", cfg, "tenant", "list"])
+    t.eq(p.returncode, 2, "shoalctl --config with an unknown key: exit code")
+    p = run([ctl, "--config", os.path.join(t.tmp, "missing.conf"), "tenant", "list"])
+    t.eq(p.returncode, 2, "shoalctl --config missing-file: exit code")
     st.log("shoalctl exit codes ok")
 
     # A real process: --config sets the listen address; a flag overrides the file.

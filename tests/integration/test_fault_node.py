@@ -73,7 +73,7 @@ def main(t):
     st.log("load done: %r, %d keys acknowledged" % (load.stats, len(load.acked)))
     t.check(not load.errors, "errors under load with node %d killed:\n  %s" % (
         victim, "\n  ".join(load.errors[:10])))
-    errs = load.verify_all(what="after restarting node %d" % victim, retry_503=15)
+    errs = load.verify_all(what="after restarting node %d" % victim)
     t.check(not errs, "\n  ".join(errs[:10]))
     read_pre("after restarting node %d" % victim)
     st.log("phase 1 ok")

@@ -487,10 +487,23 @@ def main():
         check([t["placement"] for t in after["tenants"]] ==
               [t["placement"] for t in placement["tenants"]], "placement stable across restart")
         check([n["id"] for n in after["nodes"]] == list(range(7)) and
-              all(n["state"] == "down" for n in after["nodes"]),
-              "nodes remembered, down until heard from")
+              all(n["state"] == "up" for n in after["nodes"]),
+              "nodes remembered, presumed up after a controller restart")
         st, _, j = heartbeat(c, 3)
-        check(st == 200 and j["epoch"] > after["epoch"], "heartbeat after restart")
+        check(st == 200, "heartbeat after restart")
+        # The silent ones go down once the node timeout has passed; node 3 stays up.
+        t0 = time.time()
+        while time.time() - t0 < c.timeout_ms / 1000.0 + 5:
+            heartbeat(c, 3)
+            states = {n["id"]: n["state"] for n in c.req("GET", "/v1/internal/state")[2]["nodes"]}
+            if states[0] == "down":
+                break
+            time.sleep(0.2)
+        check(time.time() - t0 >= c.timeout_ms / 1000.0 - 1.5, "silent nodes not down too early")
+        check(states[3] == "up" and all(states[i] == "down" for i in range(7) if i != 3),
+              "silent nodes down after the timeout, node 3 up: %r" % states)
+        check(c.req("GET", "/v1/internal/state")[2]["epoch"] > after["epoch"],
+              "nodes going down bump the epoch")
         rc = c.stop()
         check(rc == 0, "second clean exit: %r" % rc)
     except Exception as e:  # noqa: BLE001 - report and fail

@@ -140,8 +140,18 @@ main(void)
     CHECK(s.tenants[0].t.weight == 2.0);
     CHECK_EQ_STR(s.tenants[0].t.key_hash[0], hash);
     CHECK_EQ_INT(s.nnodes, 2);
-    CHECK(!s.nodes[0].up && !s.nodes[1].up);
+    CHECK(s.nodes[0].up && s.nodes[1].up); /* presumed up after a restart */
     CHECK_EQ_STR(s.nodes[1].n.addr, "127.0.0.1:9503");
+    ctl_snapshot_fini(&s);
+    /* ... until silent for the node timeout counted from the first tick. */
+    ctl_state_tick(st, T0);
+    ctl_state_tick(st, T0 + 2000 * MS);
+    ctl_state_snapshot(st, T0 + 2000 * MS, &s);
+    CHECK(s.nodes[0].up && s.nodes[1].up);
+    ctl_snapshot_fini(&s);
+    ctl_state_tick(st, T0 + 4000 * MS);
+    ctl_state_snapshot(st, T0 + 4000 * MS, &s);
+    CHECK(!s.nodes[0].up && !s.nodes[1].up);
     ctl_snapshot_fini(&s);
     CHECK_EQ_INT(ctl_state_tenant_create(st, "gamma", 1.0, 0, -1, 1, key, &t), 0);
     CHECK_EQ_INT(t.id, 3);
