@@ -34,9 +34,10 @@ void gw_front_attach(struct gw_front *f, struct gw_engine *e, struct gw_state *s
 /* The cm_http handlers; their arg is the front. */
 extern const struct cm_http_handlers gw_front_handlers;
 
-/* Shutdown, in this order: drain (new requests get 503; waits up to
- * timeout_ms for suspended ones), cm_http_stop, quiesce (committer queue
- * empty), gw_engine_destroy, destroy (flushes late layout updates). */
+/* Shutdown, in this order: cm_http_stop (requests already begun finish),
+ * drain (anything still in flight; late arrivals get 503; waits up to
+ * timeout_ms), quiesce (committer queue empty), gw_engine_destroy, destroy
+ * (flushes late layout updates). */
 void gw_front_drain(struct gw_front *f, int timeout_ms);
 void gw_front_quiesce(struct gw_front *f);
 void gw_front_destroy(struct gw_front *f); /* NULL is a no-op */

@@ -343,6 +343,30 @@ def test_restart(node, inc_before, blobs):
     c.close()
 
 
+def test_cos_outage(node):
+    """A chunk whose COS writes fail is kept and retried until COS takes it."""
+    blocker = os.path.join(node.tmp, "cos", "t77")
+    with open(blocker, "w") as f:  # the tenant's COS folder can't be created
+        f.write("not a folder")
+    c = Conn(node.addr)
+    data = payload(5000, 77)
+    check(c.call(OP_PUT, tenant=77, obj=1, ver=1, data=data)["status"] == 0, "put in outage")
+    time.sleep(1.5)  # longer than one round of write tries
+    r = c.call(OP_STAT, tenant=77, obj=1, ver=1)
+    check(r["status"] == 0 and not r["flags"] & WF_PERSISTED, "persisted during outage %r" % r)
+    os.unlink(blocker)
+    end = time.time() + 10
+    while time.time() < end:
+        r = c.call(OP_STAT, tenant=77, obj=1, ver=1)
+        if r["flags"] & WF_PERSISTED:
+            break
+        time.sleep(0.1)
+    check(r["flags"] & WF_PERSISTED, "chunk not persisted after the COS outage ended")
+    r = c.call(OP_GET, tenant=77, obj=1, ver=1)
+    check(r["status"] == 0 and r["data"] == data, "get after outage")
+    c.close()
+
+
 def test_caps_and_queue_limit(binary, tmp):
     """--cap-ops paces the scheduler; --queue-limit answers CM_E_BUSY."""
     node = Node(binary, tmp, ["--cap-ops", "100", "--queue-limit", "8"])
@@ -398,6 +422,7 @@ def main():
         test_bad_frames(node.addr)
         test_backpressure_and_del_during_send(node.addr)
         test_metrics(node.maddr)
+        test_cos_outage(node)
         test_restart(node, inc, blobs)
         rc = node.term()
         check(rc == 0, "clean exit on SIGTERM, got %r" % rc)
