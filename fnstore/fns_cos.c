@@ -19,6 +19,7 @@
 #include "fns_cos.h"
 
 #define FNS_COS_WRITE_TRIES 4
+#define FNS_COS_BATCH_MAX 64 /* writes that share one round of COS syncs */
 
 struct fns_cos_worker {
     struct fns_cos *pool;
@@ -98,39 +99,98 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
     job->status = rc;
 }
 
+/*
+ * Runs a list of writes (linked by next) as one COS batch; a write the
+ * batch failed gets the single-put retries.
+ */
+static void
+fns_cos_run_writes(struct fns_cos *p, struct fns_cos_job *list, size_t n)
+{
+    struct cm_cos_item items[FNS_COS_BATCH_MAX];
+    char names[FNS_COS_BATCH_MAX][128];
+    struct fns_cos_job *job;
+    size_t i = 0, m = 0;
+
+    for (job = list; job != NULL; job = job->next, i++) {
+        job->status = fns_key_name(&job->key, names[i], sizeof(names[i]));
+        if (job->status == 0) {
+            items[m].name = names[i];
+            items[m].data = job->chunk->data;
+            items[m].len = fns_chunk_blob_len(job->chunk);
+            m++;
+        }
+    }
+    cm_cos_put_batch(p->cos, items, m);
+    m = 0;
+    for (job = list; job != NULL && n > 0; job = job->next, n--) {
+        if (job->status != 0) {
+            continue;
+        }
+        if (items[m++].rc == 0) {
+            atomic_fetch_add(&p->writes, 1);
+        } else {
+            fns_cos_run(p, job);
+        }
+    }
+}
+
+/* Takes the next job of w, or a run of up to FNS_COS_BATCH_MAX writes
+ * (queue order is kept: a run is a prefix of the queue). Under p->mu. */
+static struct fns_cos_job *
+fns_cos_take(struct fns_cos_worker *w, size_t *n)
+{
+    struct fns_cos_job *head = w->head, *last = head;
+
+    *n = 1;
+    if (head->op == FNS_COS_WRITE) {
+        while (*n < FNS_COS_BATCH_MAX && last->next != NULL && last->next->op == FNS_COS_WRITE) {
+            last = last->next;
+            (*n)++;
+        }
+    }
+    w->head = last->next;
+    if (w->head == NULL) {
+        w->tail = NULL;
+    }
+    last->next = NULL;
+    return head;
+}
+
 static void *
 fns_cos_main(void *arg)
 {
     struct fns_cos_worker *w = arg;
     struct fns_cos *p = w->pool;
-    struct fns_cos_job *job;
+    struct fns_cos_job *list, *last;
+    size_t n;
 
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (w->head == NULL && !p->stopping) {
             pthread_cond_wait(&w->cond, &p->mu);
         }
-        job = w->head;
-        if (job == NULL) {
+        if (w->head == NULL) {
             break; /* stopping and drained */
         }
-        w->head = job->next;
-        if (w->head == NULL) {
-            w->tail = NULL;
-        }
+        list = fns_cos_take(w, &n);
         pthread_mutex_unlock(&p->mu);
 
-        fns_cos_run(p, job);
+        if (list->op == FNS_COS_WRITE) {
+            fns_cos_run_writes(p, list, n);
+        } else {
+            fns_cos_run(p, list);
+        }
 
         pthread_mutex_lock(&p->mu);
-        job->next = NULL;
-        if (p->done_tail != NULL) {
-            p->done_tail->next = job;
-        } else {
-            p->done_head = job;
+        for (last = list; last->next != NULL; last = last->next) {
         }
-        p->done_tail = job;
-        atomic_fetch_sub(&p->pending, 1);
+        if (p->done_tail != NULL) {
+            p->done_tail->next = list;
+        } else {
+            p->done_head = list;
+        }
+        p->done_tail = last;
+        atomic_fetch_sub(&p->pending, n);
         pthread_mutex_unlock(&p->mu);
         if (p->notify != NULL) {
             p->notify(p->arg);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_buf.h"
 #include "cm_config.h"
 #include "cm_cos.h"
 #include "cm_err.h"
@@ -102,6 +103,7 @@ main(int argc, char **argv)
     }
     cm_log_init("fnstore", level);
     signal(SIGPIPE, SIG_IGN);
+    cm_malloc_tune_reuse();
 
     rc = cm_cos_open(cfg.cos, &cos);
     if (rc != 0) {

@@ -418,7 +418,9 @@ conn_pump(struct gw_conn *c)
         added = 1;
     }
     if (added) {
-        event_add(c->wev, NULL);
+        /* Written later in this loop turn, so a turn's frames share one
+         * sendmsg, and the socket joins epoll only if it pushes back. */
+        event_active(c->wev, EV_WRITE, 0);
     }
 }
 
@@ -599,6 +601,9 @@ conn_on_write(evutil_socket_t fd, short what, void *arg)
                 continue;
             }
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (!event_pending(c->wev, EV_WRITE, NULL)) {
+                    event_add(c->wev, NULL);
+                }
                 return;
             }
             conn_fail(c, -errno);
@@ -606,7 +611,9 @@ conn_on_write(evutil_socket_t fd, short what, void *arg)
         }
         evbuffer_drain(c->out, (size_t)sent);
     }
-    event_del(c->wev);
+    if (event_pending(c->wev, EV_WRITE, NULL)) {
+        event_del(c->wev);
+    }
 }
 
 static void

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_buf.h"
 #include "cm_config.h"
 #include "cm_err.h"
 #include "cm_http.h"
@@ -53,7 +54,7 @@ static const struct cm_opt opts[] = {
     CM_OPT_STR(T, data_dir, NULL, "directory for the metadata store (required)"),
     CM_OPT_STR(T, log_level, "info", "debug, info, warn or error"),
     CM_OPT_U64(T, max_object_size, "1GiB", 0, 1ull << 40, "largest object accepted (413 above)"),
-    CM_OPT_U64(T, small_threshold, "64KiB", 0, 1ull << 40,
+    CM_OPT_U64(T, small_threshold, "256KiB", 0, 1ull << 40,
                "objects smaller than this are stored as 1+m whole copies"),
     CM_OPT_U64(T, max_chunk, "1MiB", 4096, 1ull << 30, "largest chunk (stripe = k chunks)"),
     CM_OPT_U64(T, meta_map_size, "4GiB", 1 << 20, 1ull << 40, "LMDB map size of the metadata"),
@@ -113,6 +114,7 @@ main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    cm_malloc_tune_reuse();
 
     rc = gw_meta_open(metadir, (size_t)cfg.meta_map_size, &meta);
     if (rc != 0) {

@@ -32,5 +32,12 @@ char *cm_strdup(const char *s);
  */
 #define CM_BIG_MIN ((size_t)1 << 20)
 void *cm_malloc_big(size_t n);
+/*
+ * Makes malloc keep freed big buffers for reuse (up to 32 MiB each, no
+ * trimming below 256 MiB free) instead of unmapping them, so a data path
+ * that allocates a body or result per request writes to warm memory.
+ * Call once at start, before any thread.
+ */
+void cm_malloc_tune_reuse(void);
 
 #endif

@@ -2,7 +2,8 @@
  * cm_cos.h - the cloud object store (COS) every chunk is persisted in.
  *
  * Backends: "fs" (a local directory: write to a temp file, fsync, rename,
- * fsync the directory, so no partial object is ever visible) and "s3"
+ * fsync the directory, so no partial object is ever visible; a batch syncs
+ * the file system once before and once after its renames) and "s3"
  * (libs3; later). All calls block: run them on worker threads. A cm_cos is
  * thread-safe.
  *
@@ -20,6 +21,17 @@ int cm_cos_open(const char *url, struct cm_cos **out);
 void cm_cos_close(struct cm_cos *cos); /* NULL is a no-op */
 
 int cm_cos_put(struct cm_cos *cos, const char *name, const void *data, size_t len);
+
+struct cm_cos_item {
+    const char *name;  /* borrowed */
+    const void *data;  /* borrowed */
+    size_t len;
+    int rc;            /* out: what cm_cos_put would have returned */
+};
+/* Puts n objects, each as by cm_cos_put, sharing the syncs (fs: two
+ * syncfs() per batch instead of two fsync() per object; the atomicity and
+ * durability of each put are unchanged). Results in items[i].rc. */
+void cm_cos_put_batch(struct cm_cos *cos, struct cm_cos_item *items, size_t n);
 /* *data is malloc'd and transferred to the caller; CM_E_NOTFOUND if absent. */
 int cm_cos_get(struct cm_cos *cos, const char *name, void **data, size_t *len);
 /* Removing a missing object is not an error. */

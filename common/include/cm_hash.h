@@ -9,6 +9,8 @@
 void cm_sha256_hex(const void *data, size_t len, char out[65]);
 /* Cryptographically random bytes as lowercase hex: nbytes*2 chars + NUL. */
 int cm_random_hex(char *out, size_t nbytes);
+/* Unpredictable ids and picks, not secrets: a per-thread generator seeded
+ * from the kernel once. */
 uint64_t cm_random_u64(void);
 /* A fast non-cryptographic 64-bit hash (for partitions, rendezvous). */
 uint64_t cm_hash64(const void *data, size_t len, uint64_t seed);

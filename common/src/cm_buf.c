@@ -5,6 +5,7 @@
  * Shoal: we log one line and abort rather than thread ENOMEM through every
  * caller. An empty cm_buf has p == NULL; the first append allocates.
  */
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,6 +55,14 @@ cm_malloc_big(size_t n)
     /* Advice only: without THP the buffer still works, just slower. */
     (void)madvise(p, len, MADV_HUGEPAGE);
     return p;
+}
+
+void
+cm_malloc_tune_reuse(void)
+{
+    /* Fixed values also turn off glibc's sliding mmap threshold. */
+    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    (void)mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
 void *

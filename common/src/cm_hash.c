@@ -90,16 +90,27 @@ cm_random_hex(char *out, size_t nbytes)
     return 0;
 }
 
+/* splitmix64 over a per-thread counter seeded from getrandom(): distinct
+ * values per thread, unpredictable start, and no syscall per call (ids and
+ * replica picks are drawn on every request). */
 uint64_t
 cm_random_u64(void)
 {
-    uint64_t v;
+    static _Thread_local uint64_t state;
+    static _Thread_local int seeded;
+    uint64_t z;
 
-    if (random_bytes((unsigned char *)&v, sizeof(v)) != 0) {
-        cm_log_write(CM_LOG_ERROR, "random: no entropy source");
-        abort();
+    if (!seeded) {
+        if (random_bytes((unsigned char *)&state, sizeof(state)) != 0) {
+            cm_log_write(CM_LOG_ERROR, "random: no entropy source");
+            abort();
+        }
+        seeded = 1;
     }
-    return v;
+    z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
 }
 
 /* ---- XXH64 ---- */

@@ -260,13 +260,20 @@ http {
         return float(m.group(1))
 
 
+def _median(xs):
+    """Median of numbers, or the median-throughput run of shoal-bench results."""
+    if xs and isinstance(xs[0], dict):
+        return sorted(xs, key=lambda t: t["mb_per_s"])[len(xs) // 2]
+    return statistics.median(xs)
+
+
 def alternate(runs, fa, fb):
     a, b = [], []
     for _ in range(runs):
         a.append(fa())
         if fb is not None:
             b.append(fb())
-    return statistics.median(a), (statistics.median(b) if b else None), a, b
+    return _median(a), (_median(b) if b else None), a, b
 
 
 def main():
