@@ -25,10 +25,11 @@ char *cm_strdup(const char *s);
 
 /*
  * A buffer for a big body, result or chunk (freed with free()); NULL when
- * out of memory. From CM_BIG_MIN up it is 2 MiB aligned, its length rounded
- * up to 2 MiB and advised as transparent huge pages: the first write to
- * fresh 4 KiB pages runs at ~0.1-0.3 GB/s on our VMs, to fresh huge pages
- * at several GB/s. Up to 2 MiB of tail room may become resident.
+ * out of memory. From CM_BIG_MIN up it is 2 MiB aligned and its whole 2 MiB
+ * pages are advised as transparent huge pages: the first write to fresh
+ * 4 KiB pages runs at ~0.1-0.3 GB/s on our VMs, to fresh huge pages at
+ * several GB/s. The length is rounded up to 2 MiB (so the tail is huge
+ * too) only when that adds at most n/8.
  */
 #define CM_BIG_MIN ((size_t)1 << 20)
 void *cm_malloc_big(size_t n);

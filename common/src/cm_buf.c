@@ -48,12 +48,17 @@ cm_malloc_big(size_t n)
     if (n > SIZE_MAX - HUGE_PAGE) {
         return NULL;
     }
+    /* Round up to whole huge pages only when that wastes at most 1/8:
+     * a node stores these buffers, and its memory is what it sells. */
     len = (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    if (len - n > n / 8) {
+        len = n;
+    }
     if (posix_memalign(&p, HUGE_PAGE, len) != 0) {
         return NULL;
     }
     /* Advice only: without THP the buffer still works, just slower. */
-    (void)madvise(p, len, MADV_HUGEPAGE);
+    (void)madvise(p, len & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
     return p;
 }
 
