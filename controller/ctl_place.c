@@ -5,24 +5,16 @@
 #include "ctl_place.h"
 
 #include "cm_hash.h"
-
-static void
-put_le32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-    p[2] = (unsigned char)(v >> 16);
-    p[3] = (unsigned char)(v >> 24);
-}
+#include "cm_bytes.h"
 
 uint64_t
 ctl_place_score(uint32_t tenant, uint32_t partition, uint32_t node)
 {
-    unsigned char b[12];
+    uint8_t b[12];
 
-    put_le32(b, tenant);
-    put_le32(b + 4, partition);
-    put_le32(b + 8, node);
+    cm_put_le32(b, tenant);
+    cm_put_le32(b + 4, partition);
+    cm_put_le32(b + 8, node);
     return cm_hash64(b, sizeof(b), 0);
 }
 

@@ -4,25 +4,11 @@
 #include <stdlib.h>
 
 #include "cm_buf.h"
+#include "cm_bytes.h"
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_wire.h"
 #include "fns_chunk.h"
-
-static void
-put32le(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static uint32_t
-get32le(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 struct fns_chunk *
 fns_chunk_adopt(const struct fns_key *key, uint8_t *data, uint32_t len, uint32_t crc)
@@ -35,8 +21,8 @@ fns_chunk_adopt(const struct fns_key *key, uint8_t *data, uint32_t len, uint32_t
     c->crc = crc;
     c->data = data;
     c->instance = -1;
-    put32le(data + len, crc);
-    put32le(data + len + 4, FNS_CHUNK_MAGIC);
+    cm_put_le32(data + len, crc);
+    cm_put_le32(data + len + 4, FNS_CHUNK_MAGIC);
     return c;
 }
 
@@ -53,8 +39,8 @@ fns_chunk_from_blob(const struct fns_key *key, void *blob, size_t bloblen, struc
         return CM_E_CRC;
     }
     len = bloblen - FNS_CHUNK_TAIL;
-    crc = get32le(p + len);
-    if (get32le(p + len + 4) != FNS_CHUNK_MAGIC || cm_crc32c(0, p, len) != crc) {
+    crc = cm_get_le32(p + len);
+    if (cm_get_le32(p + len + 4) != FNS_CHUNK_MAGIC || cm_crc32c(0, p, len) != crc) {
         free(blob);
         return CM_E_CRC;
     }

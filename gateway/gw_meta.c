@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "cm_buf.h"
+#include "cm_bytes.h"
 #include "cm_err.h"
 #include "cm_kv.h"
 #include "gw_parse.h"
@@ -48,65 +49,6 @@ struct gw_meta_batch {
     struct cm_kv_txn *txn;
 };
 
-static void
-put_le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static void
-put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static uint32_t
-get_le32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--) {
-        v = v << 8 | p[i];
-    }
-    return v;
-}
-
-static uint64_t
-get_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) {
-        v = v << 8 | p[i];
-    }
-    return v;
-}
-
-static void
-put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static uint32_t
-get_be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void
-put_be64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        p[i] = (uint8_t)(v >> (56 - 8 * i));
-    }
-}
-
 size_t
 gw_meta_encode(const struct gw_layout *l, uint8_t *buf)
 {
@@ -116,16 +58,16 @@ gw_meta_encode(const struct gw_layout *l, uint8_t *buf)
     buf[0] = 1;
     buf[1] = l->k;
     buf[2] = l->m;
-    put_le32(buf + 4, l->tenant);
-    put_le32(buf + 8, l->chunk_size);
-    put_le32(buf + 12, l->nstripes);
-    put_le64(buf + 16, l->object);
-    put_le64(buf + 24, l->version);
-    put_le64(buf + 32, l->size);
-    put_le64(buf + 40, l->etag);
-    put_le64(buf + 48, l->persisted);
+    cm_put_le32(buf + 4, l->tenant);
+    cm_put_le32(buf + 8, l->chunk_size);
+    cm_put_le32(buf + 12, l->nstripes);
+    cm_put_le64(buf + 16, l->object);
+    cm_put_le64(buf + 24, l->version);
+    cm_put_le64(buf + 32, l->size);
+    cm_put_le64(buf + 40, l->etag);
+    cm_put_le64(buf + 48, l->persisted);
     for (unsigned j = 0; j < n && j < GW_MAX_HOLDERS; j++) {
-        put_le32(buf + 56 + 4 * j, l->holders[j]);
+        cm_put_le32(buf + 56 + 4 * j, l->holders[j]);
     }
     return 56 + 4 * (size_t)n;
 }
@@ -146,16 +88,16 @@ gw_meta_decode(const void *buf, size_t len, struct gw_layout *out)
     memset(out, 0, sizeof(*out));
     out->k = p[1];
     out->m = p[2];
-    out->tenant = get_le32(p + 4);
-    out->chunk_size = get_le32(p + 8);
-    out->nstripes = get_le32(p + 12);
-    out->object = get_le64(p + 16);
-    out->version = get_le64(p + 24);
-    out->size = get_le64(p + 32);
-    out->etag = get_le64(p + 40);
-    out->persisted = get_le64(p + 48);
+    out->tenant = cm_get_le32(p + 4);
+    out->chunk_size = cm_get_le32(p + 8);
+    out->nstripes = cm_get_le32(p + 12);
+    out->object = cm_get_le64(p + 16);
+    out->version = cm_get_le64(p + 24);
+    out->size = cm_get_le64(p + 32);
+    out->etag = cm_get_le64(p + 40);
+    out->persisted = cm_get_le64(p + 48);
     for (unsigned j = 0; j < n; j++) {
-        out->holders[j] = get_le32(p + 56 + 4 * j);
+        out->holders[j] = cm_get_le32(p + 56 + 4 * j);
     }
     return 0;
 }
@@ -176,7 +118,7 @@ slot_key(uint32_t tenant, const char *key, size_t klen, uint8_t *out)
 {
     size_t n = klen < GW_META_INLINE ? klen : GW_META_INLINE;
 
-    put_be32(out, tenant);
+    cm_put_be32(out, tenant);
     memcpy(out + 4, key, n);
     return 4 + n;
 }
@@ -395,7 +337,7 @@ list_slot(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     struct entry e;
     int rc;
 
-    if (klen < 4 || get_be32(k) != c->tenant) {
+    if (klen < 4 || cm_get_be32(k) != c->tenant) {
         return 1;
     }
     while ((rc = bucket_next(v, vlen, &pos, &e)) == 1) {
@@ -476,7 +418,7 @@ pending_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     for (int i = 0; i < 8; i++) {
         object = object << 8 | ((const uint8_t *)k)[i];
     }
-    if (slot_get(c->txn, T_OBJECTS, get_be32(v), (const char *)v + 4, vlen - 4, &rec, &rlen) != 0 ||
+    if (slot_get(c->txn, T_OBJECTS, cm_get_be32(v), (const char *)v + 4, vlen - 4, &rec, &rlen) != 0 ||
         gw_meta_decode(rec, rlen, &l) != 0 || l.object != object) {
         return 0;
     }
@@ -509,7 +451,7 @@ first_tenant(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     struct tenant_ctx *c = arg;
 
     if (klen >= 4) {
-        c->found = get_be32(k);
+        c->found = cm_get_be32(k);
         c->any = 1;
     }
     return 1;
@@ -535,7 +477,7 @@ gw_meta_tenants(struct gw_meta *m, void (*cb)(void *arg, uint32_t tenant), void 
             if (next[t] == UINT32_MAX) {
                 continue;
             }
-            put_be32(sk, next[t]);
+            cm_put_be32(sk, next[t]);
             rc = cm_kv_scan(txn, t == 0 ? T_OBJECTS : T_TOMBS, sk, 4, first_tenant, &c);
             if (rc < 0) {
                 goto out;
@@ -644,8 +586,8 @@ pending_set(struct cm_kv_txn *txn, uint64_t object, uint32_t tenant, const char 
 {
     uint8_t k[8], v[4 + GW_KEY_MAX];
 
-    put_be64(k, object);
-    put_be32(v, tenant);
+    cm_put_be64(k, object);
+    cm_put_be32(v, tenant);
     memcpy(v + 4, key, klen);
     return cm_kv_put(txn, T_PENDING, k, 8, v, 4 + klen);
 }
@@ -656,7 +598,7 @@ pending_del(struct cm_kv_txn *txn, uint64_t object)
     uint8_t k[8];
     int rc;
 
-    put_be64(k, object);
+    cm_put_be64(k, object);
     rc = cm_kv_del(txn, T_PENDING, k, 8);
     return rc == CM_E_NOTFOUND ? 0 : rc;
 }
@@ -690,7 +632,7 @@ gw_meta_put(struct gw_meta_batch *b, const char *key, size_t klen, struct gw_lay
     } else if (rc == CM_E_NOTFOUND) {
         rc = slot_get(b->txn, T_TOMBS, l->tenant, key, klen, &v, &vlen);
         if (rc == 0 && vlen == 8) {
-            base = get_le64(v);
+            base = cm_get_le64(v);
             rc = slot_set(b->txn, T_TOMBS, l->tenant, key, klen, NULL, 0);
         }
         if (rc != 0 && rc != CM_E_NOTFOUND) {
@@ -725,7 +667,7 @@ gw_meta_delete(struct gw_meta_batch *b, uint32_t tenant, const char *key, size_t
     if (rc != 0) {
         return rc;
     }
-    put_le64(ver, old->version);
+    cm_put_le64(ver, old->version);
     rc = slot_set(b->txn, T_OBJECTS, tenant, key, klen, NULL, 0);
     if (rc == 0) {
         rc = slot_set(b->txn, T_TOMBS, tenant, key, klen, ver, 8);
@@ -749,7 +691,7 @@ gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
     int rc;
 
     *stale = 1;
-    put_be64(pk, l->object);
+    cm_put_be64(pk, l->object);
     rc = cm_kv_get(b->txn, T_PENDING, pk, 8, &pv, &pvlen);
     if (rc == CM_E_NOTFOUND) {
         return 0; /* replaced, deleted or already fully persisted */
@@ -760,7 +702,7 @@ gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
     if (pvlen < 5 || pvlen > 4 + GW_KEY_MAX) {
         return pending_del(b->txn, l->object);
     }
-    tenant = get_be32(pv);
+    tenant = cm_get_be32(pv);
     klen = pvlen - 4;
     memcpy(key, (const char *)pv + 4, klen);
     rc = slot_get(b->txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
@@ -802,7 +744,7 @@ purge_collect(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     struct purge_ctx *c = arg;
     uint8_t h[2];
 
-    if (klen < 4 || get_be32(k) != c->tenant) {
+    if (klen < 4 || cm_get_be32(k) != c->tenant) {
         return 1;
     }
     if (c->n == c->max) {
@@ -825,7 +767,7 @@ gw_meta_purge(struct gw_meta_batch *b, uint32_t tenant, unsigned max,
     int rc = 0;
 
     *left = 0;
-    put_be32(start, tenant);
+    cm_put_be32(start, tenant);
     for (int t = T_OBJECTS; t <= T_TOMBS; t++) {
         struct purge_ctx c = {tenant, max, 0, {NULL, 0, 0}, 0};
         size_t pos = 0;

@@ -518,47 +518,28 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
     struct gw_conn *c = arg;
     (void)what;
     for (int i = 0; i < 64; i++) {
-        if (c->body_active && c->body_dst && evbuffer_get_length(c->in) == 0) {
-            /* Large bodies go from the socket straight to their buffer. */
-            ssize_t got = read(fd, c->body_dst + c->body_got, c->body_hdr.data_len - c->body_got);
-            if (got > 0) {
-                c->body_got += (uint32_t)got;
-                if (conn_process(c) < 0) {
-                    return;
-                }
-                continue;
-            }
-            if (got == 0) {
-                conn_fail(c, -ECONNRESET);
-                return;
-            }
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                break;
-            }
-            conn_fail(c, -errno);
-            return;
-        }
-        int got = evbuffer_read(c->in, fd, GW_READ_MAX);
+        /* Large bodies go from the socket straight to their buffer. */
+        int direct = c->body_active && c->body_dst && evbuffer_get_length(c->in) == 0;
+        ssize_t got = direct ? read(fd, c->body_dst + c->body_got,
+                                    c->body_hdr.data_len - c->body_got)
+                             : evbuffer_read(c->in, fd, GW_READ_MAX);
+
         if (got > 0) {
+            if (direct) {
+                c->body_got += (uint32_t)got;
+            }
             if (conn_process(c) < 0) {
                 return;
             }
             continue;
         }
-        if (got == 0) {
-            conn_fail(c, -ECONNRESET);
-            return;
-        }
-        if (errno == EINTR) {
+        if (got < 0 && errno == EINTR) {
             continue;
         }
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             break;
         }
-        conn_fail(c, -errno);
+        conn_fail(c, got == 0 ? -ECONNRESET : -errno);
         return;
     }
     conn_pump(c);

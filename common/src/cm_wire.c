@@ -12,52 +12,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cm_bytes.h"
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_wire.h"
 
 #define WF_KNOWN (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS)
-
-static void
-put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static void
-put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint16_t
-get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t
-get64(const uint8_t *p)
-{
-    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 static int
 op_valid(uint8_t op)
@@ -70,21 +30,21 @@ op_valid(uint8_t op)
 void
 cm_wire_encode_hdr(const struct cm_wire_hdr *h, uint8_t *out)
 {
-    put32(out + 0, CM_WIRE_MAGIC);
+    cm_put_le32(out + 0, CM_WIRE_MAGIC);
     out[4] = CM_WIRE_VERSION;
     out[5] = h->op;
-    put16(out + 6, h->flags);
-    put32(out + 8, (uint32_t)h->status);
-    put32(out + 12, h->tenant);
-    put64(out + 16, h->req_id);
-    put64(out + 24, h->object);
-    put64(out + 32, h->obj_version);
-    put32(out + 40, h->index);
-    put32(out + 44, h->incarnation);
-    put32(out + 48, h->data_len);
-    put32(out + 52, h->data_crc);
-    put32(out + 56, 0);
-    put32(out + 60, cm_crc32c(0, out, 60));
+    cm_put_le16(out + 6, h->flags);
+    cm_put_le32(out + 8, (uint32_t)h->status);
+    cm_put_le32(out + 12, h->tenant);
+    cm_put_le64(out + 16, h->req_id);
+    cm_put_le64(out + 24, h->object);
+    cm_put_le64(out + 32, h->obj_version);
+    cm_put_le32(out + 40, h->index);
+    cm_put_le32(out + 44, h->incarnation);
+    cm_put_le32(out + 48, h->data_len);
+    cm_put_le32(out + 52, h->data_crc);
+    cm_put_le32(out + 56, 0);
+    cm_put_le32(out + 60, cm_crc32c(0, out, 60));
 }
 
 int
@@ -95,24 +55,24 @@ cm_wire_decode_hdr(const uint8_t *buf, size_t len, uint32_t max_data, struct cm_
     if (len < CM_WIRE_HDR_LEN) {
         return -EAGAIN;
     }
-    if (get32(buf) != CM_WIRE_MAGIC || buf[4] != CM_WIRE_VERSION) {
+    if (cm_get_le32(buf) != CM_WIRE_MAGIC || buf[4] != CM_WIRE_VERSION) {
         return CM_E_PROTO;
     }
-    if (get32(buf + 60) != cm_crc32c(0, buf, 60)) {
+    if (cm_get_le32(buf + 60) != cm_crc32c(0, buf, 60)) {
         return CM_E_CRC;
     }
     h.op = buf[5];
-    h.flags = get16(buf + 6);
-    h.status = (int32_t)get32(buf + 8);
-    h.tenant = get32(buf + 12);
-    h.req_id = get64(buf + 16);
-    h.object = get64(buf + 24);
-    h.obj_version = get64(buf + 32);
-    h.index = get32(buf + 40);
-    h.incarnation = get32(buf + 44);
-    h.data_len = get32(buf + 48);
-    h.data_crc = get32(buf + 52);
-    if (!op_valid(h.op) || (h.flags & ~WF_KNOWN) != 0 || get32(buf + 56) != 0) {
+    h.flags = cm_get_le16(buf + 6);
+    h.status = (int32_t)cm_get_le32(buf + 8);
+    h.tenant = cm_get_le32(buf + 12);
+    h.req_id = cm_get_le64(buf + 16);
+    h.object = cm_get_le64(buf + 24);
+    h.obj_version = cm_get_le64(buf + 32);
+    h.index = cm_get_le32(buf + 40);
+    h.incarnation = cm_get_le32(buf + 44);
+    h.data_len = cm_get_le32(buf + 48);
+    h.data_crc = cm_get_le32(buf + 52);
+    if (!op_valid(h.op) || (h.flags & ~WF_KNOWN) != 0 || cm_get_le32(buf + 56) != 0) {
         return CM_E_PROTO;
     }
     /* 0 means "no lower limit than the hard cap": an all-empty peer is useless. */
