@@ -892,8 +892,12 @@ obj_step(struct gw_obj *o)
         changed = 0;
     }
     uint64_t mask = obj_mask(o);
-    if (mask != o->reported || changed) {
-        o->reported = l->persisted = mask;
+    l->persisted = mask;
+    /* Report only what a restarted gateway needs (a new holder, or the
+     * object wholly in COS): each report is a synced metadata write, and
+     * partial progress is learnt again by STAT after a restart. */
+    if (changed || (mask != o->reported && mask == full_mask(l))) {
+        o->reported = mask;
         if (e->on_layout) {
             e->on_layout(e->arg, l);
         }

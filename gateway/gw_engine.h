@@ -59,8 +59,9 @@ struct gw_engine_cfg {
 
 struct gw_engine;
 
-/* Layout changed (a holder replaced, more chunks persisted): the front
- * stores it if (tenant, object) is still a live version. */
+/* Layout changed in a way a restarted gateway needs: a holder replaced,
+ * or every chunk now persisted. The front stores it if (tenant, object) is
+ * still a live version. */
 typedef void (*gw_layout_cb)(void *arg, const struct gw_layout *layout);
 
 int gw_engine_create(const struct gw_engine_cfg *cfg, gw_layout_cb on_layout, void *arg,
