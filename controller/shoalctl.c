@@ -592,11 +592,12 @@ is_option(const char *a)
     return a[0] == '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.';
 }
 
-/* Applies a config file of "name = value" lines ('#' comments); values
- * are kept for the process lifetime. 0, or an exit code on error. */
+/* Applies a config file of "name = value" lines ('#' comments); the values
+ * live in static storage for the process lifetime. 0, or an exit code. */
 static int
 load_config(struct cli *cli, const char *path)
 {
+    static char url[1024], token_file[1024];
     char line[1024];
     int lineno = 0;
     FILE *f = fopen(path, "r");
@@ -627,9 +628,11 @@ load_config(struct cli *cli, const char *path)
         }
         *end = '\0';
         if (strcmp(name, "controller") == 0) {
-            cli->url = strdup(value);
+            snprintf(url, sizeof(url), "%s", value);
+            cli->url = url;
         } else if (strcmp(name, "token-file") == 0 || strcmp(name, "token_file") == 0) {
-            cli->token_file = strdup(value);
+            snprintf(token_file, sizeof(token_file), "%s", value);
+            cli->token_file = token_file;
         } else if (strcmp(name, "json") == 0) {
             cli->json = strcmp(value, "true") == 0 || strcmp(value, "1") == 0 ||
                         strcmp(value, "yes") == 0;
