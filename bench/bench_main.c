@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "cm_config.h"
 
 #ifndef SHOAL_VERSION
 #define SHOAL_VERSION "0"
@@ -293,36 +294,30 @@ trim(char *s)
     return s;
 }
 
+static int
+config_setting(void *arg, const char *name, const char *value, const char *where)
+{
+    const struct opt *o;
+
+    if (name == NULL) {
+        usage_exit("%s: want 'name = value'", where);
+    }
+    o = find_opt(name, strlen(name));
+    if (o == NULL || o->type == O_HELP || o->type == O_VERSION || o->type == O_CONFIG) {
+        usage_exit("%s: unknown option '%s'", where, name);
+    }
+    set_opt(arg, o, value, where);
+    return 0;
+}
+
 static void
 load_config_file(struct cfg *c, const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        usage_exit("cannot open config %s: %s", path, strerror(errno));
+    int rc = cm_config_read_file(path, config_setting, c);
+
+    if (rc != 0) {
+        usage_exit("cannot open config %s: %s", path, strerror(-rc));
     }
-    char line[4096], where[512];
-    unsigned lineno = 0;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        lineno++;
-        snprintf(where, sizeof(where), "%s:%u", path, lineno);
-        char *s = trim(line);
-        if (*s == '\0' || *s == '#') {
-            continue;
-        }
-        char *eq = strchr(s, '=');
-        if (eq == NULL) {
-            usage_exit("%s: want 'name = value'", where);
-        }
-        *eq = '\0';
-        char *name = trim(s);
-        char *val = trim(eq + 1);
-        const struct opt *o = find_opt(name, strlen(name));
-        if (o == NULL || o->type == O_HELP || o->type == O_VERSION || o->type == O_CONFIG) {
-            usage_exit("%s: unknown option '%s'", where, name);
-        }
-        set_opt(c, o, val, where);
-    }
-    fclose(f);
 }
 
 static void

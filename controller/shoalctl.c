@@ -592,57 +592,42 @@ is_option(const char *a)
     return a[0] == '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.';
 }
 
-/* Applies a config file of "name = value" lines ('#' comments); the values
- * live in static storage for the process lifetime. 0, or an exit code. */
+/* One setting of a --config file; the values live in static storage for
+ * the process lifetime. */
+static int
+config_setting(void *arg, const char *name, const char *value, const char *where)
+{
+    static char url[1024], token_file[1024];
+    struct cli *cli = arg;
+
+    if (name == NULL) {
+        return usage_error("%s: expected name = value", where);
+    }
+    if (strcmp(name, "controller") == 0) {
+        snprintf(url, sizeof(url), "%s", value);
+        cli->url = url;
+    } else if (strcmp(name, "token-file") == 0 || strcmp(name, "token_file") == 0) {
+        snprintf(token_file, sizeof(token_file), "%s", value);
+        cli->token_file = token_file;
+    } else if (strcmp(name, "json") == 0) {
+        cli->json = strcmp(value, "true") == 0 || strcmp(value, "1") == 0 ||
+                    strcmp(value, "yes") == 0;
+    } else {
+        return usage_error("%s: unknown setting '%s'", where, name);
+    }
+    return 0;
+}
+
+/* 0, or an exit code. */
 static int
 load_config(struct cli *cli, const char *path)
 {
-    static char url[1024], token_file[1024];
-    char line[1024];
-    int lineno = 0;
-    FILE *f = fopen(path, "r");
+    int rc = cm_config_read_file(path, config_setting, cli);
 
-    if (f == NULL) {
-        return usage_error("cannot open config %s: %s", path, strerror(errno));
+    if (rc < 0) {
+        return usage_error("cannot open config %s: %s", path, strerror(-rc));
     }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        char *name = line, *eq, *value, *end;
-
-        lineno++;
-        name += strspn(name, " \t");
-        if (*name == '#' || *name == '\n' || *name == '\0') {
-            continue;
-        }
-        eq = strchr(name, '=');
-        if (eq == NULL) {
-            fclose(f);
-            return usage_error("%s:%d: expected name = value", path, lineno);
-        }
-        for (end = eq; end > name && (end[-1] == ' ' || end[-1] == '\t'); end--) {
-        }
-        *end = '\0';
-        value = eq + 1 + strspn(eq + 1, " \t");
-        value[strcspn(value, "\r\n")] = '\0';
-        for (end = value + strlen(value); end > value && (end[-1] == ' ' || end[-1] == '\t');
-             end--) {
-        }
-        *end = '\0';
-        if (strcmp(name, "controller") == 0) {
-            snprintf(url, sizeof(url), "%s", value);
-            cli->url = url;
-        } else if (strcmp(name, "token-file") == 0 || strcmp(name, "token_file") == 0) {
-            snprintf(token_file, sizeof(token_file), "%s", value);
-            cli->token_file = token_file;
-        } else if (strcmp(name, "json") == 0) {
-            cli->json = strcmp(value, "true") == 0 || strcmp(value, "1") == 0 ||
-                        strcmp(value, "yes") == 0;
-        } else {
-            fclose(f);
-            return usage_error("%s:%d: unknown setting '%s'", path, lineno, name);
-        }
-    }
-    fclose(f);
-    return 0;
+    return rc;
 }
 
 int

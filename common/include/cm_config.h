@@ -51,6 +51,19 @@ struct cm_opt {
 void cm_config_load(const struct cm_opt *opts, size_t nopts, void *cfg, int argc,
                     char **argv, const char *prog, const char *summary);
 
+/*
+ * The config file reader behind cm_config_load, for tools with their own
+ * option handling: calls cb for each "name = value" line ('#' comments,
+ * blank lines, optional quotes, a trailing " # comment" on an unquoted
+ * value); name and value are trimmed and borrowed for the call, where is
+ * "path:line". A line without '=' calls cb with name and value NULL. cb
+ * returns 0 to go on, or non-zero to stop: that value is returned. -errno
+ * when the file can't be read.
+ */
+typedef int (*cm_config_setting_cb)(void *arg, const char *name, const char *value,
+                                    const char *where);
+int cm_config_read_file(const char *path, cm_config_setting_cb cb, void *arg);
+
 /* Checked parsers: 0 or CM_E_BADARG. Whole string must be consumed. */
 int cm_parse_u64(const char *s, uint64_t *out);      /* size suffixes ok */
 int cm_parse_i64(const char *s, int64_t *out);

@@ -402,29 +402,31 @@ trim(char *s)
     return s;
 }
 
-static void
-load_file(const struct cm_opt *opts, size_t nopts, void *cfg, const char *path, const char *prog)
+int
+cm_config_read_file(const char *path, cm_config_setting_cb cb, void *arg)
 {
-    char err[CFG_ERR_MAX];
+    char where[CFG_ERR_MAX];
     char *line = NULL, *s, *eq, *key, *val, *hash;
-    const struct cm_opt *o;
     size_t cap = 0, vl;
     unsigned lineno = 0;
+    int rc = 0;
     FILE *f;
 
     f = fopen(path, "re");
     if (f == NULL) {
-        cfg_die(prog, "cannot read config file %s: %s", path, strerror(errno));
+        return -errno;
     }
-    while (getline(&line, &cap, f) >= 0) {
+    while (rc == 0 && getline(&line, &cap, f) >= 0) {
         lineno++;
+        snprintf(where, sizeof(where), "%s:%u", path, lineno);
         s = trim(line);
         if (s[0] == '\0' || s[0] == '#') {
             continue;
         }
         eq = strchr(s, '=');
         if (eq == NULL) {
-            cfg_die(prog, "%s:%u: expected \"name = value\"", path, lineno);
+            rc = cb(arg, NULL, NULL, where);
+            break;
         }
         *eq = '\0';
         key = trim(s);
@@ -444,19 +446,52 @@ load_file(const struct cm_opt *opts, size_t nopts, void *cfg, const char *path, 
                 }
             }
         }
-        o = find_opt(opts, nopts, key, strlen(key));
-        if (o == NULL) {
-            cfg_die(prog, "%s:%u: unknown option '%s'", path, lineno, key);
-        }
-        if (set_value(o, cfg, val, err, sizeof(err)) != 0) {
-            cfg_die(prog, "%s:%u: bad value for %s: %s", path, lineno, key, err);
-        }
+        rc = cb(arg, key, val, where);
     }
-    if (ferror(f)) {
-        cfg_die(prog, "cannot read config file %s: %s", path, strerror(errno));
+    if (rc == 0 && ferror(f)) {
+        rc = -EIO;
     }
     free(line);
     fclose(f);
+    return rc;
+}
+
+struct file_ctx {
+    const struct cm_opt *opts;
+    size_t nopts;
+    void *cfg;
+    const char *prog;
+};
+
+static int
+apply_setting(void *arg, const char *key, const char *val, const char *where)
+{
+    struct file_ctx *x = arg;
+    char err[CFG_ERR_MAX];
+    const struct cm_opt *o;
+
+    if (key == NULL) {
+        cfg_die(x->prog, "%s: expected \"name = value\"", where);
+    }
+    o = find_opt(x->opts, x->nopts, key, strlen(key));
+    if (o == NULL) {
+        cfg_die(x->prog, "%s: unknown option '%s'", where, key);
+    }
+    if (set_value(o, x->cfg, val, err, sizeof(err)) != 0) {
+        cfg_die(x->prog, "%s: bad value for %s: %s", where, key, err);
+    }
+    return 0;
+}
+
+static void
+load_file(const struct cm_opt *opts, size_t nopts, void *cfg, const char *path, const char *prog)
+{
+    struct file_ctx x = {opts, nopts, cfg, prog};
+    int rc = cm_config_read_file(path, apply_setting, &x);
+
+    if (rc != 0) {
+        cfg_die(prog, "cannot read config file %s: %s", path, strerror(-rc));
+    }
 }
 
 /*
