@@ -307,6 +307,21 @@ gw_parse_bearer(const char *hdr, const char **tok, size_t *toklen)
     return 0;
 }
 
+/* A LIST argument that names keys (prefix, after): at most a key long,
+ * clean UTF-8. */
+static int
+list_key_arg(const char *v, const char **out, size_t *len)
+{
+    size_t n = strlen(v);
+
+    if (n > GW_KEY_MAX || !gw_utf8_clean(v, n)) {
+        return CM_E_BADARG;
+    }
+    *out = v;
+    *len = n;
+    return 0;
+}
+
 int
 gw_parse_list_query(const char *prefix, const char *after, const char *limit,
                     struct gw_list_query *out, const char **why)
@@ -316,23 +331,13 @@ gw_parse_list_query(const char *prefix, const char *after, const char *limit,
     memset(out, 0, sizeof(*out));
     out->prefix = "";
     out->limit = GW_LIST_MAX;
-    if (prefix != NULL) {
-        size_t n = strlen(prefix);
-        if (n > GW_KEY_MAX || !gw_utf8_clean(prefix, n)) {
-            reason = "bad prefix";
-            goto out;
-        }
-        out->prefix = prefix;
-        out->prefix_len = n;
+    if (prefix != NULL && list_key_arg(prefix, &out->prefix, &out->prefix_len) != 0) {
+        reason = "bad prefix";
+        goto out;
     }
-    if (after != NULL) {
-        size_t n = strlen(after);
-        if (n > GW_KEY_MAX || !gw_utf8_clean(after, n)) {
-            reason = "bad after";
-            goto out;
-        }
-        out->after = after;
-        out->after_len = n;
+    if (after != NULL && list_key_arg(after, &out->after, &out->after_len) != 0) {
+        reason = "bad after";
+        goto out;
     }
     if (limit != NULL) {
         const char *p = limit;
