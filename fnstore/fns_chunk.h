@@ -36,6 +36,7 @@ struct fns_chunk {
     uint8_t *data; /* malloc'd, len + FNS_CHUNK_TAIL bytes */
     /* Event-loop thread only: */
     int persisted;           /* the COS copy of these bytes is durable */
+    int memonly;             /* a copy another holder persists: never in COS here */
     struct fns_chunk *hnext; /* store index chain */
     int instance;            /* store instance, -1 when not in the store */
 };

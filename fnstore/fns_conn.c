@@ -338,6 +338,29 @@ fns_conn_send(struct fns_conn *c, const struct cm_wire_hdr *h, struct fns_chunk 
 }
 
 void
+fns_conn_notice(struct fns_conn *c, const struct cm_wire_hdr *h, const void *payload, size_t len)
+{
+    uint8_t raw[CM_WIRE_HDR_LEN];
+    struct evbuffer *out;
+
+    if (c->closed) {
+        return;
+    }
+    out = bufferevent_get_output(c->bev);
+    cm_wire_encode_hdr(h, raw);
+    if (evbuffer_add(out, raw, sizeof(raw)) != 0 ||
+        (len > 0 && evbuffer_add(out, payload, len) != 0)) {
+        fns_conn_close(c, -ENOMEM);
+    }
+}
+
+int
+fns_conn_is_closed(const struct fns_conn *c)
+{
+    return c->closed;
+}
+
+void
 fns_conn_list_stop_reading(struct fns_conn_list *list)
 {
     struct fns_conn *c;

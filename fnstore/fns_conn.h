@@ -62,6 +62,12 @@ void fns_conn_unref(struct fns_conn *c);
 /* Answers one delivered frame: h borrowed (encoded here); chunk NULL or
  * the payload (a reference is held until the bytes are sent). */
 void fns_conn_send(struct fns_conn *c, const struct cm_wire_hdr *h, struct fns_chunk *chunk);
+/* Sends an unasked frame (a notice; no delivered frame is answered by it):
+ * h borrowed and encoded here, payload[len] copied. Dropped once closed. */
+void fns_conn_notice(struct fns_conn *c, const struct cm_wire_hdr *h, const void *payload,
+                     size_t len);
+/* Nonzero once the connection is closed (its notices are dropped). */
+int fns_conn_is_closed(const struct fns_conn *c);
 const char *fns_conn_peer(const struct fns_conn *c); /* borrowed */
 
 /* Stops reading new frames on every connection (shutdown). */

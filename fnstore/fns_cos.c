@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "cm_buf.h"
@@ -24,12 +25,19 @@
 struct fns_cos_worker {
     struct fns_cos *pool;
     pthread_t thread;
-    pthread_cond_t cond;
+    pthread_cond_t cond; /* CLOCK_MONOTONIC */
     struct fns_cos_job *head, *tail;
+    size_t nq; /* queued jobs */
 };
 
 struct fns_cos {
     struct cm_cos *cos;
+    int pack;
+    uint32_t pack_node;
+    uint64_t linger_ns;
+    atomic_uint_fast64_t next_seq;
+    struct fns_key *tombs; /* under mu */
+    size_t ntombs, captombs;
     void (*notify)(void *arg);
     void *arg;
     pthread_mutex_t mu;
@@ -77,7 +85,17 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
         }
         break;
     case FNS_COS_READ:
-        rc = cm_cos_get(p->cos, name, &blob, &len);
+        if (job->loc.seg != 0) {
+            fns_pack_name(name, sizeof(name), p->pack_node, job->loc.seg);
+            rc = cm_cos_get_range(p->cos, name, job->loc.off, job->loc.len, &blob, &len);
+            if (rc == 0 && len != job->loc.len) {
+                free(blob);
+                blob = NULL;
+                rc = CM_E_CRC; /* the segment is shorter than its index says */
+            }
+        } else {
+            rc = cm_cos_get(p->cos, name, &blob, &len);
+        }
         if (rc == 0) {
             rc = fns_chunk_from_blob(&job->key, blob, len, &job->chunk);
             if (rc != 0) {
@@ -90,6 +108,9 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
         }
         break;
     case FNS_COS_DELETE:
+        if (job->loc.seg != 0) {
+            fns_pack_name(name, sizeof(name), p->pack_node, job->loc.seg);
+        }
         rc = cm_cos_delete(p->cos, name);
         if (rc != 0) {
             CM_WARN("cos delete failed name=%s err=%s", name, cm_errname(rc));
@@ -97,6 +118,80 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
         break;
     }
     job->status = rc;
+}
+
+/* Takes the pending tombstones (the caller frees *out). */
+static size_t
+fns_cos_take_tombs(struct fns_cos *p, struct fns_key **out)
+{
+    size_t n;
+
+    pthread_mutex_lock(&p->mu);
+    *out = p->tombs;
+    n = p->ntombs;
+    p->tombs = NULL;
+    p->ntombs = p->captombs = 0;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+/*
+ * Writes the small chunks among the n jobs of list as one segment; marks
+ * them done (status 0, loc set) on success. Returns how many it packed.
+ */
+static size_t
+fns_cos_pack(struct fns_cos *p, struct fns_cos_job *list, size_t n)
+{
+    struct fns_pack_ent ents[FNS_COS_BATCH_MAX];
+    struct fns_cos_job *packed[FNS_COS_BATCH_MAX];
+    struct fns_key *tombs;
+    struct fns_cos_job *job;
+    size_t ne = 0, nt, hl, total, i;
+    char name[FNS_PACK_NAME_MAX];
+    uint64_t seq;
+    uint8_t *seg;
+    int rc;
+
+    for (job = list; job != NULL && ne < n && ne < FNS_COS_BATCH_MAX; job = job->next) {
+        if (fns_chunk_blob_len(job->chunk) <= FNS_PACK_BLOB_MAX) {
+            packed[ne] = job;
+            ents[ne].key = job->key;
+            ents[ne].len = (uint32_t)fns_chunk_blob_len(job->chunk);
+            ne++;
+        }
+    }
+    if (ne == 0) {
+        return 0;
+    }
+    nt = fns_cos_take_tombs(p, &tombs);
+    hl = fns_pack_hdr_len(ne, nt);
+    total = hl;
+    for (i = 0; i < ne; i++) {
+        ents[i].off = (uint32_t)total;
+        total += ents[i].len;
+    }
+    seg = cm_malloc(total);
+    fns_pack_encode(seg, ents, ne, tombs, nt);
+    for (i = 0; i < ne; i++) {
+        memcpy(seg + ents[i].off, packed[i]->chunk->data, ents[i].len);
+    }
+    seq = atomic_fetch_add(&p->next_seq, 1);
+    fns_pack_name(name, sizeof(name), p->pack_node, seq);
+    rc = cm_cos_put(p->cos, name, seg, total);
+    free(seg);
+    free(tombs);
+    if (rc != 0) {
+        CM_WARN("cos segment write failed name=%s chunks=%zu err=%s", name, ne, cm_errname(rc));
+        return 0; /* each chunk then gets an object of its own */
+    }
+    for (i = 0; i < ne; i++) {
+        packed[i]->loc.seg = seq;
+        packed[i]->loc.off = ents[i].off;
+        packed[i]->loc.len = ents[i].len;
+        packed[i]->status = 0;
+    }
+    atomic_fetch_add(&p->writes, ne);
+    return ne;
 }
 
 /*
@@ -111,7 +206,13 @@ fns_cos_run_writes(struct fns_cos *p, struct fns_cos_job *list, size_t n)
     struct fns_cos_job *job;
     size_t i = 0, m = 0;
 
+    if (p->pack) {
+        (void)fns_cos_pack(p, list, n); /* packed jobs have loc.seg set */
+    }
     for (job = list; job != NULL; job = job->next, i++) {
+        if (job->loc.seg != 0) {
+            continue;
+        }
         job->status = fns_key_name(&job->key, names[i], sizeof(names[i]));
         if (job->status == 0) {
             items[m].name = names[i];
@@ -120,10 +221,12 @@ fns_cos_run_writes(struct fns_cos *p, struct fns_cos_job *list, size_t n)
             m++;
         }
     }
-    cm_cos_put_batch(p->cos, items, m);
+    if (m > 0) {
+        cm_cos_put_batch(p->cos, items, m);
+    }
     m = 0;
     for (job = list; job != NULL && n > 0; job = job->next, n--) {
-        if (job->status != 0) {
+        if (job->status != 0 || job->loc.seg != 0) {
             continue;
         }
         if (items[m++].rc == 0) {
@@ -152,8 +255,31 @@ fns_cos_take(struct fns_cos_worker *w, size_t *n)
     if (w->head == NULL) {
         w->tail = NULL;
     }
+    w->nq -= *n;
     last->next = NULL;
     return head;
+}
+
+/* The packing worker lets small writes gather: waits (under p->mu) until a
+ * full batch is queued, linger_ns have passed, or the pool stops. */
+static void
+fns_cos_linger(struct fns_cos *p, struct fns_cos_worker *w)
+{
+    struct timespec dl;
+    uint64_t ns;
+
+    if (!p->pack || w != &p->w[0] || p->linger_ns == 0 || w->head->op != FNS_COS_WRITE) {
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    ns = (uint64_t)dl.tv_nsec + p->linger_ns;
+    dl.tv_sec += (time_t)(ns / 1000000000u);
+    dl.tv_nsec = (long)(ns % 1000000000u);
+    while (w->nq < FNS_COS_BATCH_MAX && !p->stopping) {
+        if (pthread_cond_timedwait(&w->cond, &p->mu, &dl) == ETIMEDOUT) {
+            break;
+        }
+    }
 }
 
 static void *
@@ -172,6 +298,7 @@ fns_cos_main(void *arg)
         if (w->head == NULL) {
             break; /* stopping and drained */
         }
+        fns_cos_linger(p, w);
         list = fns_cos_take(w, &n);
         pthread_mutex_unlock(&p->mu);
 
@@ -205,6 +332,7 @@ int
 fns_cos_create(struct cm_cos *cos, int nthreads, void (*notify)(void *arg), void *arg,
                struct fns_cos **out)
 {
+    pthread_condattr_t ca;
     struct fns_cos *p;
     int i, rc;
 
@@ -221,29 +349,59 @@ fns_cos_create(struct cm_cos *cos, int nthreads, void (*notify)(void *arg), void
     atomic_init(&p->writes, 0);
     atomic_init(&p->reloads, 0);
     p->w = cm_calloc((size_t)nthreads, sizeof(*p->w));
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     for (i = 0; i < nthreads; i++) {
         p->w[i].pool = p;
-        pthread_cond_init(&p->w[i].cond, NULL);
+        pthread_cond_init(&p->w[i].cond, &ca);
         rc = pthread_create(&p->w[i].thread, NULL, fns_cos_main, &p->w[i]);
         if (rc != 0) {
             pthread_cond_destroy(&p->w[i].cond);
             p->nw = i;
+            pthread_condattr_destroy(&ca);
             fns_cos_destroy(p);
             return -rc;
         }
         p->nw = i + 1;
     }
+    pthread_condattr_destroy(&ca);
     *out = p;
     return 0;
 }
 
 void
+fns_cos_set_packing(struct fns_cos *p, uint32_t node, uint64_t first_seq, int linger_ms)
+{
+    p->linger_ns = linger_ms > 0 ? (uint64_t)linger_ms * 1000000u : 0;
+    p->pack = 1;
+    p->pack_node = node;
+    atomic_store(&p->next_seq, first_seq ? first_seq : 1);
+}
+
+void
+fns_cos_tomb(struct fns_cos *p, const struct fns_key *key)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->ntombs == p->captombs) {
+        p->captombs = p->captombs ? 2 * p->captombs : 64;
+        p->tombs = cm_realloc(p->tombs, p->captombs * sizeof(*p->tombs));
+    }
+    p->tombs[p->ntombs++] = *key;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void
 fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job)
 {
-    struct fns_cos_worker *w = &p->w[fns_key_hash(&job->key) % (uint64_t)p->nw];
+    int small = job->op == FNS_COS_WRITE && fns_chunk_blob_len(job->chunk) <= FNS_PACK_BLOB_MAX;
+    struct fns_cos_worker *w =
+        p->pack && small ? &p->w[0] : &p->w[fns_key_hash(&job->key) % (uint64_t)p->nw];
 
     job->next = NULL;
     job->status = 0;
+    if (job->op == FNS_COS_WRITE) {
+        job->loc.seg = 0; /* an output */
+    }
     atomic_fetch_add(&p->pending, 1);
     pthread_mutex_lock(&p->mu);
     if (w->tail != NULL) {
@@ -252,6 +410,7 @@ fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job)
         w->head = job;
     }
     w->tail = job;
+    w->nq++;
     pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&p->mu);
 }
@@ -326,6 +485,7 @@ fns_cos_destroy(struct fns_cos *p)
         pthread_cond_destroy(&p->w[i].cond);
     }
     pthread_mutex_destroy(&p->mu);
+    free(p->tombs);
     free(p->w);
     free(p);
 }

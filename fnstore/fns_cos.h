@@ -9,6 +9,14 @@
  * write, a delete and a reload of the same chunk never overtake each other
  * (a delete cannot be undone by an earlier write finishing late).
  *
+ * Packing (fns_cos_set_packing): small chunk writes all go to worker 0,
+ * which lets them gather for up to linger_ms (persisting is asynchronous)
+ * and writes each batch as one COS segment (fns_pack.h) instead of an
+ * object per chunk; the job then says where its chunk went (loc), and
+ * reads and deletes take a loc too. A small write and a later delete of
+ * the same key may then run on different workers: the node indexes a
+ * packed chunk only if it still holds it, so a delete is never undone.
+ *
  * Threads: submit/reap/pending from any thread; notify runs on a worker
  * thread right after a job lands on the done list (use it to wake the
  * event loop; it must not block). Jobs are caller-owned memory, handed to
@@ -22,14 +30,17 @@
 #include <stdint.h>
 
 #include "fns_chunk.h"
+#include "fns_pack.h"
 
 struct cm_cos;
 struct fns_cos;
 
 enum fns_cos_op {
-    FNS_COS_WRITE,  /* chunk (a reference owned by the job) -> COS; retried */
-    FNS_COS_READ,   /* key -> chunk (verified; a reference owned by the job) */
-    FNS_COS_DELETE, /* key */
+    FNS_COS_WRITE,  /* chunk (a reference owned by the job) -> COS; retried;
+                       loc.seg != 0 afterwards when it was packed */
+    FNS_COS_READ,   /* key (or loc, when loc.seg != 0) -> chunk (verified; a
+                       reference owned by the job) */
+    FNS_COS_DELETE, /* key's object, or the whole segment loc.seg */
 };
 
 struct fns_cos_job {
@@ -37,14 +48,22 @@ struct fns_cos_job {
     enum fns_cos_op op;
     struct fns_key key;
     struct fns_chunk *chunk;
+    struct fns_pack_loc loc;
     int status;   /* result: 0, CM_E_NOTFOUND, CM_E_CRC, -errno... */
     void *arg;    /* caller's */
+    void *arg2;   /* caller's */
     uint64_t tag; /* caller's */
 };
 
 /* cos borrowed for the pool's lifetime. nthreads >= 1. */
 int fns_cos_create(struct cm_cos *cos, int nthreads, void (*notify)(void *arg), void *arg,
                    struct fns_cos **out);
+/* Packs small writes from now on into segments of node, numbered from
+ * first_seq (above every existing one). Call before the first submit. */
+void fns_cos_set_packing(struct fns_cos *p, uint32_t node, uint64_t first_seq, int linger_ms);
+/* Records that key (a packed chunk) was deleted: the next segment carries
+ * the tombstone so a replay does not bring it back. Any thread. */
+void fns_cos_tomb(struct fns_cos *p, const struct fns_key *key);
 /* Transfers job to the pool. */
 void fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job);
 /* Takes every finished job (transferred to the caller), in finish order. */

@@ -17,11 +17,14 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cm_buf.h"
+#include "cm_cos.h"
+#include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_log.h"
 #include "cm_metrics.h"
@@ -32,6 +35,7 @@
 #include "fns_cos.h"
 #include "fns_loop.h"
 #include "fns_node.h"
+#include "fns_pack.h"
 #include "fns_rate.h"
 #include "fns_store.h"
 #include "pol_fq.h"
@@ -39,6 +43,7 @@
 #define FNS_TICK_NS (200u * 1000000u)
 #define FNS_SHUTDOWN_DEADLINE_NS (30ull * 1000000000u)
 #define FNS_RATE_BURST_S 0.05
+#define FNS_NOTE_MAX 4096 /* records per PERSISTED notice */
 
 enum { FNS_OP_PUT, FNS_OP_GET, FNS_OP_DEL, FNS_OP_STAT, FNS_NOPS };
 static const char *const fns_op_names[FNS_NOPS] = {"put", "get", "del", "stat"};
@@ -50,6 +55,13 @@ struct fns_req {
     struct fns_chunk *chunk; /* PUT payload (reference) */
     uint64_t t0;
     int dispatched;
+};
+
+/* PERSISTED records gathered for one connection during a COS reap. */
+struct fns_notes {
+    struct fns_conn *conn; /* reference */
+    uint8_t *buf;
+    size_t n, cap;
 };
 
 struct fns_node {
@@ -64,6 +76,7 @@ struct fns_node {
     struct pol_fq *fq;
     struct fns_store *store;
     struct fns_cos *pool;
+    struct fns_pack_index *pack; /* small chunks persisted in COS segments */
     struct cm_reqstats *rs;
     struct fns_rate rate_ops, rate_bytes;
     int limited, rate_armed, stopping;
@@ -71,6 +84,8 @@ struct fns_node {
     uint64_t inflight;
     uint64_t del_seq;
     uint16_t port;
+    struct fns_notes *notes; /* one per connection with records, during a reap */
+    size_t nnotes, capnotes;
 
     atomic_uint_fast64_t used, nchunks, bad_frames;
 
@@ -160,9 +175,11 @@ fns_node_answer(struct fns_node *n, struct fns_req *req, int status, uint16_t fl
     n->inflight--;
 }
 
+/* notify: the connection to tell once a write is persisted (a reference
+ * is taken), or NULL. */
 static void
 fns_node_submit(struct fns_node *n, enum fns_cos_op op, const struct fns_key *key,
-                struct fns_chunk *chunk, struct fns_req *req)
+                struct fns_chunk *chunk, struct fns_req *req, struct fns_conn *notify)
 {
     struct fns_cos_job *job = cm_calloc(1, sizeof(*job));
 
@@ -172,9 +189,108 @@ fns_node_submit(struct fns_node *n, enum fns_cos_op op, const struct fns_key *ke
         fns_chunk_ref(chunk);
         job->chunk = chunk;
     }
+    if (notify != NULL) {
+        fns_conn_ref(notify);
+        job->arg2 = notify;
+    }
     job->arg = req;
     job->tag = n->del_seq;
     fns_cos_submit(n->pool, job);
+}
+
+/* A COS job on a packed chunk (read) or on a whole segment (delete). */
+static void
+fns_node_submit_packed(struct fns_node *n, enum fns_cos_op op, const struct fns_key *key,
+                       const struct fns_pack_loc *loc, struct fns_req *req)
+{
+    struct fns_cos_job *job = cm_calloc(1, sizeof(*job));
+
+    job->op = op;
+    job->key = *key;
+    job->loc = *loc;
+    job->arg = req;
+    job->tag = n->del_seq;
+    fns_cos_submit(n->pool, job);
+}
+
+static void
+fns_node_drop_segment(struct fns_node *n, uint64_t seg)
+{
+    struct fns_key none = {0};
+    struct fns_pack_loc loc = {.seg = seg};
+
+    fns_node_submit_packed(n, FNS_COS_DELETE, &none, &loc, NULL);
+}
+
+/* GET or STAT of a chunk not in memory: from its segment, or its object. */
+static void
+fns_node_reload(struct fns_node *n, struct fns_req *req, const struct fns_key *key)
+{
+    struct fns_pack_loc loc;
+
+    if (fns_pack_index_get(n->pack, key, &loc) != 0) {
+        fns_node_submit(n, FNS_COS_READ, key, NULL, req, NULL);
+    } else if (req->hdr.op == CM_OP_STAT) {
+        fns_node_answer(n, req, 0, CM_WF_PERSISTED, NULL);
+    } else {
+        fns_node_submit_packed(n, FNS_COS_READ, key, &loc, req);
+    }
+}
+
+/* Adds key to the PERSISTED notice for c (sent by fns_node_notes_flush). */
+static void
+fns_node_note(struct fns_node *n, struct fns_conn *c, const struct fns_key *key)
+{
+    struct cm_wire_note rec = {.tenant = key->tenant, .index = key->index, .object = key->object};
+    struct fns_notes *nt = NULL;
+    size_t i;
+
+    if (fns_conn_is_closed(c)) {
+        return;
+    }
+    for (i = 0; i < n->nnotes && nt == NULL; i++) {
+        nt = n->notes[i].conn == c ? &n->notes[i] : NULL;
+    }
+    if (nt == NULL) {
+        if (n->nnotes == n->capnotes) {
+            n->capnotes = n->capnotes ? 2 * n->capnotes : 4;
+            n->notes = cm_realloc(n->notes, n->capnotes * sizeof(*n->notes));
+        }
+        nt = &n->notes[n->nnotes++];
+        memset(nt, 0, sizeof(*nt));
+        fns_conn_ref(c);
+        nt->conn = c;
+    }
+    if (nt->n == nt->cap) {
+        nt->cap = nt->cap ? 2 * nt->cap : 64;
+        nt->buf = cm_realloc(nt->buf, nt->cap * CM_WIRE_NOTE_LEN);
+    }
+    cm_wire_note_encode(&rec, nt->buf + nt->n++ * CM_WIRE_NOTE_LEN);
+}
+
+/* Sends every gathered notice, FNS_NOTE_MAX records per frame. */
+static void
+fns_node_notes_flush(struct fns_node *n)
+{
+    for (size_t i = 0; i < n->nnotes; i++) {
+        struct fns_notes *nt = &n->notes[i];
+
+        for (size_t off = 0; off < nt->n; off += FNS_NOTE_MAX) {
+            size_t cnt = nt->n - off < FNS_NOTE_MAX ? nt->n - off : FNS_NOTE_MAX;
+            const uint8_t *p = nt->buf + off * CM_WIRE_NOTE_LEN;
+            struct cm_wire_hdr h = {
+                .op = CM_OP_PERSISTED | CM_OP_RESPONSE,
+                .incarnation = n->cfg.incarnation,
+                .data_len = (uint32_t)(cnt * CM_WIRE_NOTE_LEN),
+                .data_crc = cm_crc32c(0, p, cnt * CM_WIRE_NOTE_LEN),
+            };
+
+            fns_conn_notice(nt->conn, &h, p, cnt * CM_WIRE_NOTE_LEN);
+        }
+        fns_conn_unref(nt->conn);
+        free(nt->buf);
+    }
+    n->nnotes = 0;
 }
 
 static uint16_t
@@ -203,10 +319,16 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
             return;
         }
         fns_node_publish(n);
-        if (req->hdr.flags & CM_WF_COS_SYNC) {
-            fns_node_submit(n, FNS_COS_WRITE, &key, req->chunk, req);
+        if (req->hdr.flags & CM_WF_MEMONLY) {
+            /* Another holder persists these bytes: nothing to wait for. */
+            req->chunk->memonly = 1;
+            req->chunk->persisted = 1;
+            fns_node_answer(n, req, 0, CM_WF_PERSISTED, NULL);
+        } else if (req->hdr.flags & CM_WF_COS_SYNC) {
+            fns_node_submit(n, FNS_COS_WRITE, &key, req->chunk, req, NULL);
         } else {
-            fns_node_submit(n, FNS_COS_WRITE, &key, req->chunk, NULL);
+            fns_node_submit(n, FNS_COS_WRITE, &key, req->chunk, NULL,
+                            (req->hdr.flags & CM_WF_NOTIFY) ? req->conn : NULL);
             fns_node_answer(n, req, 0, 0, NULL);
         }
         return;
@@ -215,21 +337,38 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
         if (c != NULL) {
             fns_node_answer(n, req, 0, fns_persisted_flag(c), c);
         } else {
-            fns_node_submit(n, FNS_COS_READ, &key, NULL, req);
+            fns_node_reload(n, req, &key);
         }
         return;
-    case CM_OP_DEL:
+    case CM_OP_DEL: {
+        uint64_t emptied;
+        int packed;
+
+        c = fns_store_get(n->store, &key);
+        rc = c != NULL && c->memonly; /* never written to COS here */
         (void)fns_store_del(n->store, &key);
         n->del_seq++;
         fns_node_publish(n);
-        fns_node_submit(n, FNS_COS_DELETE, &key, NULL, req);
+        emptied = fns_pack_index_del(n->pack, &key, &packed);
+        if (packed) {
+            fns_cos_tomb(n->pool, &key);
+        }
+        if (emptied != 0) {
+            fns_node_drop_segment(n, emptied);
+        }
+        if (rc || packed) {
+            fns_node_answer(n, req, 0, 0, NULL);
+        } else {
+            fns_node_submit(n, FNS_COS_DELETE, &key, NULL, req, NULL);
+        }
         return;
+    }
     case CM_OP_STAT:
         c = fns_store_get(n->store, &key);
         if (c != NULL) {
             fns_node_answer(n, req, 0, fns_persisted_flag(c), NULL);
         } else {
-            fns_node_submit(n, FNS_COS_READ, &key, NULL, req);
+            fns_node_reload(n, req, &key);
         }
         return;
     default:
@@ -317,11 +456,39 @@ fns_node_read_done(struct fns_node *n, struct fns_cos_job *job)
     }
 }
 
+/*
+ * A write landed in segment job->loc.seg: index it if the chunk is still
+ * the one held. A chunk deleted meanwhile gets a tombstone instead (a
+ * replaced one is indexed by its newer write), and its segment is checked
+ * once the whole reap is done (*maybe_empty).
+ */
+static void
+fns_node_packed(struct fns_node *n, struct fns_cos_job *job, uint64_t *maybe_empty)
+{
+    struct fns_chunk *cur = fns_store_get(n->store, &job->key);
+    uint64_t emptied;
+
+    if (cur == job->chunk) {
+        emptied = fns_pack_index_put(n->pack, &job->key, &job->loc);
+        if (emptied != 0) {
+            fns_node_drop_segment(n, emptied);
+        }
+        return;
+    }
+    if (cur == NULL) {
+        fns_cos_tomb(n->pool, &job->key);
+    }
+    fns_pack_index_add_seg(n->pack, job->loc.seg);
+    *maybe_empty = job->loc.seg;
+}
+
 static void
 fns_node_cos_cb(void *arg)
 {
     struct fns_node *n = arg;
     struct fns_cos_job *job, *next;
+    uint64_t maybe_empty[64];
+    size_t nempty = 0;
 
     for (job = fns_cos_reap(n->pool); job != NULL; job = next) {
         next = job->next;
@@ -329,6 +496,20 @@ fns_node_cos_cb(void *arg)
         case FNS_COS_WRITE:
             if (job->status == 0) {
                 job->chunk->persisted = 1;
+                if (job->loc.seg != 0) {
+                    uint64_t seg = 0;
+
+                    fns_node_packed(n, job, &seg);
+                    /* A batch's jobs are adjacent. Past 64 segments the
+                     * check waits for the next replay (a restart). */
+                    if (seg != 0 && nempty < 64 &&
+                        (nempty == 0 || maybe_empty[nempty - 1] != seg)) {
+                        maybe_empty[nempty++] = seg;
+                    }
+                }
+                if (job->arg2 != NULL) {
+                    fns_node_note(n, job->arg2, &job->key);
+                }
             } else if (job->arg == NULL && !n->stopping &&
                        fns_store_get(n->store, &job->key) == job->chunk) {
                 /* Acknowledged and still held: keep trying (each round
@@ -337,7 +518,7 @@ fns_node_cos_cb(void *arg)
                         "err=%s",
                         job->key.tenant, (unsigned long long)job->key.object, job->key.index,
                         cm_errname(job->status));
-                fns_node_submit(n, FNS_COS_WRITE, &job->key, job->chunk, NULL);
+                fns_node_submit(n, FNS_COS_WRITE, &job->key, job->chunk, NULL, job->arg2);
             } else {
                 CM_ERROR("chunk not persisted tenant=%u object=%llx version=%llu index=%u "
                          "err=%s",
@@ -354,12 +535,23 @@ fns_node_cos_cb(void *arg)
             fns_node_read_done(n, job);
             break;
         case FNS_COS_DELETE:
-            fns_node_answer(n, job->arg, job->status, 0, NULL);
+            if (job->arg != NULL) {
+                fns_node_answer(n, job->arg, job->status, 0, NULL);
+            }
             break;
+        }
+        if (job->arg2 != NULL) {
+            fns_conn_unref(job->arg2);
         }
         fns_chunk_unref(job->chunk);
         free(job);
     }
+    for (size_t i = 0; i < nempty; i++) {
+        if (fns_pack_index_drop_if_empty(n->pack, maybe_empty[i])) {
+            fns_node_drop_segment(n, maybe_empty[i]);
+        }
+    }
+    fns_node_notes_flush(n);
 }
 
 static void
@@ -461,6 +653,111 @@ struct fns_snap_ctx {
     struct fns_node *n;
     size_t i;
 };
+
+/* ---- segment replay (startup) ------------------------------------------ */
+
+struct seg_list {
+    uint32_t node;
+    uint64_t *seqs;
+    size_t n, cap;
+};
+
+static int
+fns_node_seg_found(void *arg, const char *name)
+{
+    struct seg_list *l = arg;
+    uint64_t seq;
+
+    if (fns_pack_parse_name(name, l->node, &seq) == 0) {
+        if (l->n == l->cap) {
+            l->cap = l->cap ? 2 * l->cap : 64;
+            l->seqs = cm_realloc(l->seqs, l->cap * sizeof(*l->seqs));
+        }
+        l->seqs[l->n++] = seq;
+    }
+    return 0;
+}
+
+static int
+fns_node_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Applies one segment to the index: its tombstones, then its chunks. */
+static void
+fns_node_replay_one(struct fns_node *n, uint64_t seq)
+{
+    char name[FNS_PACK_NAME_MAX];
+    struct fns_pack_ent *ents;
+    struct fns_key *tombs;
+    size_t len, ne, nt, i;
+    void *blob;
+    int rc, found;
+
+    fns_pack_name(name, sizeof(name), n->cfg.id, seq);
+    rc = cm_cos_get(n->cos, name, &blob, &len);
+    if (rc == 0) {
+        rc = fns_pack_decode(blob, len, len, &ents, &ne, &tombs, &nt);
+        free(blob);
+    }
+    if (rc != 0) {
+        CM_ERROR("cos segment unreadable, kept name=%s err=%s", name, cm_errname(rc));
+        return;
+    }
+    fns_pack_index_add_seg(n->pack, seq);
+    for (i = 0; i < nt; i++) {
+        (void)fns_pack_index_del(n->pack, &tombs[i], &found);
+    }
+    for (i = 0; i < ne; i++) {
+        struct fns_pack_loc loc = {.seg = seq, .off = ents[i].off, .len = ents[i].len};
+
+        (void)fns_pack_index_put(n->pack, &ents[i].key, &loc);
+    }
+    free(ents);
+    free(tombs);
+}
+
+static void
+fns_node_delete_seg_now(void *arg, uint64_t seq)
+{
+    struct fns_node *n = arg;
+    char name[FNS_PACK_NAME_MAX];
+
+    fns_pack_name(name, sizeof(name), n->cfg.id, seq);
+    (void)cm_cos_delete(n->cos, name);
+}
+
+/* Rebuilds the packed-chunk index from this node's segments, deletes the
+ * ones left empty, and turns packing on above the newest. */
+static int
+fns_node_replay(struct fns_node *n)
+{
+    struct seg_list l = {.node = n->cfg.id};
+    char prefix[FNS_PACK_NAME_MAX];
+    size_t i;
+    int rc;
+
+    snprintf(prefix, sizeof(prefix), "seg/n%u/", n->cfg.id);
+    rc = cm_cos_list(n->cos, prefix, fns_node_seg_found, &l);
+    if (rc != 0 && rc != CM_E_NOTFOUND) {
+        CM_ERROR("cannot list cos segments prefix=%s err=%s", prefix, cm_errname(rc));
+        free(l.seqs);
+        return rc;
+    }
+    qsort(l.seqs, l.n, sizeof(*l.seqs), fns_node_cmp_u64);
+    for (i = 0; i < l.n; i++) {
+        fns_node_replay_one(n, l.seqs[i]);
+    }
+    fns_pack_index_drop_empty(n->pack, fns_node_delete_seg_now, n);
+    CM_INFO("cos segments replayed segments=%zu live=%zu chunks=%zu", l.n,
+            fns_pack_index_segments(n->pack), fns_pack_index_chunks(n->pack));
+    fns_cos_set_packing(n->pool, n->cfg.id, l.n ? l.seqs[l.n - 1] + 1 : 1, n->cfg.cos_linger_ms);
+    free(l.seqs);
+    return 0;
+}
 
 static void
 fns_node_snap_cb(void *arg, const struct pol_fq_tenant_info *ti)
@@ -612,6 +909,11 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     if (rc != 0) {
         goto out;
     }
+    n->pack = fns_pack_index_create();
+    rc = fns_node_replay(n);
+    if (rc != 0) {
+        goto out;
+    }
     rc = fns_loop_listen(n->loop, cfg->listen, fns_node_accept, n, &n->port, &n->listener);
     if (rc != 0) {
         CM_ERROR("cannot listen addr=%s err=%s", cfg->listen, cm_errname(rc));
@@ -676,9 +978,11 @@ fns_node_destroy(struct fns_node *n)
         n->fq_ops->destroy(n->fq);
     }
     fns_store_destroy(n->store);
+    fns_pack_index_destroy(n->pack);
     if (n->rs != NULL) {
         cm_reqstats_destroy(n->rs);
     }
+    free(n->notes);
     free(n->snap);
     free(n->w_tenants);
     free(n->w_values);

@@ -38,6 +38,7 @@ struct fns_node_cfg {
     double cap_bytes;     /* bytes/s; 0 = off */
     const char *sched;    /* FQ policy name; borrowed for create */
     int cos_threads;
+    int cos_linger_ms; /* small writes gather this long into one COS segment */
     uint32_t incarnation;
     int handle_signals; /* SIGTERM/SIGINT start a clean shutdown */
 };

@@ -33,6 +33,7 @@ struct fns_cfg {
     uint64_t capacity;
     int instances;
     int cos_threads;
+    int cos_linger_ms;
     const char *sched;
     int queue_limit;
     double cap_ops;
@@ -57,6 +58,8 @@ static const struct cm_opt fns_opts[] = {
     CM_OPT_INT(struct fns_cfg, instances, "16", 1, 65536,
                "function instances hosted (capacity split evenly)"),
     CM_OPT_INT(struct fns_cfg, cos_threads, "4", 1, 256, "COS worker threads"),
+    CM_OPT_INT(struct fns_cfg, cos_linger_ms, "20", 0, 10000,
+               "how long small chunk writes gather into one COS segment (ms)"),
     CM_OPT_STR(struct fns_cfg, sched, "fifo", "fair-queue scheduler (fifo)"),
     CM_OPT_INT(struct fns_cfg, queue_limit, "1024", 0, 1 << 24,
                "queued requests per tenant before CM_E_BUSY (0 = unlimited)"),
@@ -125,6 +128,7 @@ main(int argc, char **argv)
     ncfg.cap_bytes = (double)cfg.cap_bytes;
     ncfg.sched = cfg.sched;
     ncfg.cos_threads = cfg.cos_threads;
+    ncfg.cos_linger_ms = cfg.cos_linger_ms;
     ncfg.incarnation = incarnation;
     ncfg.handle_signals = 1;
     rc = fns_node_create(&ncfg, cos, &node);

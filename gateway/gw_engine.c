@@ -41,6 +41,11 @@
 #define GW_REBUILD_PARALLEL 4
 #define GW_DEFAULT_MAX_CHUNK (1u << 20)
 #define BIT(i) (1ull << (i))
+/* Nodes send PERSISTED notices; STATs are the fallback for lost ones: an
+ * object STATs its pending chunks only after this many poll periods without
+ * progress, doubling up to GW_STAT_GAP_MAX polls. */
+#define GW_STAT_GAP_POLLS 4
+#define GW_STAT_GAP_MAX 32
 
 struct gw_obj;
 struct gw_sfetch;
@@ -101,6 +106,7 @@ struct gw_op {
 
 struct gw_obj {
     struct gw_obj *prev, *next;
+    struct gw_obj *hnext; /* engine's object map chain, while linked */
     struct gw_engine *e;
     int refs; /* 1 while live + 1 per payload referenced by a socket buffer */
     int linked;
@@ -119,6 +125,8 @@ struct gw_obj {
     struct gw_op *ops;
     struct gw_sfetch *fetches;
     uint64_t reported;
+    uint64_t stat_at;    /* ns: STAT unpersisted chunks from then on */
+    uint64_t stat_gap;   /* ns: wait for notices this long before STATs */
     gw_put_cb cb;
     void *cb_arg;
 };
@@ -153,12 +161,15 @@ struct gw_engine {
     pthread_mutex_t ec_lock;
     struct cm_ec *ecs[CM_EC_MAX_K + 1][CM_EC_MAX_M + 1];
     /* loop thread only */
-    struct gw_obj *objs;
+    struct gw_obj *objs;     /* buffered and tracked objects */
+    struct gw_obj **objmap;  /* the same by (tenant, object): chains */
+    size_t objmask, nobjmap; /* objmask + 1 buckets (0 buckets: none yet) */
     struct gw_get *gets;
     struct gw_del *dels;
     struct gw_timer *poll;
     int stopping;
     _Atomic uint64_t buffered_bytes, buffered_objects, redriven_chunks, parity_reads;
+    _Atomic uint64_t persist_notes, persist_stats;
 };
 
 /* Doubly linked list helpers over any struct with prev/next. */
@@ -498,6 +509,68 @@ sfetch_start(struct gw_engine *e, const struct gw_layout *l, uint32_t s, uint64_
 
 /* ---- objects: put, persistent buffer, redrive ------------------------- */
 
+static struct gw_obj **
+objmap_slot(struct gw_engine *e, uint32_t tenant, uint64_t object)
+{
+    uint64_t h = (object ^ ((uint64_t)tenant << 32)) * 0x9e3779b97f4a7c15ull;
+    return &e->objmap[(h >> 32) & e->objmask];
+}
+
+static struct gw_obj *
+obj_find(struct gw_engine *e, uint32_t tenant, uint64_t object)
+{
+    if (!e->objmap) {
+        return NULL;
+    }
+    struct gw_obj *o = *objmap_slot(e, tenant, object);
+    while (o && (o->lay.tenant != tenant || o->lay.object != object)) {
+        o = o->hnext;
+    }
+    return o;
+}
+
+static void
+objmap_grow(struct gw_engine *e)
+{
+    size_t oldn = e->objmap ? e->objmask + 1 : 0;
+    size_t nb = oldn ? 2 * oldn : 256;
+    struct gw_obj **old = e->objmap;
+    struct gw_obj **b = calloc(nb, sizeof(*b));
+    if (!b) {
+        return; /* chains get longer */
+    }
+    e->objmap = b;
+    e->objmask = nb - 1;
+    for (size_t i = 0; i < oldn; i++) {
+        while (old[i]) {
+            struct gw_obj *o = old[i];
+            old[i] = o->hnext;
+            struct gw_obj **slot = objmap_slot(e, o->lay.tenant, o->lay.object);
+            o->hnext = *slot;
+            *slot = o;
+        }
+    }
+    free(old);
+}
+
+/* Makes o one of the engine's live objects (polled, found by notices). */
+static void
+obj_link(struct gw_obj *o)
+{
+    struct gw_engine *e = o->e;
+    if (!e->objmap || e->nobjmap >= e->objmask + 1) {
+        objmap_grow(e);
+    }
+    if (e->objmap) {
+        struct gw_obj **slot = objmap_slot(e, o->lay.tenant, o->lay.object);
+        o->hnext = *slot;
+        *slot = o;
+        e->nobjmap++;
+    }
+    o->linked = 1;
+    DL_PUSH(e->objs, o);
+}
+
 static void
 obj_unref(struct gw_obj *o)
 {
@@ -553,6 +626,20 @@ obj_mask(const struct gw_obj *o)
     return mask;
 }
 
+static uint64_t
+poll_ns(const struct gw_engine *e)
+{
+    return (uint64_t)(e->cfg.persist_poll_ms > 0 ? e->cfg.persist_poll_ms : 200) * 1000000u;
+}
+
+/* Progress: STATs wait for notices again. */
+static void
+stat_defer(struct gw_obj *o)
+{
+    o->stat_gap = GW_STAT_GAP_POLLS * poll_ns(o->e);
+    o->stat_at = cm_now_ns() + o->stat_gap;
+}
+
 static void
 mark_persisted(struct gw_obj *o, uint32_t j, uint32_t s)
 {
@@ -560,6 +647,7 @@ mark_persisted(struct gw_obj *o, uint32_t j, uint32_t s)
     if (!o->persisted[idx]) {
         o->persisted[idx] = 1;
         o->slot[j].npersisted++;
+        stat_defer(o);
     }
 }
 
@@ -610,8 +698,11 @@ op_send(struct gw_obj *o, enum op_kind kind, uint32_t j, uint32_t s, const uint8
     op->gen = o->slot[j].gen;
     op->kind = kind;
     uint32_t idx = wire_index(l, s, j);
+    /* A copy beyond the first is memory only: COS gets one copy. */
+    uint16_t flags = kind != OP_PUT ? 0 : l->k == 1 && j > 0 ? CM_WF_MEMONLY : CM_WF_NOTIFY;
     struct gw_net_send ns = {
         .hdr = {.op = kind == OP_PUT ? CM_OP_PUT : CM_OP_STAT,
+                .flags = flags,
                 .tenant = l->tenant,
                 .object = l->object,
                 .index = idx},
@@ -774,6 +865,15 @@ obj_unlink(struct gw_obj *o)
     if (o->linked) {
         DL_UNLINK(e->objs, o);
         o->linked = 0;
+        struct gw_obj **pp = e->objmap ? objmap_slot(e, o->lay.tenant, o->lay.object) : NULL;
+        while (pp && *pp && *pp != o) {
+            pp = &(*pp)->hnext;
+        }
+        if (pp && *pp) {
+            *pp = o->hnext;
+            e->nobjmap--;
+        }
+        o->hnext = NULL;
     }
     while (o->ops) {
         struct gw_op *op = o->ops;
@@ -882,6 +982,7 @@ obj_step(struct gw_obj *o)
             }
         }
         o->state = OBJ_BUFFERED;
+        stat_defer(o);
         l->persisted = o->reported = obj_mask(o);
         gw_put_cb cb = o->cb;
         o->cb = NULL;
@@ -1031,6 +1132,7 @@ engine_poll(void *arg)
             continue;
         }
         const struct gw_layout *l = &o->lay;
+        int stat_due = now >= o->stat_at, stated = 0;
         for (uint32_t j = 0; j < nchunks(l); j++) {
             struct gw_slot *sl = &o->slot[j];
             if (sl->npersisted == l->nstripes || sl->need_move) {
@@ -1046,9 +1148,9 @@ engine_poll(void *arg)
                 slot_send(o, j);
                 continue;
             }
-            if (sl->stat_out > 0 || sl->put_out > 0 || sl->rebuilding > 0 ||
+            if (!stat_due || sl->stat_out > 0 || sl->put_out > 0 || sl->rebuilding > 0 ||
                 sl->next_stripe < l->nstripes || !gw_net_node_usable(e->net, l->holders[j])) {
-                continue; /* busy, or not reachable just now */
+                continue; /* notices may still come, busy, or not reachable just now */
             }
             for (uint32_t s = 0; s < l->nstripes; s++) {
                 if (o->persisted[wire_index(l, s, j)]) {
@@ -1058,12 +1160,37 @@ engine_poll(void *arg)
                     break;
                 }
                 sl->stat_out++;
+                stated = 1;
+                atomic_fetch_add(&e->persist_stats, 1);
             }
+        }
+        if (stated) {
+            uint64_t max = GW_STAT_GAP_MAX * poll_ns(e);
+            uint64_t gap = o->stat_gap ? 2 * o->stat_gap : GW_STAT_GAP_POLLS * poll_ns(e);
+            o->stat_gap = gap < max ? gap : max;
+            o->stat_at = now + o->stat_gap;
         }
         obj_step(o);
         o = next;
     }
     gw_timer_arm(e->poll, e->cfg.persist_poll_ms > 0 ? e->cfg.persist_poll_ms : 200);
+}
+
+/* A node's PERSISTED notice for one chunk. */
+static void
+engine_on_note(void *arg, uint32_t node, const struct cm_wire_note *note)
+{
+    struct gw_obj *o = obj_find(arg, note->tenant, note->object);
+    if (!o || o->lay.nstripes == 0) {
+        return; /* done already, or not ours */
+    }
+    uint32_t s = note->index / nchunks(&o->lay), j = note->index % nchunks(&o->lay);
+    if (s >= o->lay.nstripes || o->lay.holders[j] != node || o->slot[j].need_move) {
+        return; /* from a former holder */
+    }
+    atomic_fetch_add(&o->e->persist_notes, 1);
+    mark_persisted(o, j, s);
+    obj_step(o);
 }
 
 /* ---- get ------------------------------------------------------------- */
@@ -1190,14 +1317,11 @@ del_fire(void *arg)
 {
     struct gw_del *d = arg;
     struct gw_engine *e = d->e;
-    for (struct gw_obj *o = e->objs; o; o = o->next) {
-        if (o->lay.tenant == d->lay.tenant && o->lay.object == d->lay.object &&
-            o->state != OBJ_PUTTING) {
-            /* Still buffered: its holders are the newest word. */
-            memcpy(d->lay.holders, o->lay.holders, sizeof(d->lay.holders));
-            obj_finish(o, 0);
-            break;
-        }
+    struct gw_obj *o = obj_find(e, d->lay.tenant, d->lay.object);
+    if (o && o->state != OBJ_PUTTING) {
+        /* Still buffered: its holders are the newest word. */
+        memcpy(d->lay.holders, o->lay.holders, sizeof(d->lay.holders));
+        obj_finish(o, 0);
     }
     send_dels(e, &d->lay);
     DL_UNLINK(e->dels, d);
@@ -1223,16 +1347,12 @@ static void
 track_start(void *arg)
 {
     struct gw_obj *o = arg;
-    struct gw_engine *e = o->e;
-    for (struct gw_obj *x = e->objs; x; x = x->next) {
-        if (x->lay.tenant == o->lay.tenant && x->lay.object == o->lay.object) {
-            obj_unref(o);
-            return;
-        }
+    if (obj_find(o->e, o->lay.tenant, o->lay.object)) {
+        obj_unref(o);
+        return;
     }
     o->placed = 1;
-    o->linked = 1;
-    DL_PUSH(e->objs, o);
+    obj_link(o);
     obj_step(o);
 }
 
@@ -1272,8 +1392,7 @@ put_start(void *arg)
         return;
     }
     o->placed = 1;
-    o->linked = 1;
-    DL_PUSH(e->objs, o);
+    obj_link(o);
     if (o->bytes) {
         o->accounted = 1;
         atomic_fetch_add(&e->buffered_bytes, o->bytes);
@@ -1518,6 +1637,8 @@ gw_engine_stats(struct gw_engine *e, struct gw_engine_stats *out)
     out->buffered_objects = atomic_load(&e->buffered_objects);
     out->redriven_chunks = atomic_load(&e->redriven_chunks);
     out->parity_reads = atomic_load(&e->parity_reads);
+    out->persist_notes = atomic_load(&e->persist_notes);
+    out->persist_stats = atomic_load(&e->persist_stats);
 }
 
 static void
@@ -1555,6 +1676,8 @@ engine_fin(void *arg)
     }
     gw_timer_destroy(e->poll);
     e->poll = NULL;
+    free(e->objmap);
+    e->objmap = NULL;
 }
 
 int
@@ -1584,6 +1707,7 @@ gw_engine_create(const struct gw_engine_cfg *cfg, gw_layout_cb on_layout, void *
         e = NULL;
         goto out;
     }
+    gw_net_set_note_handler(e->net, engine_on_note, e);
     rc = gw_net_post(e->net, engine_start, e);
     if (rc < 0) {
         gw_engine_destroy(e);

@@ -109,6 +109,8 @@ struct gw_engine_stats {
     uint64_t buffered_objects;
     uint64_t redriven_chunks;  /* total */
     uint64_t parity_reads;     /* total GET stripes served by decoding */
+    uint64_t persist_notes;    /* total chunks a node announced persisted */
+    uint64_t persist_stats;    /* total STATs sent (notices lost or late) */
 };
 void gw_engine_stats(struct gw_engine *e, struct gw_engine_stats *out);
 

@@ -802,6 +802,8 @@ handle_list(struct req *q)
     X(buffered_objects, "gauge", "Objects held until every chunk is persisted in COS")             \
     X(redriven_chunks_total, "counter", "Chunks stored again after their holder was lost")         \
     X(parity_reads_total, "counter", "GET stripes served by decoding parity")                      \
+    X(persist_notices_total, "counter", "Chunks a node announced persisted in COS")                \
+    X(persist_stats_total, "counter", "STATs sent because a persisted notice was late or lost")    \
     X(inflight_requests, "gauge", "Suspended requests waiting on chunk I/O or a commit")           \
     X(commit_batches_total, "counter", "Metadata write transactions of the group committer")       \
     X(commit_ops_total, "counter", "Metadata operations committed (puts, deletes, layouts)")       \
@@ -834,6 +836,8 @@ handle_metrics(struct req *q)
     v.buffered_objects = es.buffered_objects;
     v.redriven_chunks_total = es.redriven_chunks;
     v.parity_reads_total = es.parity_reads;
+    v.persist_notices_total = es.persist_notes;
+    v.persist_stats_total = es.persist_stats;
     v.inflight_requests = (uint64_t)atomic_load(&f->inflight);
     v.commit_batches_total = atomic_load(&f->commit_batches);
     v.commit_ops_total = atomic_load(&f->commit_ops);

@@ -48,6 +48,7 @@
 #define GW_CONN_CAP_BYTES (32u << 20) /* outstanding bytes per connection */
 #define GW_TICK_MS 20
 #define GW_READ_MAX (1 << 20)
+#define GW_NOTE_MAX_BYTES (1u << 20) /* largest PERSISTED notice accepted */
 
 enum conn_state { C_IDLE, C_CONNECTING, C_OPEN };
 
@@ -57,6 +58,7 @@ struct req_list {
 
 struct gw_net_req {
     struct gw_net_req *prev, *next;
+    struct gw_net_req *hnext; /* conn's id map chain, while inflight */
     struct gw_conn *c;
     uint64_t id;
     uint8_t hdr[CM_WIRE_HDR_LEN];
@@ -83,6 +85,8 @@ struct gw_conn {
     struct event *rev, *wev;
     struct evbuffer *in, *out;
     struct req_list pending, inflight;
+    struct gw_net_req **idmap; /* inflight by id: chains, idmask + 1 buckets */
+    size_t idmask, nidmap;
     size_t inflight_bytes;
     uint64_t suspect_until, down_since, next_connect, connect_deadline;
     int backoff_ms;
@@ -94,6 +98,7 @@ struct gw_conn {
     struct gw_net_req *body_req;
     uint8_t *body_dst;
     uint32_t body_got;
+    uint8_t *note; /* body of a PERSISTED notice being received (owned) */
 };
 
 struct gw_timer {
@@ -120,6 +125,8 @@ struct gw_net {
     uint64_t next_req_id;
     struct gw_conn **conns;
     size_t nconns;
+    gw_net_note_fn on_note;
+    void *note_arg;
 };
 
 struct release_closure {
@@ -170,14 +177,90 @@ req_bytes(const struct gw_net_req *r)
     return r->len + r->dst_cap;
 }
 
+/* ---- inflight requests: FIFO (deadlines) + id map (responses) ------- */
+
+static struct gw_net_req **
+idmap_slot(struct gw_conn *c, uint64_t id)
+{
+    uint64_t h = id * 0x9e3779b97f4a7c15ull;
+    return &c->idmap[(h >> 32) & c->idmask];
+}
+
+static int
+idmap_grow(struct gw_conn *c)
+{
+    size_t nb = c->idmap ? 2 * (c->idmask + 1) : 64;
+    struct gw_net_req **old = c->idmap;
+    size_t oldn = c->idmap ? c->idmask + 1 : 0;
+    struct gw_net_req **b = calloc(nb, sizeof(*b));
+    if (!b) {
+        return -ENOMEM;
+    }
+    c->idmap = b;
+    c->idmask = nb - 1;
+    for (size_t i = 0; i < oldn; i++) {
+        struct gw_net_req *r = old[i];
+        while (r) {
+            struct gw_net_req *next = r->hnext;
+            struct gw_net_req **slot = idmap_slot(c, r->id);
+            r->hnext = *slot;
+            *slot = r;
+            r = next;
+        }
+    }
+    free(old);
+    return 0;
+}
+
+static struct gw_net_req *
+inflight_find(struct gw_conn *c, uint64_t id)
+{
+    struct gw_net_req *r = *idmap_slot(c, id);
+    while (r && r->id != id) {
+        r = r->hnext;
+    }
+    return r;
+}
+
+/* The map exists from conn_new on; failing to grow only lengthens chains. */
+static void
+inflight_add(struct gw_conn *c, struct gw_net_req *r)
+{
+    if (c->nidmap >= c->idmask + 1) {
+        (void)idmap_grow(c);
+    }
+    struct gw_net_req **slot = idmap_slot(c, r->id);
+    r->hnext = *slot;
+    *slot = r;
+    c->nidmap++;
+    r->inflight = 1;
+    list_push(&c->inflight, r);
+    c->inflight_bytes += req_bytes(r);
+}
+
+static void
+inflight_del(struct gw_conn *c, struct gw_net_req *r)
+{
+    struct gw_net_req **pp = idmap_slot(c, r->id);
+    while (*pp && *pp != r) {
+        pp = &(*pp)->hnext;
+    }
+    if (*pp) {
+        *pp = r->hnext;
+        c->nidmap--;
+    }
+    r->hnext = NULL;
+    list_unlink(&c->inflight, r);
+    c->inflight_bytes -= req_bytes(r);
+}
+
 /* Takes r off its connection; the caller frees it. */
 static void
 req_detach(struct gw_net_req *r)
 {
     struct gw_conn *c = r->c;
     if (r->inflight) {
-        list_unlink(&c->inflight, r);
-        c->inflight_bytes -= req_bytes(r);
+        inflight_del(c, r);
     } else {
         list_unlink(&c->pending, r);
         if (r->release) {
@@ -234,6 +317,8 @@ conn_close_socket(struct gw_conn *c)
     c->body_active = 0;
     c->body_req = NULL;
     c->body_dst = NULL;
+    free(c->note);
+    c->note = NULL;
     c->state = C_IDLE;
 }
 
@@ -411,10 +496,8 @@ conn_pump(struct gw_conn *c)
         } else if (r->release) {
             r->release(r->release_arg);
         }
-        r->inflight = 1;
         r->deadline_ns = deadline;
-        list_push(&c->inflight, r);
-        c->inflight_bytes += req_bytes(r);
+        inflight_add(c, r);
         added = 1;
     }
     if (added) {
@@ -422,6 +505,28 @@ conn_pump(struct gw_conn *c)
          * sendmsg, and the socket joins epoll only if it pushes back. */
         event_active(c->wev, EV_WRITE, 0);
     }
+}
+
+/* Hands a PERSISTED notice to the note handler, record by record. -1 when
+ * it was corrupt (the connection failed). */
+static int
+note_deliver(struct gw_conn *c, const struct cm_wire_hdr *h)
+{
+    uint8_t *buf = c->note;
+    c->note = NULL;
+    if (cm_crc32c(0, buf, h->data_len) != h->data_crc) {
+        free(buf);
+        conn_fail(c, CM_E_CRC);
+        return -1;
+    }
+    struct gw_net *n = c->n;
+    for (uint32_t off = 0; n->on_note && off < h->data_len; off += CM_WIRE_NOTE_LEN) {
+        struct cm_wire_note rec;
+        cm_wire_note_decode(buf + off, &rec);
+        n->on_note(n->note_arg, c->id, &rec);
+    }
+    free(buf);
+    return 0;
 }
 
 /* Hands the response being received to its request (if still wanted). */
@@ -436,14 +541,17 @@ conn_deliver(struct gw_conn *c)
     c->body_dst = NULL;
     c->healthy = 1;
     c->down_since = 0;
+    if (c->note) {
+        (void)note_deliver(c, &h);
+        return;
+    }
     if (!r) {
         return;
     }
     if (status == 0 && h.data_len > 0 && cm_crc32c(0, r->dst, h.data_len) != h.data_crc) {
         status = CM_E_CRC;
     }
-    list_unlink(&c->inflight, r);
-    c->inflight_bytes -= req_bytes(r);
+    inflight_del(c, r);
     gw_net_done_fn done = r->done;
     void *arg = r->arg;
     free(r);
@@ -492,10 +600,21 @@ conn_process(struct gw_conn *c)
             return -1;
         }
         evbuffer_drain(c->in, CM_WIRE_HDR_LEN);
-        struct gw_net_req *r = c->inflight.head;
-        while (r && r->id != h.req_id) {
-            r = r->next;
+        if (h.op == (CM_OP_PERSISTED | CM_OP_RESPONSE)) {
+            if (h.data_len % CM_WIRE_NOTE_LEN != 0 || h.data_len > GW_NOTE_MAX_BYTES ||
+                !(c->note = malloc(h.data_len ? h.data_len : 1))) {
+                conn_fail(c, CM_E_PROTO);
+                return -1;
+            }
+            c->body_active = 1;
+            c->body_hdr = h;
+            c->body_got = 0;
+            c->body_req = NULL;
+            c->body_dst = c->note;
+            c->body_status = 0;
+            continue;
         }
+        struct gw_net_req *r = inflight_find(c, h.req_id);
         c->body_active = 1;
         c->body_hdr = h;
         c->body_got = 0;
@@ -708,6 +827,13 @@ out:
     return rc;
 }
 
+void
+gw_net_set_note_handler(struct gw_net *n, gw_net_note_fn fn, void *arg)
+{
+    n->on_note = fn;
+    n->note_arg = arg;
+}
+
 int
 gw_net_post(struct gw_net *n, gw_net_fn fn, void *arg)
 {
@@ -745,6 +871,7 @@ conn_free(struct gw_conn *c)
     conn_close_socket(c);
     evbuffer_free(c->in);
     evbuffer_free(c->out);
+    free(c->idmap);
     free(c);
 }
 
@@ -806,7 +933,7 @@ conn_new(struct gw_net *n, const struct gw_node *node)
     c->backoff_ms = GW_BACKOFF_MIN_MS;
     c->in = evbuffer_new();
     c->out = evbuffer_new();
-    if (!c->in || !c->out) {
+    if (!c->in || !c->out || idmap_grow(c) < 0) {
         if (c->in) {
             evbuffer_free(c->in);
         }

@@ -45,7 +45,12 @@ struct gw_net_send {
     void *arg;
 };
 
+/* One record of a node's PERSISTED notice; node is the sender's id. */
+typedef void (*gw_net_note_fn)(void *arg, uint32_t node, const struct cm_wire_note *note);
+
 int gw_net_create(int io_timeout_ms, struct gw_net **out);
+/* Where PERSISTED notices go (default: dropped). Set before gw_net_set_nodes. */
+void gw_net_set_note_handler(struct gw_net *n, gw_net_note_fn fn, void *arg);
 /* Runs fin(arg) on the loop thread, stops the loop, joins it, closes
  * every connection (failing nothing: fin is expected to cancel). */
 void gw_net_destroy(struct gw_net *n, gw_net_fn fin, void *arg);

@@ -13,6 +13,7 @@
 #define CM_COS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct cm_cos;
 
@@ -34,6 +35,10 @@ struct cm_cos_item {
 void cm_cos_put_batch(struct cm_cos *cos, struct cm_cos_item *items, size_t n);
 /* *data is malloc'd and transferred to the caller; CM_E_NOTFOUND if absent. */
 int cm_cos_get(struct cm_cos *cos, const char *name, void **data, size_t *len);
+/* Bytes [off, off + len) of an object (fewer if it ends first): *data is
+ * malloc'd and transferred, *got says how many; CM_E_NOTFOUND if absent. */
+int cm_cos_get_range(struct cm_cos *cos, const char *name, uint64_t off, size_t len,
+                     void **data, size_t *got);
 /* Removing a missing object is not an error. */
 int cm_cos_delete(struct cm_cos *cos, const char *name);
 /* Calls cb for every name starting with prefix (any order); cb returns

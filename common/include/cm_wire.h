@@ -13,7 +13,9 @@
  *   56 u32 reserved (0)    60 u32 hdr_crc  (CRC32C of bytes 0..59)
  *
  * Requests are pipelined on a connection and may be answered out of order;
- * req_id matches them. A peer that receives a header failing any check
+ * req_id matches them. One frame is not an answer: a node sends
+ * CM_OP_PERSISTED | CM_OP_RESPONSE with req_id 0, unasked, to a client that
+ * sent PUTs flagged CM_WF_NOTIFY (see cm_wire_note). A peer that receives a header failing any check
  * closes the connection (nothing after a bad header can be trusted).
  */
 #ifndef CM_WIRE_H
@@ -33,6 +35,8 @@ enum cm_wire_op {
     CM_OP_GET = 3,  /* -> payload = chunk bytes */
     CM_OP_DEL = 4,  /* -> empty; memory and COS; missing is not an error */
     CM_OP_STAT = 5, /* -> empty, flags say PERSISTED; CM_E_NOTFOUND if unknown */
+    CM_OP_PERSISTED = 6, /* node -> client notice (never a request): payload =
+                            cm_wire_note records of chunks now durable in COS */
     CM_OP_RESPONSE = 0x80,
 };
 
@@ -40,6 +44,9 @@ enum cm_wire_flag {
     CM_WF_PERSISTED = 1 << 0, /* response: the chunk is durable in COS */
     CM_WF_COS_SYNC = 1 << 1,  /* PUT request: answer only once in COS */
     CM_WF_FROM_COS = 1 << 2,  /* GET response: had to be reloaded from COS */
+    CM_WF_NOTIFY = 1 << 3,    /* PUT request: send a PERSISTED notice when in COS */
+    CM_WF_MEMONLY = 1 << 4,   /* PUT request: memory only; another holder persists
+                                 the same bytes (a copy of a replicated object) */
 };
 
 struct cm_wire_hdr {
@@ -67,7 +74,19 @@ void cm_wire_encode_hdr(const struct cm_wire_hdr *h, uint8_t *out);
 int cm_wire_decode_hdr(const uint8_t *buf, size_t len, uint32_t max_data,
                        struct cm_wire_hdr *out);
 
-/* Name of a chunk in COS: "t<tenant>/<object hex16>/<version>.<index>". */
+/* One record of a CM_OP_PERSISTED payload: 16 bytes, little-endian
+ * u32 tenant, u32 index, u64 object (obj_version is always 0 on the wire). */
+#define CM_WIRE_NOTE_LEN 16
+struct cm_wire_note {
+    uint32_t tenant;
+    uint32_t index;
+    uint64_t object;
+};
+void cm_wire_note_encode(const struct cm_wire_note *n, uint8_t *out);
+void cm_wire_note_decode(const uint8_t *in, struct cm_wire_note *out);
+
+/* Name of a chunk in COS: "t<tenant>/<object hex16>.<version>.<index>" (one
+ * directory per tenant in the fs backend, not one per object). */
 int cm_chunk_name(char *buf, size_t cap, uint32_t tenant, uint64_t object,
                   uint64_t obj_version, uint32_t index);
 

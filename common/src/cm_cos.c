@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,8 @@ struct cos_ops {
     /* NULL: the front end loops over put. */
     void (*put_batch)(void *state, struct cm_cos_item *items, size_t n);
     int (*get)(void *state, const char *name, void **data, size_t *len);
+    int (*get_range)(void *state, const char *name, uint64_t off, size_t len, void **data,
+                     size_t *got);
     int (*del)(void *state, const char *name);
     int (*list)(void *state, const char *prefix, int (*cb)(void *arg, const char *name), void *arg);
 };
@@ -416,6 +419,47 @@ out:
 }
 
 static int
+fs_get_range(void *state, const char *name, uint64_t off, size_t len, void **data, size_t *got)
+{
+    struct fs_state *fs = state;
+    char path[PATH_MAX];
+    char *buf;
+    size_t have = 0;
+    ssize_t r;
+    int fd, ret;
+
+    ret = fs_path(fs, name, path, sizeof(path));
+    if (ret != 0) {
+        return ret;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return (errno == ENOENT || errno == ENOTDIR) ? CM_E_NOTFOUND : -errno;
+    }
+    buf = cm_malloc(len + 1);
+    while (have < len) {
+        r = pread(fd, buf + have, len - have, (off_t)(off + have));
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r < 0) {
+            ret = -errno;
+            free(buf);
+            close(fd);
+            return ret;
+        }
+        if (r == 0) {
+            break;
+        }
+        have += (size_t)r;
+    }
+    close(fd);
+    *data = buf;
+    *got = have;
+    return 0;
+}
+
+static int
 fs_del(void *state, const char *name)
 {
     struct fs_state *fs = state;
@@ -518,6 +562,7 @@ static const struct cos_ops fs_ops = {
     .put = fs_put,
     .put_batch = fs_put_batch,
     .get = fs_get,
+    .get_range = fs_get_range,
     .del = fs_del,
     .list = fs_list,
 };
@@ -616,6 +661,18 @@ cm_cos_get(struct cm_cos *cos, const char *name, void **data, size_t *len)
         return CM_E_BADARG;
     }
     return cos->ops->get(cos->state, name, data, len);
+}
+
+int
+cm_cos_get_range(struct cm_cos *cos, const char *name, uint64_t off, size_t len, void **data,
+                 size_t *got)
+{
+    *data = NULL;
+    *got = 0;
+    if (!name_valid(name) || off > INT64_MAX - len) {
+        return CM_E_BADARG;
+    }
+    return cos->ops->get_range(cos->state, name, off, len, data, got);
 }
 
 int

@@ -17,14 +17,15 @@
 #include "cm_err.h"
 #include "cm_wire.h"
 
-#define WF_KNOWN (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS)
+#define WF_KNOWN \
+    (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS | CM_WF_NOTIFY | CM_WF_MEMONLY)
 
 static int
 op_valid(uint8_t op)
 {
     uint8_t base = op & (uint8_t)~CM_OP_RESPONSE;
 
-    return base >= CM_OP_PING && base <= CM_OP_STAT;
+    return base >= CM_OP_PING && base <= CM_OP_PERSISTED;
 }
 
 void
@@ -90,11 +91,27 @@ int
 cm_chunk_name(char *buf, size_t cap, uint32_t tenant, uint64_t object, uint64_t obj_version,
               uint32_t index)
 {
-    int n = snprintf(buf, cap, "t%" PRIu32 "/%016" PRIx64 "/%" PRIu64 ".%" PRIu32, tenant, object,
+    int n = snprintf(buf, cap, "t%" PRIu32 "/%016" PRIx64 ".%" PRIu64 ".%" PRIu32, tenant, object,
                      obj_version, index);
 
     if (n < 0 || (size_t)n >= cap) {
         return -ENAMETOOLONG;
     }
     return 0;
+}
+
+void
+cm_wire_note_encode(const struct cm_wire_note *n, uint8_t *out)
+{
+    cm_put_le32(out, n->tenant);
+    cm_put_le32(out + 4, n->index);
+    cm_put_le64(out + 8, n->object);
+}
+
+void
+cm_wire_note_decode(const uint8_t *in, struct cm_wire_note *out)
+{
+    out->tenant = cm_get_le32(in);
+    out->index = cm_get_le32(in + 4);
+    out->object = cm_get_le64(in + 8);
 }

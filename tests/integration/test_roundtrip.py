@@ -2,11 +2,14 @@
 """integ.roundtrip: the tenant data API end to end on a 6-node cluster.
 
 Sizes 0 B .. 100 MiB with SHA-256 (100 MiB streamed with curl), ranges, HEAD,
-overwrite versions, DELETE, LIST with prefix and pagination, odd keys, and
-isolation between two tenants.
+overwrite versions, DELETE, LIST with prefix and pagination, odd keys,
+isolation between two tenants, and how small objects reach COS (one copy,
+packed into segments, announced by the nodes rather than polled).
 """
 import os
 import random
+import struct
+import time
 
 import shoaltest as st
 
@@ -295,6 +298,65 @@ def check_consistency(t, g):
     st.log("consistency ok (readers saw %d distinct versions)" % len(seen))
 
 
+def gw_metrics(c):
+    r = st.http_request(c.gw_port, "GET", "/metrics", timeout=10)
+    if r.status != 200:
+        raise st.TestFailure("gateway /metrics: %r" % r)
+    return st.parse_metrics(r.body.decode("utf-8", "replace"))
+
+
+def segment_entries(cos):
+    """(tenant, index, object) of every chunk packed in the nodes' COS segments
+    (fnstore/fns_pack.h: 24-byte header, then 32-byte entries)."""
+    out = []
+    for d, _, files in os.walk(os.path.join(cos, "seg")):
+        for f in files:
+            if f.startswith("#"):
+                continue
+            with open(os.path.join(d, f), "rb") as fh:
+                hdr = fh.read(24)
+                magic, _ver, nent, _ntomb, _hl, _crc = struct.unpack("<IIIIII", hdr)
+                if magic != 0x47534853:
+                    raise st.TestFailure("not a segment: %s" % f)
+                for _ in range(nent):
+                    tn, idx, obj, _v, _off, _ln = struct.unpack("<IIQQII", fh.read(32))
+                    out.append((tn, idx, obj))
+    return out
+
+
+def check_small_persistence(t, c):
+    """Small objects are 1+m copies in memory but one copy in COS, packed into
+    the nodes' segments, and the gateway learns they are persisted from the
+    nodes' notices, not by polling."""
+    tenant = c.create_tenant()
+    g = c.gw(tenant)
+    n = 40
+    before = gw_metrics(c)
+    for i in range(n):
+        t.status(g.put("small/%d" % i, os.urandom(1000 + i)), 201, "PUT small/%d" % i)
+    deadline = time.time() + 30
+    while True:
+        m = gw_metrics(c)
+        if m.get("shoal_gateway_buffered_objects", 1) == 0:
+            break
+        t.check(time.time() < deadline, "objects still buffered after 30 s: %r" % m)
+        time.sleep(0.1)
+    tdir = os.path.join(c.dir, "cos", "t%d" % tenant["id"])
+    t.check(not os.path.isdir(tdir) or not os.listdir(tdir),
+            "small chunks stored as objects of their own: %r" % tdir)
+    packed = [e for e in segment_entries(os.path.join(c.dir, "cos")) if e[0] == tenant["id"]]
+    t.eq(len(packed), n, "chunks in COS segments of %d small objects (one copy each)" % n)
+    notes = m["shoal_gateway_persist_notices_total"] - before["shoal_gateway_persist_notices_total"]
+    stats = m["shoal_gateway_persist_stats_total"] - before["shoal_gateway_persist_stats_total"]
+    st.log("small objects: %d notices, %d STATs" % (notes, stats))
+    t.check(notes >= n, "only %d persisted notices for %d objects" % (notes, n))
+    t.check(stats < n, "%d STATs for %d objects: persistence was polled" % (stats, n))
+    for i in range(n):
+        r = g.get("small/%d" % i)
+        t.status(r, 200, "GET small/%d" % i)
+        t.eq(len(r.body), 1000 + i, "GET small/%d length" % i)
+
+
 def main(t):
     c = t.cluster(nodes=6)
     ta = c.create_tenant("iso-a")
@@ -306,6 +368,7 @@ def main(t):
     t.section(check_odd_keys, g)
     t.section(check_isolation, c, g)
     t.section(check_consistency, g)
+    t.section(check_small_persistence, c)
     t.section(check_big_with_curl, c, g)
 
 

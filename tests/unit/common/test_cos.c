@@ -105,6 +105,20 @@ main(void)
     CHECK_EQ_INT(cm_cos_get(cos, "t1/0000000000000001/1.0", &data, &len), 0);
     CHECK(len == 1 << 20 && memcmp(data, big, len) == 0);
     free(data);
+    /* ranges: inside, running past the end, past the end, missing */
+    CHECK_EQ_INT(cm_cos_get_range(cos, "t1/0000000000000001/1.0", 4096, 100, &data, &len), 0);
+    CHECK(len == 100 && memcmp(data, big + 4096, 100) == 0);
+    free(data);
+    CHECK_EQ_INT(cm_cos_get_range(cos, "t1/0000000000000001/1.0", (1 << 20) - 10, 100, &data,
+                                  &len),
+                 0);
+    CHECK(len == 10 && memcmp(data, big + (1 << 20) - 10, 10) == 0);
+    free(data);
+    CHECK_EQ_INT(cm_cos_get_range(cos, "t1/0000000000000001/1.0", 2 << 20, 100, &data, &len), 0);
+    CHECK_EQ_INT(len, 0);
+    free(data);
+    CHECK_EQ_INT(cm_cos_get_range(cos, "t1/none", 0, 1, &data, &len), CM_E_NOTFOUND);
+    CHECK(data == NULL);
     free(big);
 
     /* empty object */

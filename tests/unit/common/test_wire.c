@@ -14,11 +14,13 @@
 static void
 random_hdr(struct cm_wire_hdr *h)
 {
-    static const uint8_t ops[] = {CM_OP_PING, CM_OP_PUT, CM_OP_GET, CM_OP_DEL, CM_OP_STAT};
+    static const uint8_t ops[] = {CM_OP_PING, CM_OP_PUT,  CM_OP_GET,
+                                  CM_OP_DEL,  CM_OP_STAT, CM_OP_PERSISTED};
 
     memset(h, 0, sizeof(*h));
-    h->op = ops[t_range(0, 4)] | (t_range(0, 1) ? CM_OP_RESPONSE : 0);
-    h->flags = (uint16_t)(t_rand() & (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS));
+    h->op = ops[t_range(0, 5)] | (t_range(0, 1) ? CM_OP_RESPONSE : 0);
+    h->flags = (uint16_t)(t_rand() & (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS |
+                                       CM_WF_NOTIFY | CM_WF_MEMONLY));
     h->status = t_range(0, 1) ? 0 : -(int32_t)t_range(1, 1011);
     h->tenant = (uint32_t)t_rand();
     h->req_id = t_rand();
@@ -136,14 +138,14 @@ test_semantic_checks(void)
     h.op = 0;
     cm_wire_encode_hdr(&h, b);
     CHECK_EQ_INT(cm_wire_decode_hdr(b, sizeof(b), 0, &d), CM_E_PROTO);
-    h.op = CM_OP_STAT + 1;
+    h.op = CM_OP_PERSISTED + 1;
     cm_wire_encode_hdr(&h, b);
     CHECK_EQ_INT(cm_wire_decode_hdr(b, sizeof(b), 0, &d), CM_E_PROTO);
     h.op = 0x40 | CM_OP_GET;
     cm_wire_encode_hdr(&h, b);
     CHECK_EQ_INT(cm_wire_decode_hdr(b, sizeof(b), 0, &d), CM_E_PROTO);
     h.op = CM_OP_GET;
-    h.flags = 1u << 7;
+    h.flags = 1u << 5;
     cm_wire_encode_hdr(&h, b);
     CHECK_EQ_INT(cm_wire_decode_hdr(b, sizeof(b), 0, &d), CM_E_PROTO);
 
@@ -167,11 +169,30 @@ test_chunk_name(void)
     char buf[128];
 
     CHECK_EQ_INT(cm_chunk_name(buf, sizeof(buf), 3, 0xab12, 7, 2), 0);
-    CHECK_EQ_STR(buf, "t3/000000000000ab12/7.2");
+    CHECK_EQ_STR(buf, "t3/000000000000ab12.7.2");
     CHECK_EQ_INT(cm_chunk_name(buf, sizeof(buf), UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX),
                  0);
-    CHECK_EQ_STR(buf, "t4294967295/ffffffffffffffff/18446744073709551615.4294967295");
+    CHECK_EQ_STR(buf, "t4294967295/ffffffffffffffff.18446744073709551615.4294967295");
     CHECK(cm_chunk_name(buf, 10, 3, 0xab12, 7, 2) < 0);
+}
+
+static void
+test_note(void)
+{
+    struct cm_wire_note n = {.tenant = 0x01020304u, .index = 0x0a0b0c0du,
+                             .object = 0x1122334455667788ull};
+    struct cm_wire_note d;
+    uint8_t b[CM_WIRE_NOTE_LEN];
+    static const uint8_t want[CM_WIRE_NOTE_LEN] = {4, 3, 2, 1, 0x0d, 0x0c, 0x0b, 0x0a,
+                                                   0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22,
+                                                   0x11};
+
+    cm_wire_note_encode(&n, b);
+    CHECK(memcmp(b, want, sizeof(b)) == 0);
+    cm_wire_note_decode(b, &d);
+    CHECK_EQ_INT(d.tenant, n.tenant);
+    CHECK_EQ_INT(d.index, n.index);
+    CHECK(d.object == n.object);
 }
 
 int
@@ -182,5 +203,6 @@ main(void)
     test_round_trip_and_corruption();
     test_semantic_checks();
     test_chunk_name();
+    test_note();
     return 0;
 }

@@ -18,8 +18,9 @@ import urllib.request
 
 MAGIC = 0x4C4F4853
 HDR = struct.Struct("<IBBHiIQQQIIIII")  # 60 bytes, then hdr_crc
-OP_PING, OP_PUT, OP_GET, OP_DEL, OP_STAT, OP_RESP = 1, 2, 3, 4, 5, 0x80
-WF_PERSISTED, WF_COS_SYNC, WF_FROM_COS = 1, 2, 4
+OP_PING, OP_PUT, OP_GET, OP_DEL, OP_STAT, OP_PERSISTED, OP_RESP = 1, 2, 3, 4, 5, 6, 0x80
+WF_PERSISTED, WF_COS_SYNC, WF_FROM_COS, WF_NOTIFY, WF_MEMONLY = 1, 2, 4, 8, 16
+NOTE = struct.Struct("<IIQ")  # tenant, index, object
 E_PROTO, E_CRC, E_NOTFOUND, E_TOOBIG, E_BUSY = -1001, -1002, -1003, -1004, -1007
 
 _T = []
@@ -232,6 +233,72 @@ def test_persisted(addr):
     c.close()
 
 
+def segments(tmp):
+    root = os.path.join(tmp, "cos", "seg")
+    return [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if "#" not in f]
+
+
+def cos_file(tmp, tenant, obj, ver, idx):
+    return os.path.join(tmp, "cos", "t%d" % tenant, "%016x.%d.%d" % (obj, ver, idx))
+
+
+def test_notify_and_memonly(node):
+    # PUTs flagged NOTIFY: each persisted chunk is announced once, unasked
+    T = 1  # a tenant that already has an instance (the node has only 4)
+    c = Conn(node.addr)
+    want = {(T, i % 3, 900 + i) for i in range(20)}
+    for i in range(20):
+        c.s.sendall(frame(OP_PUT, 1000 + i, tenant=T, obj=900 + i, idx=i % 3,
+                          data=payload(512 + i, i), flags=WF_NOTIFY))
+    acks, notes = set(), []
+    end = time.time() + 15
+    while len(acks) < 20 or len(notes) < 20:
+        check(time.time() < end, "notices missing: %d acks %d records" % (len(acks), len(notes)))
+        r = read_resp(c.s)
+        if r["op"] == OP_PERSISTED | OP_RESP:
+            check(r["req_id"] == 0 and r["data_len"] % NOTE.size == 0, "notice shape %r" % r)
+            notes += [NOTE.unpack_from(r["data"], o) for o in range(0, r["data_len"], NOTE.size)]
+        else:
+            check(r["op"] == OP_PUT | OP_RESP and r["status"] == 0, "put answer %r" % r)
+            acks.add(r["req_id"])
+    check(sorted(notes) == sorted(want), "notice records %r" % sorted(notes))
+    # small chunks are packed into the node's COS segments, not an object each
+    for (t, idx, obj) in want:
+        check(not os.path.exists(cos_file(node.tmp, t, obj, 0, idx)), "small chunk not packed")
+    check(segments(node.tmp), "no COS segment written")
+    # without the flag: no notice
+    r = c.call(OP_PUT, tenant=T, obj=950, idx=0, data=payload(100, 1))
+    check(r["status"] == 0, "plain put")
+    end = time.time() + 15
+    while not c.call(OP_STAT, tenant=T, obj=950, idx=0)["flags"] & WF_PERSISTED:
+        check(time.time() < end, "plain put never persisted")
+        time.sleep(0.02)
+    c.s.settimeout(0.5)
+    try:
+        extra = c.s.recv(1)
+    except socket.timeout:
+        extra = None
+    check(extra is None, "unasked notice for a PUT without NOTIFY")
+    c.s.settimeout(20)
+    # MEMONLY: acknowledged as persisted, served from memory, never in COS
+    data = payload(700, 9)
+    r = c.call(OP_PUT, tenant=T, obj=999, idx=1, data=data, flags=WF_MEMONLY | WF_NOTIFY)
+    check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "memonly put answer %r" % r)
+    r = c.call(OP_GET, tenant=T, obj=999, idx=1)
+    check(r["status"] == 0 and r["data"] == data, "memonly get")
+    r = c.call(OP_STAT, tenant=T, obj=999, idx=1)
+    check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "memonly stat")
+    time.sleep(0.5)
+    check(not os.path.exists(cos_file(node.tmp, T, 999, 0, 1)), "memonly chunk written to COS")
+    r = c.call(OP_DEL, tenant=T, obj=999, idx=1)
+    check(r["status"] == 0, "memonly del")
+    r = c.call(OP_GET, tenant=T, obj=999, idx=1)
+    check(r["status"] == E_NOTFOUND, "memonly chunk gone after DEL: %r" % r["status"])
+    for (t, idx, obj) in want | {(T, 0, 950)}:
+        check(c.call(OP_DEL, tenant=t, obj=obj, idx=idx)["status"] == 0, "cleanup del")
+    c.close()
+
+
 def test_bad_crc_and_too_big(addr):
     c = Conn(addr)
     data = b"x" * 1000
@@ -348,6 +415,11 @@ def test_cos_outage(node):
     blocker = os.path.join(node.tmp, "cos", "t77")
     with open(blocker, "w") as f:  # the tenant's COS folder can't be created
         f.write("not a folder")
+    seg = os.path.join(node.tmp, "cos", "seg")  # nor the node's segment folder
+    if os.path.isdir(seg):
+        os.rename(seg, seg + ".away")
+    with open(seg, "w") as f:
+        f.write("not a folder")
     c = Conn(node.addr)
     data = payload(5000, 77)
     check(c.call(OP_PUT, tenant=77, obj=1, ver=1, data=data)["status"] == 0, "put in outage")
@@ -355,6 +427,9 @@ def test_cos_outage(node):
     r = c.call(OP_STAT, tenant=77, obj=1, ver=1)
     check(r["status"] == 0 and not r["flags"] & WF_PERSISTED, "persisted during outage %r" % r)
     os.unlink(blocker)
+    os.unlink(seg)
+    if os.path.isdir(seg + ".away"):
+        os.rename(seg + ".away", seg)
     end = time.time() + 10
     while time.time() < end:
         r = c.call(OP_STAT, tenant=77, obj=1, ver=1)
@@ -418,6 +493,7 @@ def main():
         inc = test_roundtrip(node.addr)
         blobs = test_pipelined(node.addr)
         test_persisted(node.addr)
+        test_notify_and_memonly(node)
         test_bad_crc_and_too_big(node.addr)
         test_bad_frames(node.addr)
         test_backpressure_and_del_during_send(node.addr)

@@ -21,7 +21,7 @@ test_blob(void)
     c = fns_chunk_adopt(&k, p, 100, cm_crc32c(0, p, 100));
     CHECK(fns_chunk_blob_len(c) == 108);
     CHECK(fns_key_name(&k, name, sizeof(name)) == 0);
-    CHECK(strcmp(name, "t3/0000000000000abc/9.2") == 0);
+    CHECK(strcmp(name, "t3/0000000000000abc.9.2") == 0);
 
     blob = malloc(108);
     memcpy(blob, c->data, 108);

@@ -108,7 +108,7 @@ main(void)
     free_jobs(js, 4);
 
     /* a corrupt blob reads as CM_E_CRC */
-    CHECK(cm_cos_put(cos, "t1/0000000000000042/1.7", "garbage!garbage!", 16) == 0);
+    CHECK(cm_cos_put(cos, "t1/0000000000000042.1.7", "garbage!garbage!", 16) == 0);
     fns_cos_submit(p, job(FNS_COS_READ, 7, NULL, 7));
     CHECK(collect(p, js, 1) == 1 && js[0]->status == CM_E_CRC && js[0]->chunk == NULL);
     free_jobs(js, 1);

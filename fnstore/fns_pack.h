@@ -1,0 +1,88 @@
+/*
+ * fns_pack.h - COS segments: many small chunks persisted as one COS object.
+ *
+ * A COS write costs the same whether it carries 1 KiB or 1 MiB (the fs
+ * backend: create, fsync, rename, sync; S3: one request), so a node packs
+ * the small chunks of one write batch into a segment "seg/n<node>/<seq>"
+ * and keeps an index key -> (segment, offset, length) in memory.
+ *
+ * Segment layout (little-endian; one CRC32C covers the whole header):
+ *    0 u32 magic "SHSG"   4 u32 version (1)   8 u32 nent   12 u32 ntomb
+ *   16 u32 hdr_len       20 u32 hdr_crc (CRC32C of hdr_len bytes, this field 0)
+ *   24 nent  x 32 B: u32 tenant, u32 index, u64 object, u64 version, u32 off, u32 len
+ *      ntomb x 24 B: u32 tenant, u32 index, u64 object, u64 version
+ *   hdr_len.. the chunk blobs (bytes + trailer, fns_chunk.h) at their offsets
+ * Tombstones name chunks of older segments deleted since: replaying the
+ * segments in sequence order rebuilds the index after a restart.
+ *
+ * The format functions are pure; the index is loop-thread only.
+ */
+#ifndef FNS_PACK_H
+#define FNS_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fns_chunk.h"
+
+#define FNS_PACK_MAGIC 0x47534853u /* "SHSG" read little-endian */
+#define FNS_PACK_FIXED 24u
+#define FNS_PACK_ENT_LEN 32u
+#define FNS_PACK_TOMB_LEN 24u
+#define FNS_PACK_BLOB_MAX (256u << 10) /* larger chunks get their own object */
+#define FNS_PACK_NAME_MAX 48
+
+struct fns_pack_ent {
+    struct fns_key key;
+    uint32_t off, len; /* the blob within the segment */
+};
+
+/* Header bytes of a segment with nent chunks and ntomb tombstones. */
+size_t fns_pack_hdr_len(size_t nent, size_t ntomb);
+/* Writes the header (fns_pack_hdr_len bytes) to out; blobs go at ents[i].off. */
+void fns_pack_encode(uint8_t *out, const struct fns_pack_ent *ents, size_t nent,
+                     const struct fns_key *tombs, size_t ntomb);
+/*
+ * Parses the header of a segment of len bytes (at least its header) and
+ * checks it: magic, version, counts, CRC, and every blob inside seg_len
+ * bytes. 0 with malloc'd *ents and *tombs (either may be NULL when its count
+ * is 0); CM_E_CRC when anything is wrong.
+ */
+int fns_pack_decode(const uint8_t *buf, size_t len, uint64_t seg_len, struct fns_pack_ent **ents,
+                    size_t *nent, struct fns_key **tombs, size_t *ntomb);
+/* "seg/n<node>/<seq as 16 hex digits>"; parse returns 0 and *seq for such a name. */
+void fns_pack_name(char *buf, size_t cap, uint32_t node, uint64_t seq);
+int fns_pack_parse_name(const char *name, uint32_t node, uint64_t *seq);
+
+/* ---- the index: chunk key -> where it is packed ------------------------ */
+
+struct fns_pack_loc {
+    uint64_t seg; /* sequence number, never 0 */
+    uint32_t off, len;
+};
+
+struct fns_pack_index;
+
+struct fns_pack_index *fns_pack_index_create(void);
+void fns_pack_index_destroy(struct fns_pack_index *x); /* NULL is a no-op */
+/* Makes seg known with no chunks (replay: a segment holding only tombstones). */
+void fns_pack_index_add_seg(struct fns_pack_index *x, uint64_t seg);
+/* Records key at loc, replacing an older location. Returns a segment that
+ * now holds no indexed chunk (delete it from COS), else 0. */
+uint64_t fns_pack_index_put(struct fns_pack_index *x, const struct fns_key *key,
+                            const struct fns_pack_loc *loc);
+/* 0 and *loc, or CM_E_NOTFOUND. */
+int fns_pack_index_get(const struct fns_pack_index *x, const struct fns_key *key,
+                       struct fns_pack_loc *loc);
+/* Forgets key. Returns a segment that is now empty, else 0; *found says if
+ * key was indexed. */
+uint64_t fns_pack_index_del(struct fns_pack_index *x, const struct fns_key *key, int *found);
+/* If seg is known and holds no indexed chunk: forgets it, returns 1. */
+int fns_pack_index_drop_if_empty(struct fns_pack_index *x, uint64_t seg);
+/* Calls fn for (and forgets) every known segment without indexed chunks. */
+void fns_pack_index_drop_empty(struct fns_pack_index *x, void (*fn)(void *arg, uint64_t seg),
+                               void *arg);
+size_t fns_pack_index_chunks(const struct fns_pack_index *x);
+size_t fns_pack_index_segments(const struct fns_pack_index *x);
+
+#endif

@@ -1,0 +1,147 @@
+/*
+ * test_fns_pack.c - COS segment format (round trip, every corruption
+ * refused) and the packed-chunk index (replace, delete, empty segments).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_err.h"
+#include "fns_pack.h"
+#include "fns_test.h"
+
+static struct fns_key
+key(uint32_t tenant, uint64_t object, uint32_t index)
+{
+    struct fns_key k = {.tenant = tenant, .index = index, .object = object, .version = 0};
+    return k;
+}
+
+static void
+test_format(void)
+{
+    struct fns_pack_ent ents[3] = {{key(1, 10, 0), 0, 100}, {key(2, 20, 1), 0, 7}, {key(1, 30, 2), 0, 0}};
+    struct fns_key tombs[2] = {key(9, 90, 0), key(9, 91, 4)};
+    size_t hl = fns_pack_hdr_len(3, 2), len = hl, ne, nt;
+    struct fns_pack_ent *de;
+    struct fns_key *dt;
+    uint8_t *seg;
+
+    CHECK(hl == FNS_PACK_FIXED + 3 * FNS_PACK_ENT_LEN + 2 * FNS_PACK_TOMB_LEN);
+    for (int i = 0; i < 3; i++) {
+        ents[i].off = (uint32_t)len;
+        len += ents[i].len;
+    }
+    seg = calloc(1, len);
+    fns_pack_encode(seg, ents, 3, tombs, 2);
+    CHECK(fns_pack_decode(seg, len, len, &de, &ne, &dt, &nt) == 0);
+    CHECK(ne == 3 && nt == 2);
+    for (size_t i = 0; de != NULL && i < ne; i++) {
+        CHECK(fns_key_eq(&de[i].key, &ents[i].key) && de[i].off == ents[i].off &&
+              de[i].len == ents[i].len);
+    }
+    CHECK(dt != NULL && fns_key_eq(&dt[1], &tombs[1]));
+    free(de);
+    free(dt);
+    /* the header alone decodes when the segment length is known */
+    CHECK(fns_pack_decode(seg, hl, len, &de, &ne, &dt, &nt) == 0);
+    free(de);
+    free(dt);
+    /* any flipped header byte, a short buffer, or a blob past the end: refused */
+    for (size_t i = 0; i < hl; i++) {
+        seg[i] ^= 0x40;
+        CHECK(fns_pack_decode(seg, len, len, &de, &ne, &dt, &nt) == CM_E_CRC);
+        CHECK(de == NULL && dt == NULL && ne == 0 && nt == 0);
+        seg[i] ^= 0x40;
+    }
+    CHECK(fns_pack_decode(seg, hl - 1, len, &de, &ne, &dt, &nt) == CM_E_CRC);
+    CHECK(fns_pack_decode(seg, len, len - 1, &de, &ne, &dt, &nt) == CM_E_CRC);
+    free(seg);
+    /* an empty segment (tombstones only) is valid */
+    seg = calloc(1, FNS_PACK_FIXED);
+    fns_pack_encode(seg, NULL, 0, NULL, 0);
+    CHECK(fns_pack_decode(seg, FNS_PACK_FIXED, FNS_PACK_FIXED, &de, &ne, &dt, &nt) == 0);
+    CHECK(ne == 0 && nt == 0 && de == NULL && dt == NULL);
+    free(seg);
+}
+
+static void
+test_names(void)
+{
+    char buf[FNS_PACK_NAME_MAX];
+    uint64_t seq = 0;
+
+    fns_pack_name(buf, sizeof(buf), 3, 0x1a2b);
+    CHECK(strcmp(buf, "seg/n3/0000000000001a2b") == 0);
+    CHECK(fns_pack_parse_name(buf, 3, &seq) == 0 && seq == 0x1a2b);
+    CHECK(fns_pack_parse_name(buf, 4, &seq) != 0);
+    CHECK(fns_pack_parse_name("seg/n3/000000000000001G", 3, &seq) != 0);
+    CHECK(fns_pack_parse_name("seg/n3/0000000000000000", 3, &seq) != 0);
+    CHECK(fns_pack_parse_name("seg/n3/01", 3, &seq) != 0);
+    CHECK(fns_pack_parse_name("seg/n31/0000000000000001", 3, &seq) != 0);
+}
+
+static void
+note_dropped(void *arg, uint64_t seg)
+{
+    uint64_t *d = arg;
+
+    d[0]++;
+    d[1] = seg;
+}
+
+static void
+test_index(void)
+{
+    struct fns_pack_index *x = fns_pack_index_create();
+    struct fns_pack_loc loc, a = {1, 24, 10}, b = {2, 24, 10}, c = {2, 34, 10};
+    struct fns_key k1 = key(1, 1, 0), k2 = key(1, 2, 0), k3 = key(1, 3, 0);
+    int found;
+
+    CHECK(fns_pack_index_get(x, &k1, &loc) == CM_E_NOTFOUND);
+    CHECK(fns_pack_index_put(x, &k1, &a) == 0);
+    CHECK(fns_pack_index_put(x, &k2, &b) == 0);
+    CHECK(fns_pack_index_put(x, &k3, &c) == 0);
+    CHECK(fns_pack_index_get(x, &k2, &loc) == 0 && loc.seg == 2 && loc.off == 24);
+    CHECK(fns_pack_index_chunks(x) == 3 && fns_pack_index_segments(x) == 2);
+    /* k1 written again into segment 2: segment 1 is left empty */
+    CHECK(fns_pack_index_put(x, &k1, &c) == 1);
+    CHECK(fns_pack_index_segments(x) == 1 && fns_pack_index_chunks(x) == 3);
+    /* same-segment replace keeps it */
+    CHECK(fns_pack_index_put(x, &k1, &b) == 0);
+    CHECK(fns_pack_index_del(x, &k2, &found) == 0 && found);
+    CHECK(fns_pack_index_del(x, &k2, &found) == 0 && !found);
+    CHECK(fns_pack_index_del(x, &k3, &found) == 0 && found);
+    CHECK(fns_pack_index_del(x, &k1, &found) == 2 && found);
+    CHECK(fns_pack_index_segments(x) == 0 && fns_pack_index_chunks(x) == 0);
+    /* known segments without chunks */
+    fns_pack_index_add_seg(x, 7);
+    CHECK(fns_pack_index_drop_if_empty(x, 7) == 1 && fns_pack_index_drop_if_empty(x, 7) == 0);
+    /* many keys: growth keeps every entry */
+    for (uint64_t i = 0; i < 5000; i++) {
+        struct fns_key k = key(2, i, (uint32_t)(i % 6));
+        struct fns_pack_loc l = {100 + i / 64, (uint32_t)(i % 64), 1};
+
+        CHECK(fns_pack_index_put(x, &k, &l) == 0);
+    }
+    fns_pack_index_add_seg(x, 9999);
+    CHECK(fns_pack_index_chunks(x) == 5000);
+    for (uint64_t i = 0; i < 5000; i += 7) {
+        struct fns_key k = key(2, i, (uint32_t)(i % 6));
+
+        CHECK(fns_pack_index_get(x, &k, &loc) == 0 && loc.seg == 100 + i / 64);
+    }
+    uint64_t dropped[4] = {0};
+    fns_pack_index_drop_empty(x, note_dropped, dropped);
+    CHECK(dropped[0] == 1 && dropped[1] == 9999);
+    CHECK(fns_pack_index_segments(x) == (5000 + 63) / 64);
+    fns_pack_index_destroy(x);
+}
+
+int
+main(void)
+{
+    test_format();
+    test_names();
+    test_index();
+    TEST_DONE();
+}
