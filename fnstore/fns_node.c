@@ -577,6 +577,13 @@ fns_node_arena_create(struct fns_node *n)
     ac.min_alloc = FNS_NODE_ARENA_MIN;
     ac.reserve_bytes = 2 * n->cfg.capacity + ((size_t)n->cfg.arena_keep + 2) * ac.seg_bytes;
     rc = fns_arena_create(&ac, &n->arena);
+    if (rc == -ENOMEM || rc == -EMFILE) {
+        /* No address space for it (e.g. strict overcommit): chunks are
+         * malloc'd, slower to fault in but otherwise the same. */
+        CM_WARN("chunk arena unavailable, using malloc reserve=%llu err=%s",
+                (unsigned long long)ac.reserve_bytes, cm_errname(rc));
+        return 0;
+    }
     if (rc != 0) {
         CM_ERROR("cannot create chunk arena segment=%llu err=%s",
                  (unsigned long long)ac.seg_bytes, cm_errname(rc));
