@@ -8,6 +8,7 @@
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_wire.h"
+#include "fns_arena.h"
 #include "fns_chunk.h"
 
 struct fns_chunk *
@@ -61,7 +62,7 @@ fns_chunk_unref(struct fns_chunk *c)
         return;
     }
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) {
-        free(c->data);
+        fns_arena_free(c->data);
         free(c);
     }
 }

@@ -33,7 +33,7 @@ struct fns_chunk {
     struct fns_key key;
     uint32_t len;
     uint32_t crc;  /* CRC32C of data[0, len) */
-    uint8_t *data; /* malloc'd, len + FNS_CHUNK_TAIL bytes */
+    uint8_t *data; /* len + FNS_CHUNK_TAIL bytes, freed with fns_arena_free */
     /* Event-loop thread only: */
     int persisted;           /* the COS copy of these bytes is durable */
     int memonly;             /* a copy another holder persists: never in COS here */
@@ -42,8 +42,8 @@ struct fns_chunk {
 };
 
 /*
- * A chunk owning data (TRANSFERRED: malloc'd with at least len +
- * FNS_CHUNK_TAIL bytes); crc must be the CRC32C of data[0, len). Writes
+ * A chunk owning data (TRANSFERRED: malloc'd or fns_arena_alloc'd, with at
+ * least len + FNS_CHUNK_TAIL bytes); crc must be the CRC32C of data[0, len). Writes
  * the trailer. Returns the chunk with one reference (the caller's).
  */
 struct fns_chunk *fns_chunk_adopt(const struct fns_key *key, uint8_t *data, uint32_t len,

@@ -24,6 +24,7 @@
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_log.h"
+#include "fns_arena.h"
 #include "fns_conn.h"
 #include "fns_loop.h"
 
@@ -126,6 +127,23 @@ fns_conn_deliver(struct fns_conn *c, uint8_t *payload, int status)
     c->ops->frame(c->arg, c, &h, payload, status);
 }
 
+/*
+ * The buffer for a payload of len bytes plus the chunk trailer's room, so a
+ * PUT keeps it as chunk memory. A PUT's comes from the arena (fresh memory
+ * is slow to fault in; the arena packs chunks into huge-page segments);
+ * others are malloc'd (huge pages when big), as the frame contract says.
+ */
+static uint8_t *
+fns_conn_payload_alloc(struct fns_conn *c, uint32_t len)
+{
+    size_t n = (size_t)len + FNS_CHUNK_TAIL;
+
+    if (c->hdr.op == CM_OP_PUT) {
+        return fns_arena_alloc(c->list->arena, n);
+    }
+    return cm_malloc_big(n);
+}
+
 /* Parses every complete frame in the input, unless paused or closed. */
 static void
 fns_conn_process(struct fns_conn *c)
@@ -175,21 +193,18 @@ fns_conn_process(struct fns_conn *c)
             if (avail < len) {
                 break;
             }
-            /* One allocation (huge pages when big: fresh memory is slow to
-             * fault in); the tail room lets a PUT keep it as chunk memory
-             * with its COS trailer. */
-            p = cm_malloc_big((size_t)len + FNS_CHUNK_TAIL);
+            p = fns_conn_payload_alloc(c, len);
             if (p == NULL) {
                 fns_conn_bad_frame(c, -ENOMEM, "alloc");
                 break;
             }
             if (evbuffer_remove(in, p, len) != (int)len) {
-                free(p);
+                fns_arena_free(p);
                 fns_conn_bad_frame(c, -EIO, "remove");
                 break;
             }
             if (cm_crc32c(0, p, len) != c->hdr.data_crc) {
-                free(p);
+                fns_arena_free(p);
                 fns_conn_deliver(c, NULL, CM_E_CRC);
             } else {
                 fns_conn_deliver(c, p, 0);

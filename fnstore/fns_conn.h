@@ -32,17 +32,23 @@
 struct fns_loop;
 struct fns_conn;
 
-/* The open connections of a listener (caller's storage, zeroed). */
+struct fns_arena;
+
+/* The open connections of a listener (caller's storage, zeroed). arena
+ * (borrowed, may be NULL): where PUT payloads are allocated. */
 struct fns_conn_list {
     struct fns_conn *head;
     size_t n;
+    struct fns_arena *arena;
 };
 
 struct fns_conn_ops {
     /*
      * One complete frame. h is borrowed for the call. payload: NULL when
      * data_len is 0 or status != 0, else h->data_len bytes plus
-     * FNS_CHUNK_TAIL spare bytes, malloc'd and TRANSFERRED. status: 0,
+     * FNS_CHUNK_TAIL spare bytes, TRANSFERRED: malloc'd, except that a
+     * CM_OP_PUT payload may be the list's arena memory (release it with
+     * fns_arena_free, as fns_chunk_unref of the adopting chunk does). status: 0,
      * CM_E_CRC (payload CRC mismatch) or CM_E_TOOBIG (over max_payload;
      * the payload was skipped).
      */

@@ -24,7 +24,17 @@
     X(cos_writes_total, "counter", "Chunks written to COS.", cos_writes_total)                     \
     X(cos_reloads_total, "counter", "Chunks reloaded from COS.", cos_reloads_total)                \
     X(bad_frames_total, "counter", "Connections closed on a malformed frame.", bad_frames_total)   \
-    X(incarnation, "gauge", "Incarnation number of this node.", incarnation)
+    X(incarnation, "gauge", "Incarnation number of this node.", incarnation)                      \
+    X(arena_held_bytes, "gauge", "Chunk arena segment bytes in use or kept warm.",               \
+      arena.held_bytes)                                                                            \
+    X(arena_segments, "gauge", "Chunk arena segments holding chunks.", arena.segs_in_use)         \
+    X(arena_warm_segments, "gauge", "Empty chunk arena segments kept for reuse.",                \
+      arena.segs_warm)                                                                             \
+    X(arena_buffers, "gauge", "Chunk buffers live in the arena.", arena.live_buffers)             \
+    X(arena_segment_reuses_total, "counter", "Arena segments reused after emptying.",            \
+      arena.segs_reused_total)                                                                     \
+    X(arena_fallbacks_total, "counter", "Chunk buffers malloc'd: arena reservation full.",        \
+      arena.fallbacks_total)
 
 struct fns_metrics {
     struct cm_http_server *http;

@@ -44,6 +44,7 @@
 #define FNS_SHUTDOWN_DEADLINE_NS (30ull * 1000000000u)
 #define FNS_RATE_BURST_S 0.05
 #define FNS_NOTE_MAX 4096 /* records per PERSISTED notice */
+#define FNS_NODE_ARENA_MIN ((size_t)64 << 10) /* smaller chunks: malloc */
 
 enum { FNS_OP_PUT, FNS_OP_GET, FNS_OP_DEL, FNS_OP_STAT, FNS_NOPS };
 static const char *const fns_op_names[FNS_NOPS] = {"put", "get", "del", "stat"};
@@ -75,6 +76,7 @@ struct fns_node {
     const struct pol_fq_ops *fq_ops;
     struct pol_fq *fq;
     struct fns_store *store;
+    struct fns_arena *arena; /* chunk memory of PUTs; NULL: malloc */
     struct fns_cos *pool;
     struct fns_pack_index *pack; /* small chunks persisted in COS segments */
     struct cm_reqstats *rs;
@@ -853,6 +855,41 @@ fns_node_weights_cb(void *arg)
     free(w);
 }
 
+/*
+ * Chunk memory: reserves room for twice the capacity (segments pinned by a
+ * few live chunks) plus the warm ones; past that the arena falls back to
+ * malloc, so the reservation bounds nothing but the fast path.
+ */
+static int
+fns_node_arena_create(struct fns_node *n)
+{
+    struct fns_arena_cfg ac = {0};
+    int rc;
+
+    if (n->cfg.arena_segment == 0) {
+        return 0;
+    }
+    ac.seg_bytes = n->cfg.arena_segment;
+    ac.keep_segs = n->cfg.arena_keep;
+    ac.min_alloc = FNS_NODE_ARENA_MIN;
+    ac.reserve_bytes = 2 * n->cfg.capacity + ((size_t)n->cfg.arena_keep + 2) * ac.seg_bytes;
+    rc = fns_arena_create(&ac, &n->arena);
+    if (rc == -ENOMEM || rc == -EMFILE) {
+        /* No address space for it (e.g. strict overcommit): chunks are
+         * malloc'd, slower to fault in but otherwise the same. */
+        CM_WARN("chunk arena unavailable, using malloc reserve=%llu err=%s",
+                (unsigned long long)ac.reserve_bytes, cm_errname(rc));
+        return 0;
+    }
+    if (rc != 0) {
+        CM_ERROR("cannot create chunk arena segment=%llu err=%s",
+                 (unsigned long long)ac.seg_bytes, cm_errname(rc));
+        return rc;
+    }
+    n->conns.arena = n->arena;
+    return 0;
+}
+
 int
 fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_node **out)
 {
@@ -884,6 +921,10 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
         goto out;
     }
     rc = fns_store_create(cfg->capacity, cfg->instances, &n->store);
+    if (rc != 0) {
+        goto out;
+    }
+    rc = fns_node_arena_create(n);
     if (rc != 0) {
         goto out;
     }
@@ -979,6 +1020,7 @@ fns_node_destroy(struct fns_node *n)
     }
     fns_store_destroy(n->store);
     fns_pack_index_destroy(n->pack);
+    fns_arena_destroy(n->arena); /* chunks still referenced keep it alive */
     if (n->rs != NULL) {
         cm_reqstats_destroy(n->rs);
     }
@@ -1002,6 +1044,9 @@ fns_node_stats(struct fns_node *n, struct fns_node_stats *out)
     out->used_bytes = atomic_load(&n->used);
     out->chunks = atomic_load(&n->nchunks);
     out->bad_frames_total = atomic_load(&n->bad_frames);
+    if (n->arena != NULL) {
+        fns_arena_stats(n->arena, &out->arena);
+    }
     out->cos_pending = fns_cos_pending(n->pool);
     out->cos_writes_total = fns_cos_writes_total(n->pool);
     out->cos_reloads_total = fns_cos_reloads_total(n->pool);

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fns_arena.h"
+
 struct cm_cos;
 struct cm_reqstats;
 struct fns_node;
@@ -41,6 +43,8 @@ struct fns_node_cfg {
     int cos_linger_ms; /* small writes gather this long into one COS segment */
     uint32_t incarnation;
     int handle_signals; /* SIGTERM/SIGINT start a clean shutdown */
+    uint64_t arena_segment; /* chunk memory segment bytes (fns_arena); 0 = malloc per chunk */
+    uint32_t arena_keep;    /* empty segments kept for reuse */
 };
 
 struct fns_node_stats {
@@ -48,6 +52,7 @@ struct fns_node_stats {
     uint32_t id, incarnation, instances;
     uint64_t capacity_bytes, used_bytes, chunks;
     uint64_t cos_pending, cos_writes_total, cos_reloads_total, bad_frames_total;
+    struct fns_arena_stats arena; /* zero without an arena */
 };
 
 struct fns_node_tenant {

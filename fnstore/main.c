@@ -41,6 +41,8 @@ struct fns_cfg {
     uint64_t max_chunk;
     const char *log_level;
     int heartbeat_ms;
+    uint64_t arena_segment;
+    int arena_keep;
 };
 
 static const struct cm_opt fns_opts[] = {
@@ -68,6 +70,10 @@ static const struct cm_opt fns_opts[] = {
     CM_OPT_U64(struct fns_cfg, max_chunk, "64MiB", 1, CM_WIRE_MAX_DATA, "largest chunk accepted"),
     CM_OPT_STR(struct fns_cfg, log_level, "info", "debug | info | warn | error"),
     CM_OPT_INT(struct fns_cfg, heartbeat_ms, "1000", 10, 600000, "heartbeat interval"),
+    CM_OPT_U64(struct fns_cfg, arena_segment, "32MiB", 0, 1ull << 30,
+               "chunk memory segment size, a multiple of 2MiB (0 = malloc per chunk)"),
+    CM_OPT_INT(struct fns_cfg, arena_keep, "4", 0, 1 << 20,
+               "empty chunk memory segments kept for reuse"),
 };
 
 static void
@@ -104,6 +110,9 @@ main(int argc, char **argv)
     if (pol_fq_find(cfg.sched) == NULL) {
         fns_usage_error("--sched: unknown scheduler");
     }
+    if (cfg.arena_segment % FNS_ARENA_SEG_UNIT != 0) {
+        fns_usage_error("--arena-segment must be a multiple of 2MiB");
+    }
     cm_log_init("fnstore", level);
     signal(SIGPIPE, SIG_IGN);
     cm_malloc_tune_reuse();
@@ -131,6 +140,8 @@ main(int argc, char **argv)
     ncfg.cos_linger_ms = cfg.cos_linger_ms;
     ncfg.incarnation = incarnation;
     ncfg.handle_signals = 1;
+    ncfg.arena_segment = cfg.arena_segment;
+    ncfg.arena_keep = (uint32_t)cfg.arena_keep;
     rc = fns_node_create(&ncfg, cos, &node);
     if (rc != 0) {
         goto out;

@@ -34,6 +34,8 @@
 #include "cm_log.h"
 
 #define COS_NAME_MAX 512
+#define COS_DIRECT_ALIGN ((size_t)4096)
+#define COS_DIRECT_MIN ((size_t)64 << 10)
 
 struct cos_ops {
     int (*open)(const char *url, void **state);
@@ -234,6 +236,36 @@ write_all(int fd, const void *data, size_t len)
 }
 
 /*
+ * Writes data to fd. A big page-aligned buffer (a node's chunk) goes with
+ * O_DIRECT for its whole 4 KiB blocks: copying 1 MiB chunks into the page
+ * cache was ~1/3 of a node's CPU, and the cached copy is never read (reads
+ * come from node memory). The tail, and everything when the file system
+ * refuses O_DIRECT, is written through the page cache. Durability is the
+ * caller's fsync/syncfs either way.
+ */
+static int
+write_data(int fd, const void *data, size_t len)
+{
+    size_t head = len & ~(COS_DIRECT_ALIGN - 1);
+    int fl = fcntl(fd, F_GETFL);
+    int ret;
+
+    if (len < COS_DIRECT_MIN || ((uintptr_t)data & (COS_DIRECT_ALIGN - 1)) != 0 || fl < 0 ||
+        fcntl(fd, F_SETFL, fl | O_DIRECT) != 0) {
+        return write_all(fd, data, len);
+    }
+    ret = write_all(fd, data, head);
+    (void)fcntl(fd, F_SETFL, fl);
+    if (ret == -EINVAL && lseek(fd, 0, SEEK_SET) == 0) {
+        return write_all(fd, data, len); /* O_DIRECT not supported here */
+    }
+    if (ret != 0) {
+        return ret;
+    }
+    return write_all(fd, (const char *)data + head, len - head);
+}
+
+/*
  * Writes data to a new temp file in the directory of name (created if
  * needed), fsync'd only if sync. Fills path, tmp and dir (PATH_MAX each).
  */
@@ -269,7 +301,7 @@ fs_write_tmp(struct fs_state *fs, const char *name, const void *data, size_t len
     if (fd < 0) {
         return -errno;
     }
-    ret = write_all(fd, data, len);
+    ret = write_data(fd, data, len);
     if (ret == 0 && sync && fsync(fd) != 0) {
         ret = -errno;
     }

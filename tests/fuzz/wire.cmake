@@ -2,5 +2,6 @@
 shoal_fuzz(fuzz_wire SOURCES ${SHOAL_SOURCE_DIR}/common/src/cm_wire.c ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_wire.c LIBS common)
 # COS segment header parser of the node (fnstore/fns_pack.c).
 shoal_fuzz(fuzz_pack SOURCES ${SHOAL_SOURCE_DIR}/fnstore/fns_pack.c ${SHOAL_SOURCE_DIR}/fnstore/fns_chunk.c
+           ${SHOAL_SOURCE_DIR}/fnstore/fns_arena.c
            ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_pack.c LIBS common)
 target_include_directories(fuzz_pack PRIVATE ${SHOAL_SOURCE_DIR}/fnstore)

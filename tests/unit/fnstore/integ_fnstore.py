@@ -390,6 +390,73 @@ def test_metrics(maddr):
     check(h.strip() == b"ok", "healthz")
 
 
+def metric(maddr, name):
+    body = urllib.request.urlopen("http://%s/metrics" % maddr, timeout=10).read().decode()
+    for line in body.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            return int(float(line.split()[-1]))
+    raise AssertionError("metric %s missing" % name)
+
+
+def wait_metric(maddr, name, want, timeout=15):
+    end = time.time() + timeout
+    while metric(maddr, name) != want:
+        check(time.time() < end, "%s stays %d, want %d" % (name, metric(maddr, name), want))
+        time.sleep(0.05)
+
+
+def test_arena_accounting(binary, tmp):
+    """Used bytes are exactly the chunk lengths held; PUT chunks of 64 KiB and
+    up are packed into arena segments, and emptied segments are reused."""
+    seg = 4 << 20
+    node = Node(binary, os.path.join(tmp, "arena"),
+                ["--arena-segment", "4MiB", "--arena-keep", "1"])
+    os.makedirs(node.tmp)
+    node.start()
+    try:
+        c = Conn(node.addr)
+        sizes = [1 << 20] * 12 + [1000] * 5 + [200000] * 3 + [65535, 65536 - 8]
+        big = [n for n in sizes if n + 8 >= 64 << 10]
+
+        def fill(ver):
+            for i, n in enumerate(sizes):
+                r = c.call(OP_PUT, tenant=5, obj=1, ver=ver, idx=i, data=payload(n, i + ver))
+                check(r["status"] == 0, "put %d: %r" % (i, r["status"]))
+            check(metric(node.maddr, "shoal_fnstore_memory_used_bytes") == sum(sizes),
+                  "used bytes %d != sum of chunk lengths %d"
+                  % (metric(node.maddr, "shoal_fnstore_memory_used_bytes"), sum(sizes)))
+            check(metric(node.maddr, "shoal_fnstore_arena_buffers") == len(big), "arena buffers")
+            held = metric(node.maddr, "shoal_fnstore_arena_held_bytes")
+            check(sum(big) <= held <= sum(big) + 2 * seg, "held %d for %d" % (held, sum(big)))
+            for i, n in enumerate(sizes):
+                r = c.call(OP_GET, tenant=5, obj=1, ver=ver, idx=i)
+                check(r["status"] == 0 and r["data"] == payload(n, i + ver), "get %d" % i)
+            return held
+
+        def drain(ver):
+            for i in range(len(sizes)):
+                check(c.call(OP_DEL, tenant=5, obj=1, ver=ver, idx=i)["status"] == 0, "del")
+            wait_metric(node.maddr, "shoal_fnstore_arena_buffers", 0)
+            check(metric(node.maddr, "shoal_fnstore_memory_used_bytes") == 0, "used after del")
+            # the current segment and one warm one stay; the rest is returned
+            check(metric(node.maddr, "shoal_fnstore_arena_held_bytes") <= 2 * seg, "held")
+
+        held1 = fill(1)
+        drain(1)
+        check(metric(node.maddr, "shoal_fnstore_arena_segment_reuses_total") == 0, "no reuse yet")
+        held2 = fill(2)
+        check(held2 == held1, "refill held %d, first fill %d" % (held2, held1))
+        check(metric(node.maddr, "shoal_fnstore_arena_segment_reuses_total") >= 2, "reused")
+        check(metric(node.maddr, "shoal_fnstore_arena_fallbacks_total") == 0, "fallbacks")
+        drain(2)
+        c.close()
+        check(node.term() == 0, "clean exit")
+    finally:
+        if node.proc.poll() is None:
+            node.proc.kill()
+            node.proc.wait()
+
+
 def test_restart(node, inc_before, blobs):
     node.kill9()
     node.start()
@@ -503,6 +570,7 @@ def main():
         rc = node.term()
         check(rc == 0, "clean exit on SIGTERM, got %r" % rc)
         test_caps_and_queue_limit(binary, tmp)
+        test_arena_accounting(binary, tmp)
         ok = True
         print("ok")
         return 0
