@@ -749,7 +749,9 @@ fns_node_replay(struct fns_node *n)
         free(l.seqs);
         return rc;
     }
-    qsort(l.seqs, l.n, sizeof(*l.seqs), fns_node_cmp_u64);
+    if (l.n > 1) {
+        qsort(l.seqs, l.n, sizeof(*l.seqs), fns_node_cmp_u64);
+    }
     for (i = 0; i < l.n; i++) {
         fns_node_replay_one(n, l.seqs[i]);
     }
