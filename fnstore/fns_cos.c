@@ -268,8 +268,9 @@ fns_cos_linger(struct fns_cos *p, struct fns_cos_worker *w)
     struct timespec dl;
     uint64_t ns;
 
-    if (!p->pack || w != &p->w[0] || p->linger_ns == 0 || w->head->op != FNS_COS_WRITE) {
-        return;
+    if (!p->pack || w != &p->w[0] || p->linger_ns == 0 || w->head->op != FNS_COS_WRITE ||
+        fns_chunk_blob_len(w->head->chunk) > FNS_PACK_BLOB_MAX) {
+        return; /* only small writes wait (reads and big writes queued behind may too) */
     }
     clock_gettime(CLOCK_MONOTONIC, &dl);
     ns = (uint64_t)dl.tv_nsec + p->linger_ns;

@@ -23,6 +23,8 @@
     X(cos_pending, "gauge", "COS jobs queued or running.", cos_pending)                            \
     X(cos_writes_total, "counter", "Chunks written to COS.", cos_writes_total)                     \
     X(cos_reloads_total, "counter", "Chunks reloaded from COS.", cos_reloads_total)                \
+    X(cos_segments, "gauge", "COS segments holding this node's packed chunks.", cos_segments)      \
+    X(cos_packed_chunks, "gauge", "Chunks persisted packed in COS segments.", cos_packed_chunks)   \
     X(bad_frames_total, "counter", "Connections closed on a malformed frame.", bad_frames_total)   \
     X(incarnation, "gauge", "Incarnation number of this node.", incarnation)                      \
     X(arena_held_bytes, "gauge", "Chunk arena segment bytes in use or kept warm.",               \

@@ -90,6 +90,7 @@ struct fns_node {
     size_t nnotes, capnotes;
 
     atomic_uint_fast64_t used, nchunks, bad_frames;
+    atomic_uint_fast64_t segments, packed; /* of the pack index, per tick */
 
     pthread_mutex_t mu;
     struct fns_node_tenant *snap; /* under mu */
@@ -791,6 +792,8 @@ fns_node_tick(void *arg)
     pol_fq_foreach_tenant(n->fq, fns_node_snap_cb, &ctx);
     n->nsnap = ctx.i;
     pthread_mutex_unlock(&n->mu);
+    atomic_store(&n->segments, fns_pack_index_segments(n->pack));
+    atomic_store(&n->packed, fns_pack_index_chunks(n->pack));
 
     if (n->stopping) {
         fns_node_cos_cb(n);
@@ -907,6 +910,8 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     n->cos = cos;
     pthread_mutex_init(&n->mu, NULL);
     atomic_init(&n->used, 0);
+    atomic_init(&n->segments, 0);
+    atomic_init(&n->packed, 0);
     atomic_init(&n->nchunks, 0);
     atomic_init(&n->bad_frames, 0);
     n->fq_ops = pol_fq_find(cfg->sched);
@@ -1052,6 +1057,8 @@ fns_node_stats(struct fns_node *n, struct fns_node_stats *out)
     out->cos_pending = fns_cos_pending(n->pool);
     out->cos_writes_total = fns_cos_writes_total(n->pool);
     out->cos_reloads_total = fns_cos_reloads_total(n->pool);
+    out->cos_segments = atomic_load(&n->segments);
+    out->cos_packed_chunks = atomic_load(&n->packed);
 }
 
 struct cm_reqstats *

@@ -52,6 +52,7 @@ struct fns_node_stats {
     uint32_t id, incarnation, instances;
     uint64_t capacity_bytes, used_bytes, chunks;
     uint64_t cos_pending, cos_writes_total, cos_reloads_total, bad_frames_total;
+    uint64_t cos_segments, cos_packed_chunks; /* small chunks packed in COS segments */
     struct fns_arena_stats arena; /* zero without an arena */
 };
 

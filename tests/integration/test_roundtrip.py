@@ -346,6 +346,13 @@ def check_small_persistence(t, c):
             "small chunks stored as objects of their own: %r" % tdir)
     packed = [e for e in segment_entries(os.path.join(c.dir, "cos")) if e[0] == tenant["id"]]
     t.eq(len(packed), n, "chunks in COS segments of %d small objects (one copy each)" % n)
+    deadline = time.time() + 10  # node gauges refresh every 200 ms
+    while True:
+        gauge = sum(c.metrics(i).get("shoal_fnstore_cos_packed_chunks", 0) for i in range(c.nodes))
+        if gauge >= n:
+            break
+        t.check(time.time() < deadline, "nodes report %d packed chunks, want >= %d" % (gauge, n))
+        time.sleep(0.2)
     notes = m["shoal_gateway_persist_notices_total"] - before["shoal_gateway_persist_notices_total"]
     stats = m["shoal_gateway_persist_stats_total"] - before["shoal_gateway_persist_stats_total"]
     st.log("small objects: %d notices, %d STATs" % (notes, stats))

@@ -31,6 +31,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KiB, MiB = 1024, 1024 * 1024
 SIZES = {"1k": KiB, "1m": MiB, "10m": 10 * MiB, "100m": 100 * MiB}
+NODE_CAPACITY = "2GiB"  # per node, unless --cluster-arg=--fnstore-args is given
 
 
 def log(msg):
@@ -172,8 +173,13 @@ http {
             raise RuntimeError("no free port offset for the cluster")
         self.cluster_dir = os.path.join(self.tmp, "cluster")
         script = os.path.join(ROOT, "deploy", "local", "shoal-cluster")
+        extra = list(self.args.cluster_args)
+        if "--fnstore-args" not in extra:
+            # PUT 10/100 MiB writes several GB a run, and replaced versions are
+            # kept 30 s: the default 1 GiB per node fills up (503).
+            extra += ["--fnstore-args", "--capacity %s" % NODE_CAPACITY]
         run([script, "start", "--dir", self.cluster_dir, "--port-offset", str(k),
-             "--build", self.args.build, "--timeout", "60"] + self.args.cluster_args, timeout=180)
+             "--build", self.args.build, "--timeout", "60"] + extra, timeout=180)
         self.gateway = "http://127.0.0.1:%d" % (9300 + k)
         ctl = find_bin(self.args.build, "shoalctl")
         out = run([ctl, "--controller", "http://127.0.0.1:%d" % (9400 + k), "--token-file",

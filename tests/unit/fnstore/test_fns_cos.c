@@ -62,6 +62,71 @@ free_jobs(struct fns_cos_job **js, int n)
     }
 }
 
+/* Small writes become one segment; big ones keep an object each; packed
+ * chunks read back by location; tombstones ride in the next segment. */
+static void
+test_packing(struct cm_cos *cos, struct fns_chunk *small)
+{
+    struct fns_key bk = {.tenant = 1, .index = 9, .object = 0x43, .version = 0};
+    uint32_t blen = FNS_PACK_BLOB_MAX; /* with its trailer: just over the limit */
+    uint8_t *bdata = calloc(1, blen + FNS_CHUNK_TAIL);
+    struct fns_chunk *big = fns_chunk_adopt(&bk, bdata, blen, cm_crc32c(0, bdata, blen));
+    struct fns_cos_job *js[16];
+    struct fns_pack_ent *ents;
+    struct fns_key *tombs, dead = {.tenant = 7, .index = 1, .object = 0x77};
+    struct fns_cos *p = NULL;
+    char name[FNS_PACK_NAME_MAX];
+    size_t len, ne, nt;
+    void *blob;
+    int i;
+
+    CHECK(fns_cos_create(cos, 2, on_done, NULL, &p) == 0);
+    fns_cos_set_packing(p, 5, 40, 50);
+    fns_cos_tomb(p, &dead);
+    for (i = 0; i < 5; i++) {
+        fns_cos_submit(p, job(FNS_COS_WRITE, (uint32_t)(200 + i), small, (uint64_t)i));
+    }
+    fns_cos_submit(p, job(FNS_COS_WRITE, 9, big, 5));
+    CHECK(collect(p, js, 6) == 6);
+    for (i = 0; i < 6; i++) {
+        CHECK(js[i]->status == 0);
+        if (js[i]->tag < 5) { /* gathered by the linger into segment 40 */
+            CHECK(js[i]->loc.seg == 40 && js[i]->loc.len == small->len + FNS_CHUNK_TAIL);
+        } else {
+            CHECK(js[i]->loc.seg == 0);
+        }
+    }
+    fns_pack_name(name, sizeof(name), 5, 40);
+    CHECK(cm_cos_get(cos, name, &blob, &len) == 0);
+    CHECK(fns_pack_decode(blob, len, len, &ents, &ne, &tombs, &nt) == 0);
+    CHECK(ne == 5 && nt == 1 && tombs != NULL && fns_key_eq(&tombs[0], &dead));
+    free(ents);
+    free(tombs);
+    free(blob);
+    /* a packed chunk reads back through its location */
+    struct fns_cos_job *r = job(FNS_COS_READ, 202, NULL, 9);
+    for (i = 0; i < 6; i++) {
+        if (js[i]->tag == 2) {
+            r->loc = js[i]->loc;
+        }
+    }
+    free_jobs(js, 6);
+    fns_cos_submit(p, r);
+    CHECK(collect(p, js, 1) == 1 && js[0]->status == 0 && js[0]->chunk != NULL &&
+          js[0]->chunk->len == small->len &&
+          memcmp(js[0]->chunk->data, small->data, small->len) == 0);
+    free_jobs(js, 1);
+    /* deleting the segment removes the object; a read of it then fails */
+    r = job(FNS_COS_DELETE, 0, NULL, 10);
+    r->loc.seg = 40;
+    fns_cos_submit(p, r);
+    CHECK(collect(p, js, 1) == 1 && js[0]->status == 0);
+    free_jobs(js, 1);
+    CHECK(cm_cos_get(cos, name, &blob, &len) == CM_E_NOTFOUND);
+    fns_cos_destroy(p);
+    fns_chunk_unref(big);
+}
+
 int
 main(void)
 {
@@ -125,6 +190,7 @@ main(void)
     CHECK(fns_cos_writes_total(p) == 10);
     fns_cos_destroy(p);
     fns_cos_destroy(NULL);
+    test_packing(cos, c);
     fns_chunk_unref(c);
     cm_cos_close(cos);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
