@@ -120,6 +120,21 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
     job->status = rc;
 }
 
+/* Puts tombstones a failed segment write carried back in front. */
+static void
+fns_cos_untake_tombs(struct fns_cos *p, struct fns_key *tombs, size_t n)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->ntombs + n > p->captombs) {
+        p->captombs = p->ntombs + n;
+        p->tombs = cm_realloc(p->tombs, p->captombs * sizeof(*p->tombs));
+    }
+    memmove(p->tombs + n, p->tombs, p->ntombs * sizeof(*p->tombs));
+    memcpy(p->tombs, tombs, n * sizeof(*tombs));
+    p->ntombs += n;
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* Takes the pending tombstones (the caller frees *out). */
 static size_t
 fns_cos_take_tombs(struct fns_cos *p, struct fns_key **out)
@@ -179,11 +194,13 @@ fns_cos_pack(struct fns_cos *p, struct fns_cos_job *list, size_t n)
     fns_pack_name(name, sizeof(name), p->pack_node, seq);
     rc = cm_cos_put(p->cos, name, seg, total);
     free(seg);
-    free(tombs);
     if (rc != 0) {
         CM_WARN("cos segment write failed name=%s chunks=%zu err=%s", name, ne, cm_errname(rc));
+        fns_cos_untake_tombs(p, tombs, nt);
+        free(tombs);
         return 0; /* each chunk then gets an object of its own */
     }
+    free(tombs);
     for (i = 0; i < ne; i++) {
         packed[i]->loc.seg = seq;
         packed[i]->loc.off = ents[i].off;

@@ -233,6 +233,19 @@ def test_persisted(addr):
     c.close()
 
 
+def segment_entries(tmp):
+    """{segment path: [(tenant, index, object)...]} of the packed chunks
+    (fnstore/fns_pack.h: 24-byte header, then 32-byte entries)."""
+    out = {}
+    for path in segments(tmp):
+        with open(path, "rb") as f:
+            magic, _v, nent, _nt, _hl, _crc = struct.unpack("<IIIIII", f.read(24))
+            check(magic == 0x47534853, "not a segment: %s" % path)
+            ents = [struct.unpack("<IIQQII", f.read(32))[:3] for _ in range(nent)]
+        out[path] = ents
+    return out
+
+
 def segments(tmp):
     root = os.path.join(tmp, "cos", "seg")
     return [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if "#" not in f]
@@ -457,7 +470,31 @@ def test_arena_accounting(binary, tmp):
             node.proc.wait()
 
 
+def wait_persisted(c, **key):
+    end = time.time() + 15
+    while not c.call(OP_STAT, **key)["flags"] & WF_PERSISTED:
+        check(time.time() < end, "never persisted: %r" % key)
+        time.sleep(0.02)
+
+
 def test_restart(node, inc_before, blobs):
+    # A packed chunk deleted after it was persisted stays deleted across the
+    # restart although its segment lives on (A2 is in it): the tombstone
+    # rides in the next segment (B's) and the replay applies it.
+    c = Conn(node.addr)
+    a, a2, b = payload(300, 51), payload(350, 53), payload(400, 52)
+    c.s.sendall(frame(OP_PUT, 1, tenant=1, obj=0x5151, idx=0, data=a) +
+                frame(OP_PUT, 2, tenant=1, obj=0x5153, idx=0, data=a2))
+    check(read_resp(c.s)["status"] == 0 and read_resp(c.s)["status"] == 0, "put A, A2")
+    wait_persisted(c, tenant=1, obj=0x5151, idx=0)
+    wait_persisted(c, tenant=1, obj=0x5153, idx=0)
+    segs = segment_entries(node.tmp)
+    check(any((1, 0, 0x5151) in e and (1, 0, 0x5153) in e for e in segs.values()),
+          "A and A2 not in one segment: %r" % segs)
+    check(c.call(OP_DEL, tenant=1, obj=0x5151, idx=0)["status"] == 0, "del A")
+    check(c.call(OP_PUT, tenant=1, obj=0x5152, idx=0, data=b)["status"] == 0, "put B")
+    wait_persisted(c, tenant=1, obj=0x5152, idx=0)
+    c.close()
     node.kill9()
     node.start()
     c = Conn(node.addr)
@@ -474,6 +511,12 @@ def test_restart(node, inc_before, blobs):
     check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "stat from cos")
     r = c.call(OP_GET, tenant=3, obj=0xABCDEF, ver=1, idx=0)
     check(r["status"] == E_NOTFOUND, "deleted chunk stays deleted")
+    r = c.call(OP_GET, tenant=1, obj=0x5151, idx=0)
+    check(r["status"] == E_NOTFOUND, "deleted packed chunk back after restart: %r" % r["status"])
+    r = c.call(OP_GET, tenant=1, obj=0x5152, idx=0)
+    check(r["status"] == 0 and r["data"] == b, "packed chunk B after restart")
+    r = c.call(OP_GET, tenant=1, obj=0x5153, idx=0)
+    check(r["status"] == 0 and r["data"] == a2, "packed chunk A2 after restart")
     c.close()
 
 
