@@ -27,7 +27,8 @@ struct fns_cos_worker {
     pthread_t thread;
     pthread_cond_t cond; /* CLOCK_MONOTONIC */
     struct fns_cos_job *head, *tail;
-    size_t nq; /* queued jobs */
+    size_t nq;     /* queued jobs */
+    int lingering; /* waiting for a full batch: wake only when there is one */
 };
 
 struct fns_cos {
@@ -293,11 +294,13 @@ fns_cos_linger(struct fns_cos *p, struct fns_cos_worker *w)
     ns = (uint64_t)dl.tv_nsec + p->linger_ns;
     dl.tv_sec += (time_t)(ns / 1000000000u);
     dl.tv_nsec = (long)(ns % 1000000000u);
+    w->lingering = 1;
     while (w->nq < FNS_COS_BATCH_MAX && !p->stopping) {
         if (pthread_cond_timedwait(&w->cond, &p->mu, &dl) == ETIMEDOUT) {
             break;
         }
     }
+    w->lingering = 0;
 }
 
 static void *
@@ -429,7 +432,9 @@ fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job)
     }
     w->tail = job;
     w->nq++;
-    pthread_cond_signal(&w->cond);
+    if (!w->lingering || w->nq >= FNS_COS_BATCH_MAX) {
+        pthread_cond_signal(&w->cond); /* a wake-up per job would cost more than the job */
+    }
     pthread_mutex_unlock(&p->mu);
 }
 
