@@ -36,7 +36,6 @@ struct fns_chunk {
     uint8_t *data; /* len + FNS_CHUNK_TAIL bytes, freed with fns_arena_free */
     /* Event-loop thread only: */
     int persisted;           /* the COS copy of these bytes is durable */
-    int memonly;             /* a copy another holder persists: never in COS here */
     struct fns_chunk *hnext; /* store index chain */
     int instance;            /* store instance, -1 when not in the store */
 };

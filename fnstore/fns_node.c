@@ -322,12 +322,7 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
             return;
         }
         fns_node_publish(n);
-        if (req->hdr.flags & CM_WF_MEMONLY) {
-            /* Another holder persists these bytes: nothing to wait for. */
-            req->chunk->memonly = 1;
-            req->chunk->persisted = 1;
-            fns_node_answer(n, req, 0, CM_WF_PERSISTED, NULL);
-        } else if (req->hdr.flags & CM_WF_COS_SYNC) {
+        if (req->hdr.flags & CM_WF_COS_SYNC) {
             fns_node_submit(n, FNS_COS_WRITE, &key, req->chunk, req, NULL);
         } else {
             fns_node_submit(n, FNS_COS_WRITE, &key, req->chunk, NULL,
@@ -347,8 +342,6 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
         uint64_t emptied;
         int packed;
 
-        c = fns_store_get(n->store, &key);
-        rc = c != NULL && c->memonly; /* never written to COS here */
         (void)fns_store_del(n->store, &key);
         n->del_seq++;
         fns_node_publish(n);
@@ -359,7 +352,7 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
         if (emptied != 0) {
             fns_node_drop_segment(n, emptied);
         }
-        if (rc || packed) {
+        if (packed) {
             fns_node_answer(n, req, 0, 0, NULL);
         } else {
             fns_node_submit(n, FNS_COS_DELETE, &key, NULL, req, NULL);

@@ -698,8 +698,7 @@ op_send(struct gw_obj *o, enum op_kind kind, uint32_t j, uint32_t s, const uint8
     op->gen = o->slot[j].gen;
     op->kind = kind;
     uint32_t idx = wire_index(l, s, j);
-    /* A copy beyond the first is memory only: COS gets one copy. */
-    uint16_t flags = kind != OP_PUT ? 0 : l->k == 1 && j > 0 ? CM_WF_MEMONLY : CM_WF_NOTIFY;
+    uint16_t flags = kind == OP_PUT ? CM_WF_NOTIFY : 0; /* tell us once in COS */
     struct gw_net_send ns = {
         .hdr = {.op = kind == OP_PUT ? CM_OP_PUT : CM_OP_STAT,
                 .flags = flags,

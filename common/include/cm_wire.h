@@ -15,8 +15,9 @@
  * Requests are pipelined on a connection and may be answered out of order;
  * req_id matches them. One frame is not an answer: a node sends
  * CM_OP_PERSISTED | CM_OP_RESPONSE with req_id 0, unasked, to a client that
- * sent PUTs flagged CM_WF_NOTIFY (see cm_wire_note). A peer that receives a header failing any check
- * closes the connection (nothing after a bad header can be trusted).
+ * sent PUTs flagged CM_WF_NOTIFY (see cm_wire_note). A peer that receives
+ * a header failing any check closes the connection (nothing after a bad
+ * header can be trusted).
  */
 #ifndef CM_WIRE_H
 #define CM_WIRE_H
@@ -45,8 +46,6 @@ enum cm_wire_flag {
     CM_WF_COS_SYNC = 1 << 1,  /* PUT request: answer only once in COS */
     CM_WF_FROM_COS = 1 << 2,  /* GET response: had to be reloaded from COS */
     CM_WF_NOTIFY = 1 << 3,    /* PUT request: send a PERSISTED notice when in COS */
-    CM_WF_MEMONLY = 1 << 4,   /* PUT request: memory only; another holder persists
-                                 the same bytes (a copy of a replicated object) */
 };
 
 struct cm_wire_hdr {

@@ -18,7 +18,7 @@
 #include "cm_wire.h"
 
 #define WF_KNOWN \
-    (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS | CM_WF_NOTIFY | CM_WF_MEMONLY)
+    (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS | CM_WF_NOTIFY)
 
 static int
 op_valid(uint8_t op)

@@ -3,8 +3,8 @@
 
 Sizes 0 B .. 100 MiB with SHA-256 (100 MiB streamed with curl), ranges, HEAD,
 overwrite versions, DELETE, LIST with prefix and pagination, odd keys,
-isolation between two tenants, and how small objects reach COS (one copy,
-packed into segments, announced by the nodes rather than polled).
+isolation between two tenants, and how small objects reach COS (every copy
+packed into its node's segments, announced by the nodes rather than polled).
 """
 import os
 import random
@@ -325,9 +325,9 @@ def segment_entries(cos):
 
 
 def check_small_persistence(t, c):
-    """Small objects are 1+m copies in memory but one copy in COS, packed into
-    the nodes' segments, and the gateway learns they are persisted from the
-    nodes' notices, not by polling."""
+    """Small objects are 1+m copies, each persisted by its node packed into a
+    COS segment (not as an object of its own), and the gateway learns they are
+    persisted from the nodes' notices, not by polling."""
     tenant = c.create_tenant()
     g = c.gw(tenant)
     n = 40
@@ -345,7 +345,13 @@ def check_small_persistence(t, c):
     t.check(not os.path.isdir(tdir) or not os.listdir(tdir),
             "small chunks stored as objects of their own: %r" % tdir)
     packed = [e for e in segment_entries(os.path.join(c.dir, "cos")) if e[0] == tenant["id"]]
-    t.eq(len(packed), n, "chunks in COS segments of %d small objects (one copy each)" % n)
+    copies = {}
+    for _tn, idx, obj in packed:
+        copies.setdefault(obj, []).append(idx)
+    t.eq(len(copies), n, "objects with chunks in COS segments")
+    for obj, idxs in copies.items():
+        t.check(len(idxs) >= 2 and sorted(idxs) == list(range(len(idxs))),
+                "object %016x: packed copies %r, want 0..m once each" % (obj, sorted(idxs)))
     deadline = time.time() + 10  # node gauges refresh every 200 ms
     while True:
         gauge = sum(c.metrics(i).get("shoal_fnstore_cos_packed_chunks", 0) for i in range(c.nodes))

@@ -20,7 +20,7 @@ random_hdr(struct cm_wire_hdr *h)
     memset(h, 0, sizeof(*h));
     h->op = ops[t_range(0, 5)] | (t_range(0, 1) ? CM_OP_RESPONSE : 0);
     h->flags = (uint16_t)(t_rand() & (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS |
-                                       CM_WF_NOTIFY | CM_WF_MEMONLY));
+                                       CM_WF_NOTIFY));
     h->status = t_range(0, 1) ? 0 : -(int32_t)t_range(1, 1011);
     h->tenant = (uint32_t)t_rand();
     h->req_id = t_rand();

@@ -19,7 +19,7 @@ import urllib.request
 MAGIC = 0x4C4F4853
 HDR = struct.Struct("<IBBHiIQQQIIIII")  # 60 bytes, then hdr_crc
 OP_PING, OP_PUT, OP_GET, OP_DEL, OP_STAT, OP_PERSISTED, OP_RESP = 1, 2, 3, 4, 5, 6, 0x80
-WF_PERSISTED, WF_COS_SYNC, WF_FROM_COS, WF_NOTIFY, WF_MEMONLY = 1, 2, 4, 8, 16
+WF_PERSISTED, WF_COS_SYNC, WF_FROM_COS, WF_NOTIFY = 1, 2, 4, 8
 NOTE = struct.Struct("<IIQ")  # tenant, index, object
 E_PROTO, E_CRC, E_NOTFOUND, E_TOOBIG, E_BUSY = -1001, -1002, -1003, -1004, -1007
 
@@ -255,7 +255,7 @@ def cos_file(tmp, tenant, obj, ver, idx):
     return os.path.join(tmp, "cos", "t%d" % tenant, "%016x.%d.%d" % (obj, ver, idx))
 
 
-def test_notify_and_memonly(node):
+def test_notify(node):
     # PUTs flagged NOTIFY: each persisted chunk is announced once, unasked
     T = 1  # a tenant that already has an instance (the node has only 4)
     c = Conn(node.addr)
@@ -293,20 +293,6 @@ def test_notify_and_memonly(node):
         extra = None
     check(extra is None, "unasked notice for a PUT without NOTIFY")
     c.s.settimeout(20)
-    # MEMONLY: acknowledged as persisted, served from memory, never in COS
-    data = payload(700, 9)
-    r = c.call(OP_PUT, tenant=T, obj=999, idx=1, data=data, flags=WF_MEMONLY | WF_NOTIFY)
-    check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "memonly put answer %r" % r)
-    r = c.call(OP_GET, tenant=T, obj=999, idx=1)
-    check(r["status"] == 0 and r["data"] == data, "memonly get")
-    r = c.call(OP_STAT, tenant=T, obj=999, idx=1)
-    check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "memonly stat")
-    time.sleep(0.5)
-    check(not os.path.exists(cos_file(node.tmp, T, 999, 0, 1)), "memonly chunk written to COS")
-    r = c.call(OP_DEL, tenant=T, obj=999, idx=1)
-    check(r["status"] == 0, "memonly del")
-    r = c.call(OP_GET, tenant=T, obj=999, idx=1)
-    check(r["status"] == E_NOTFOUND, "memonly chunk gone after DEL: %r" % r["status"])
     for (t, idx, obj) in want | {(T, 0, 950)}:
         check(c.call(OP_DEL, tenant=t, obj=obj, idx=idx)["status"] == 0, "cleanup del")
     c.close()
@@ -603,7 +589,7 @@ def main():
         inc = test_roundtrip(node.addr)
         blobs = test_pipelined(node.addr)
         test_persisted(node.addr)
-        test_notify_and_memonly(node)
+        test_notify(node)
         test_bad_crc_and_too_big(node.addr)
         test_bad_frames(node.addr)
         test_backpressure_and_del_during_send(node.addr)
