@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cm_hmap.h"
+
 #define FNS_CHUNK_TAIL 8u
 #define FNS_CHUNK_MAGIC 0x4b434853u /* "SHCK" read little-endian */
 
@@ -36,7 +38,7 @@ struct fns_chunk {
     uint8_t *data; /* len + FNS_CHUNK_TAIL bytes, freed with fns_arena_free */
     /* Event-loop thread only: */
     int persisted;           /* the COS copy of these bytes is durable */
-    struct fns_chunk *hnext; /* store index chain */
+    struct cm_hnode hn;      /* store index */
     int instance;            /* store instance, -1 when not in the store */
 };
 

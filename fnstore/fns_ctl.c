@@ -217,6 +217,18 @@ fns_ctl_main(void *arg)
     return NULL;
 }
 
+static void
+fns_ctl_free(struct fns_ctl *c)
+{
+    pthread_cond_destroy(&c->cond);
+    pthread_mutex_destroy(&c->mu);
+    free(c->url);
+    free(c->token_file);
+    free(c->addr);
+    free(c->metrics_addr);
+    free(c);
+}
+
 int
 fns_ctl_create(const struct fns_ctl_cfg *cfg, struct fns_node *node, struct fns_ctl **out)
 {
@@ -252,13 +264,7 @@ fns_ctl_create(const struct fns_ctl_cfg *cfg, struct fns_node *node, struct fns_
     pthread_cond_init(&c->cond, NULL);
     rc = pthread_create(&c->thread, NULL, fns_ctl_main, c);
     if (rc != 0) {
-        pthread_cond_destroy(&c->cond);
-        pthread_mutex_destroy(&c->mu);
-        free(c->url);
-        free(c->token_file);
-        free(c->addr);
-        free(c->metrics_addr);
-        free(c);
+        fns_ctl_free(c);
         return -rc;
     }
     *out = c;
@@ -276,11 +282,5 @@ fns_ctl_destroy(struct fns_ctl *c)
     pthread_cond_signal(&c->cond);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->thread, NULL);
-    pthread_cond_destroy(&c->cond);
-    pthread_mutex_destroy(&c->mu);
-    free(c->url);
-    free(c->token_file);
-    free(c->addr);
-    free(c->metrics_addr);
-    free(c);
+    fns_ctl_free(c);
 }

@@ -178,16 +178,28 @@ fns_node_answer(struct fns_node *n, struct fns_req *req, int status, uint16_t fl
     n->inflight--;
 }
 
+/* A new COS job for req (may be NULL), stamped with the DEL sequence. */
+static struct fns_cos_job *
+fns_node_job(struct fns_node *n, enum fns_cos_op op, const struct fns_key *key,
+             struct fns_req *req)
+{
+    struct fns_cos_job *job = cm_calloc(1, sizeof(*job));
+
+    job->op = op;
+    job->key = *key;
+    job->arg = req;
+    job->tag = n->del_seq;
+    return job;
+}
+
 /* notify: the connection to tell once a write is persisted (a reference
  * is taken), or NULL. */
 static void
 fns_node_submit(struct fns_node *n, enum fns_cos_op op, const struct fns_key *key,
                 struct fns_chunk *chunk, struct fns_req *req, struct fns_conn *notify)
 {
-    struct fns_cos_job *job = cm_calloc(1, sizeof(*job));
+    struct fns_cos_job *job = fns_node_job(n, op, key, req);
 
-    job->op = op;
-    job->key = *key;
     if (chunk != NULL) {
         fns_chunk_ref(chunk);
         job->chunk = chunk;
@@ -196,8 +208,6 @@ fns_node_submit(struct fns_node *n, enum fns_cos_op op, const struct fns_key *ke
         fns_conn_ref(notify);
         job->arg2 = notify;
     }
-    job->arg = req;
-    job->tag = n->del_seq;
     fns_cos_submit(n->pool, job);
 }
 
@@ -206,13 +216,9 @@ static void
 fns_node_submit_packed(struct fns_node *n, enum fns_cos_op op, const struct fns_key *key,
                        const struct fns_pack_loc *loc, struct fns_req *req)
 {
-    struct fns_cos_job *job = cm_calloc(1, sizeof(*job));
+    struct fns_cos_job *job = fns_node_job(n, op, key, req);
 
-    job->op = op;
-    job->key = *key;
     job->loc = *loc;
-    job->arg = req;
-    job->tag = n->del_seq;
     fns_cos_submit(n->pool, job);
 }
 

@@ -1,8 +1,8 @@
 /*
  * fns_pack.c - COS segment format and the packed-chunk index; see fns_pack.h.
  *
- * The index is two chained hash tables that double when full: chunks by
- * key, and segments by sequence number with their count of indexed chunks.
+ * The index is two cm_hmap tables: chunks by key, and segments by sequence
+ * number with their count of indexed chunks.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include "cm_bytes.h"
 #include "cm_ec.h"
 #include "cm_err.h"
+#include "cm_hmap.h"
 #include "fns_pack.h"
 
 #define PACK_VERSION 1u
@@ -139,9 +140,9 @@ fns_pack_parse_name(const char *name, uint32_t node, uint64_t *seq)
         return CM_E_BADARG;
     }
     for (const char *c = name + pl; *c; c++) {
-        int d = (*c >= '0' && *c <= '9') ? *c - '0' : (*c >= 'a' && *c <= 'f') ? *c - 'a' + 10 : -1;
+        int d = cm_hexval(*c);
 
-        if (d < 0) {
+        if (d < 0 || (*c >= 'A' && *c <= 'F')) { /* names are lower case */
             return CM_E_BADARG;
         }
         v = v << 4 | (uint64_t)d;
@@ -156,40 +157,44 @@ fns_pack_parse_name(const char *name, uint32_t node, uint64_t *seq)
 /* ---- index ------------------------------------------------------------- */
 
 struct pack_ent {
-    struct pack_ent *next;
+    struct cm_hnode hn;
     struct fns_key key;
     struct fns_pack_loc loc;
 };
 
 struct pack_seg {
-    struct pack_seg *next;
+    struct cm_hnode hn;
     uint64_t seq;
     uint64_t live;
 };
 
 struct fns_pack_index {
-    struct pack_ent **ents;
-    size_t emask, nents;
-    struct pack_seg **segs;
-    size_t smask, nsegs;
+    struct cm_hmap ents; /* by fns_key_hash */
+    struct cm_hmap segs; /* by cm_hmix64(seq) */
 };
-
-static size_t
-seg_bucket(const struct fns_pack_index *x, uint64_t seq)
-{
-    return (size_t)((seq * 0x9e3779b97f4a7c15ull) >> 32) & x->smask;
-}
 
 struct fns_pack_index *
 fns_pack_index_create(void)
 {
     struct fns_pack_index *x = cm_calloc(1, sizeof(*x));
 
-    x->emask = 255;
-    x->ents = cm_calloc(x->emask + 1, sizeof(*x->ents));
-    x->smask = 63;
-    x->segs = cm_calloc(x->smask + 1, sizeof(*x->segs));
+    cm_hmap_init(&x->ents, 256);
+    cm_hmap_init(&x->segs, 64);
     return x;
+}
+
+static void
+free_ent(void *arg, struct cm_hnode *n)
+{
+    (void)arg;
+    free(CM_CONTAINER_OF(n, struct pack_ent, hn));
+}
+
+static void
+free_seg(void *arg, struct cm_hnode *n)
+{
+    (void)arg;
+    free(CM_CONTAINER_OF(n, struct pack_seg, hn));
 }
 
 void
@@ -198,108 +203,39 @@ fns_pack_index_destroy(struct fns_pack_index *x)
     if (x == NULL) {
         return;
     }
-    for (size_t i = 0; i <= x->emask; i++) {
-        while (x->ents[i] != NULL) {
-            struct pack_ent *e = x->ents[i];
-
-            x->ents[i] = e->next;
-            free(e);
-        }
-    }
-    for (size_t i = 0; i <= x->smask; i++) {
-        while (x->segs[i] != NULL) {
-            struct pack_seg *s = x->segs[i];
-
-            x->segs[i] = s->next;
-            free(s);
-        }
-    }
-    free(x->ents);
-    free(x->segs);
+    cm_hmap_each(&x->ents, free_ent, NULL);
+    cm_hmap_each(&x->segs, free_seg, NULL);
+    cm_hmap_free(&x->ents);
+    cm_hmap_free(&x->segs);
     free(x);
-}
-
-static void
-grow_ents(struct fns_pack_index *x)
-{
-    size_t oldn = x->emask + 1;
-    struct pack_ent **old = x->ents;
-
-    x->emask = 2 * oldn - 1;
-    x->ents = cm_calloc(2 * oldn, sizeof(*x->ents));
-    for (size_t i = 0; i < oldn; i++) {
-        while (old[i] != NULL) {
-            struct pack_ent *e = old[i];
-            size_t b = fns_key_hash(&e->key) & x->emask;
-
-            old[i] = e->next;
-            e->next = x->ents[b];
-            x->ents[b] = e;
-        }
-    }
-    free(old);
-}
-
-static void
-grow_segs(struct fns_pack_index *x)
-{
-    size_t oldn = x->smask + 1;
-    struct pack_seg **old = x->segs;
-
-    x->smask = 2 * oldn - 1;
-    x->segs = cm_calloc(2 * oldn, sizeof(*x->segs));
-    for (size_t i = 0; i < oldn; i++) {
-        while (old[i] != NULL) {
-            struct pack_seg *s = old[i];
-            size_t b = seg_bucket(x, s->seq);
-
-            old[i] = s->next;
-            s->next = x->segs[b];
-            x->segs[b] = s;
-        }
-    }
-    free(old);
 }
 
 static struct pack_seg *
 seg_get(struct fns_pack_index *x, uint64_t seq, int create)
 {
-    struct pack_seg *s = x->segs[seg_bucket(x, seq)];
+    uint64_t h = cm_hmix64(seq);
+    struct pack_seg *s;
 
-    while (s != NULL && s->seq != seq) {
-        s = s->next;
-    }
-    if (s == NULL && create) {
-        size_t b;
-
-        if (x->nsegs > x->smask) {
-            grow_segs(x);
+    for (struct cm_hnode *n = cm_hmap_first(&x->segs, h); n; n = cm_hmap_next(n, h)) {
+        s = CM_CONTAINER_OF(n, struct pack_seg, hn);
+        if (s->seq == seq) {
+            return s;
         }
-        b = seg_bucket(x, seq);
-        s = cm_calloc(1, sizeof(*s));
-        s->seq = seq;
-        s->next = x->segs[b];
-        x->segs[b] = s;
-        x->nsegs++;
     }
+    if (!create) {
+        return NULL;
+    }
+    s = cm_calloc(1, sizeof(*s));
+    s->seq = seq;
+    cm_hmap_add(&x->segs, &s->hn, h);
     return s;
 }
 
 static void
-seg_forget(struct fns_pack_index *x, uint64_t seq)
+seg_forget(struct fns_pack_index *x, struct pack_seg *s)
 {
-    struct pack_seg **pp = &x->segs[seg_bucket(x, seq)];
-
-    while (*pp != NULL && (*pp)->seq != seq) {
-        pp = &(*pp)->next;
-    }
-    if (*pp != NULL) {
-        struct pack_seg *s = *pp;
-
-        *pp = s->next;
-        free(s);
-        x->nsegs--;
-    }
+    cm_hmap_del(&x->segs, &s->hn);
+    free(s);
 }
 
 /* One chunk fewer in seq: returns seq if that emptied it (then forgotten). */
@@ -311,7 +247,7 @@ seg_unref(struct fns_pack_index *x, uint64_t seq)
     if (s == NULL || --s->live > 0) {
         return 0;
     }
-    seg_forget(x, seq);
+    seg_forget(x, s);
     return seq;
 }
 
@@ -321,38 +257,37 @@ fns_pack_index_add_seg(struct fns_pack_index *x, uint64_t seg)
     (void)seg_get(x, seg, 1);
 }
 
-static struct pack_ent **
-ent_find(const struct fns_pack_index *x, const struct fns_key *key)
+static struct pack_ent *
+ent_find(const struct fns_pack_index *x, const struct fns_key *key, uint64_t h)
 {
-    struct pack_ent **pp = &x->ents[fns_key_hash(key) & x->emask];
+    for (struct cm_hnode *n = cm_hmap_first(&x->ents, h); n; n = cm_hmap_next(n, h)) {
+        struct pack_ent *e = CM_CONTAINER_OF(n, struct pack_ent, hn);
 
-    while (*pp != NULL && !fns_key_eq(&(*pp)->key, key)) {
-        pp = &(*pp)->next;
+        if (fns_key_eq(&e->key, key)) {
+            return e;
+        }
     }
-    return pp;
+    return NULL;
 }
 
 uint64_t
 fns_pack_index_put(struct fns_pack_index *x, const struct fns_key *key,
                    const struct fns_pack_loc *loc)
 {
-    struct pack_ent **pp = ent_find(x, key);
+    uint64_t h = fns_key_hash(key);
+    struct pack_ent *e = ent_find(x, key, h);
 
     seg_get(x, loc->seg, 1)->live++; /* first: a same-segment replace never empties it */
-    if (*pp != NULL) {
-        uint64_t old = (*pp)->loc.seg;
+    if (e != NULL) {
+        uint64_t old = e->loc.seg;
 
-        (*pp)->loc = *loc;
+        e->loc = *loc;
         return seg_unref(x, old);
     }
-    if (x->nents > x->emask) {
-        grow_ents(x);
-        pp = ent_find(x, key);
-    }
-    *pp = cm_calloc(1, sizeof(**pp));
-    (*pp)->key = *key;
-    (*pp)->loc = *loc;
-    x->nents++;
+    e = cm_calloc(1, sizeof(*e));
+    e->key = *key;
+    e->loc = *loc;
+    cm_hmap_add(&x->ents, &e->hn, h);
     return 0;
 }
 
@@ -360,7 +295,7 @@ int
 fns_pack_index_get(const struct fns_pack_index *x, const struct fns_key *key,
                    struct fns_pack_loc *loc)
 {
-    struct pack_ent *e = *ent_find(x, key);
+    struct pack_ent *e = ent_find(x, key, fns_key_hash(key));
 
     if (e == NULL) {
         return CM_E_NOTFOUND;
@@ -372,17 +307,15 @@ fns_pack_index_get(const struct fns_pack_index *x, const struct fns_key *key,
 uint64_t
 fns_pack_index_del(struct fns_pack_index *x, const struct fns_key *key, int *found)
 {
-    struct pack_ent **pp = ent_find(x, key);
-    struct pack_ent *e = *pp;
+    struct pack_ent *e = ent_find(x, key, fns_key_hash(key));
     uint64_t seq;
 
     *found = e != NULL;
     if (e == NULL) {
         return 0;
     }
-    *pp = e->next;
-    x->nents--;
     seq = e->loc.seg;
+    cm_hmap_del(&x->ents, &e->hn);
     free(e);
     return seg_unref(x, seq);
 }
@@ -395,39 +328,44 @@ fns_pack_index_drop_if_empty(struct fns_pack_index *x, uint64_t seg)
     if (s == NULL || s->live > 0) {
         return 0;
     }
-    seg_forget(x, seg);
+    seg_forget(x, s);
     return 1;
+}
+
+struct drop_ctx {
+    struct fns_pack_index *x;
+    void (*fn)(void *arg, uint64_t seg);
+    void *arg;
+};
+
+static void
+drop_if_empty_node(void *arg, struct cm_hnode *n)
+{
+    struct drop_ctx *d = arg;
+    struct pack_seg *s = CM_CONTAINER_OF(n, struct pack_seg, hn);
+
+    if (s->live == 0) {
+        d->fn(d->arg, s->seq);
+        seg_forget(d->x, s);
+    }
 }
 
 void
 fns_pack_index_drop_empty(struct fns_pack_index *x, void (*fn)(void *arg, uint64_t seg), void *arg)
 {
-    for (size_t i = 0; i <= x->smask; i++) {
-        struct pack_seg **pp = &x->segs[i];
+    struct drop_ctx d = {x, fn, arg};
 
-        while (*pp != NULL) {
-            struct pack_seg *s = *pp;
-
-            if (s->live > 0) {
-                pp = &s->next;
-                continue;
-            }
-            *pp = s->next;
-            x->nsegs--;
-            fn(arg, s->seq);
-            free(s);
-        }
-    }
+    cm_hmap_each(&x->segs, drop_if_empty_node, &d);
 }
 
 size_t
 fns_pack_index_chunks(const struct fns_pack_index *x)
 {
-    return x->nents;
+    return x->ents.n;
 }
 
 size_t
 fns_pack_index_segments(const struct fns_pack_index *x)
 {
-    return x->nsegs;
+    return x->segs.n;
 }

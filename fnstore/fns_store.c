@@ -13,8 +13,7 @@ struct fns_store {
     struct fns_instance_info *inst;
     uint32_t ninst;
     uint64_t capacity, used, nchunks;
-    struct fns_chunk **buckets;
-    size_t nbuckets; /* power of two */
+    struct cm_hmap index; /* chunks by fns_key_hash */
 };
 
 int
@@ -35,70 +34,46 @@ fns_store_create(uint64_t capacity, uint32_t ninstances, struct fns_store **out)
         s->inst[i].id = i;
         s->inst[i].capacity = capacity / ninstances;
     }
-    s->nbuckets = 1024;
-    s->buckets = cm_calloc(s->nbuckets, sizeof(*s->buckets));
+    cm_hmap_init(&s->index, 1024);
     *out = s;
     return 0;
+}
+
+static void
+fns_store_drop(void *arg, struct cm_hnode *n)
+{
+    struct fns_chunk *c = CM_CONTAINER_OF(n, struct fns_chunk, hn);
+
+    (void)arg;
+    c->instance = -1;
+    fns_chunk_unref(c);
 }
 
 void
 fns_store_destroy(struct fns_store *s)
 {
-    size_t i;
-    struct fns_chunk *c, *next;
-
     if (s == NULL) {
         return;
     }
-    for (i = 0; i < s->nbuckets; i++) {
-        for (c = s->buckets[i]; c != NULL; c = next) {
-            next = c->hnext;
-            c->hnext = NULL;
-            c->instance = -1;
-            fns_chunk_unref(c);
-        }
-    }
-    free(s->buckets);
+    cm_hmap_each(&s->index, fns_store_drop, NULL);
+    cm_hmap_free(&s->index);
     free(s->inst);
     free(s);
-}
-
-static struct fns_chunk **
-fns_store_slot(struct fns_store *s, const struct fns_key *key)
-{
-    struct fns_chunk **pp = &s->buckets[fns_key_hash(key) & (s->nbuckets - 1)];
-
-    while (*pp != NULL && !fns_key_eq(&(*pp)->key, key)) {
-        pp = &(*pp)->hnext;
-    }
-    return pp;
 }
 
 struct fns_chunk *
 fns_store_get(struct fns_store *s, const struct fns_key *key)
 {
-    return *fns_store_slot(s, key);
-}
+    uint64_t h = fns_key_hash(key);
 
-static void
-fns_store_grow(struct fns_store *s)
-{
-    size_t n = s->nbuckets * 2, i;
-    struct fns_chunk **b = cm_calloc(n, sizeof(*b));
-    struct fns_chunk *c, *next;
+    for (struct cm_hnode *n = cm_hmap_first(&s->index, h); n; n = cm_hmap_next(n, h)) {
+        struct fns_chunk *c = CM_CONTAINER_OF(n, struct fns_chunk, hn);
 
-    for (i = 0; i < s->nbuckets; i++) {
-        for (c = s->buckets[i]; c != NULL; c = next) {
-            size_t j = fns_key_hash(&c->key) & (n - 1);
-
-            next = c->hnext;
-            c->hnext = b[j];
-            b[j] = c;
+        if (fns_key_eq(&c->key, key)) {
+            return c;
         }
     }
-    free(s->buckets);
-    s->buckets = b;
-    s->nbuckets = n;
+    return NULL;
 }
 
 /* An instance of tenant's pool with room for len, else a free one, else -1. */
@@ -154,8 +129,7 @@ fns_store_unaccount(struct fns_store *s, struct fns_chunk *c)
 int
 fns_store_put(struct fns_store *s, struct fns_chunk *c)
 {
-    struct fns_chunk **pp = fns_store_slot(s, &c->key);
-    struct fns_chunk *old = *pp;
+    struct fns_chunk *old = fns_store_get(s, &c->key);
     int inst, old_inst = -1;
 
     if (old == c) {
@@ -176,31 +150,22 @@ fns_store_put(struct fns_store *s, struct fns_chunk *c)
     fns_chunk_ref(c);
     fns_store_account(s, c, inst);
     if (old != NULL) {
-        c->hnext = old->hnext;
-        *pp = c;
-        old->hnext = NULL;
+        cm_hmap_del(&s->index, &old->hn);
         fns_chunk_unref(old);
-        return 0;
     }
-    c->hnext = NULL;
-    *pp = c;
-    if (s->nchunks > s->nbuckets) {
-        fns_store_grow(s);
-    }
+    cm_hmap_add(&s->index, &c->hn, fns_key_hash(&c->key));
     return 0;
 }
 
 int
 fns_store_del(struct fns_store *s, const struct fns_key *key)
 {
-    struct fns_chunk **pp = fns_store_slot(s, key);
-    struct fns_chunk *c = *pp;
+    struct fns_chunk *c = fns_store_get(s, key);
 
     if (c == NULL) {
         return CM_E_NOTFOUND;
     }
-    *pp = c->hnext;
-    c->hnext = NULL;
+    cm_hmap_del(&s->index, &c->hn);
     fns_store_unaccount(s, c);
     fns_chunk_unref(c);
     return 0;

@@ -32,6 +32,7 @@
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_hash.h"
+#include "cm_hmap.h"
 #include "cm_log.h"
 #include "cm_time.h"
 #include "cm_wire.h"
@@ -106,7 +107,7 @@ struct gw_op {
 
 struct gw_obj {
     struct gw_obj *prev, *next;
-    struct gw_obj *hnext; /* engine's object map chain, while linked */
+    struct cm_hnode hn; /* in the engine's object map, while linked */
     struct gw_engine *e;
     int refs; /* 1 while live + 1 per payload referenced by a socket buffer */
     int linked;
@@ -162,8 +163,7 @@ struct gw_engine {
     struct cm_ec *ecs[CM_EC_MAX_K + 1][CM_EC_MAX_M + 1];
     /* loop thread only */
     struct gw_obj *objs;     /* buffered and tracked objects */
-    struct gw_obj **objmap;  /* the same by (tenant, object): chains */
-    size_t objmask, nobjmap; /* objmask + 1 buckets (0 buckets: none yet) */
+    struct cm_hmap objmap;   /* the same by (tenant, object) */
     struct gw_get *gets;
     struct gw_del *dels;
     struct gw_timer *poll;
@@ -509,48 +509,23 @@ sfetch_start(struct gw_engine *e, const struct gw_layout *l, uint32_t s, uint64_
 
 /* ---- objects: put, persistent buffer, redrive ------------------------- */
 
-static struct gw_obj **
-objmap_slot(struct gw_engine *e, uint32_t tenant, uint64_t object)
+static uint64_t
+obj_hash(uint32_t tenant, uint64_t object)
 {
-    uint64_t h = (object ^ ((uint64_t)tenant << 32)) * 0x9e3779b97f4a7c15ull;
-    return &e->objmap[(h >> 32) & e->objmask];
+    return cm_hmix64(object ^ ((uint64_t)tenant << 32));
 }
 
 static struct gw_obj *
 obj_find(struct gw_engine *e, uint32_t tenant, uint64_t object)
 {
-    if (!e->objmap) {
-        return NULL;
-    }
-    struct gw_obj *o = *objmap_slot(e, tenant, object);
-    while (o && (o->lay.tenant != tenant || o->lay.object != object)) {
-        o = o->hnext;
-    }
-    return o;
-}
-
-static void
-objmap_grow(struct gw_engine *e)
-{
-    size_t oldn = e->objmap ? e->objmask + 1 : 0;
-    size_t nb = oldn ? 2 * oldn : 256;
-    struct gw_obj **old = e->objmap;
-    struct gw_obj **b = calloc(nb, sizeof(*b));
-    if (!b) {
-        return; /* chains get longer */
-    }
-    e->objmap = b;
-    e->objmask = nb - 1;
-    for (size_t i = 0; i < oldn; i++) {
-        while (old[i]) {
-            struct gw_obj *o = old[i];
-            old[i] = o->hnext;
-            struct gw_obj **slot = objmap_slot(e, o->lay.tenant, o->lay.object);
-            o->hnext = *slot;
-            *slot = o;
+    uint64_t h = obj_hash(tenant, object);
+    for (struct cm_hnode *n = cm_hmap_first(&e->objmap, h); n; n = cm_hmap_next(n, h)) {
+        struct gw_obj *o = CM_CONTAINER_OF(n, struct gw_obj, hn);
+        if (o->lay.tenant == tenant && o->lay.object == object) {
+            return o;
         }
     }
-    free(old);
+    return NULL;
 }
 
 /* Makes o one of the engine's live objects (polled, found by notices). */
@@ -558,15 +533,7 @@ static void
 obj_link(struct gw_obj *o)
 {
     struct gw_engine *e = o->e;
-    if (!e->objmap || e->nobjmap >= e->objmask + 1) {
-        objmap_grow(e);
-    }
-    if (e->objmap) {
-        struct gw_obj **slot = objmap_slot(e, o->lay.tenant, o->lay.object);
-        o->hnext = *slot;
-        *slot = o;
-        e->nobjmap++;
-    }
+    cm_hmap_add(&e->objmap, &o->hn, obj_hash(o->lay.tenant, o->lay.object));
     o->linked = 1;
     DL_PUSH(e->objs, o);
 }
@@ -864,15 +831,7 @@ obj_unlink(struct gw_obj *o)
     if (o->linked) {
         DL_UNLINK(e->objs, o);
         o->linked = 0;
-        struct gw_obj **pp = e->objmap ? objmap_slot(e, o->lay.tenant, o->lay.object) : NULL;
-        while (pp && *pp && *pp != o) {
-            pp = &(*pp)->hnext;
-        }
-        if (pp && *pp) {
-            *pp = o->hnext;
-            e->nobjmap--;
-        }
-        o->hnext = NULL;
+        cm_hmap_del(&e->objmap, &o->hn);
     }
     while (o->ops) {
         struct gw_op *op = o->ops;
@@ -1675,8 +1634,7 @@ engine_fin(void *arg)
     }
     gw_timer_destroy(e->poll);
     e->poll = NULL;
-    free(e->objmap);
-    e->objmap = NULL;
+    cm_hmap_free(&e->objmap);
 }
 
 int
@@ -1690,6 +1648,7 @@ gw_engine_create(const struct gw_engine_cfg *cfg, gw_layout_cb on_layout, void *
         goto out;
     }
     e->cfg = *cfg;
+    cm_hmap_init(&e->objmap, 256);
     if (e->cfg.max_chunk == 0) {
         e->cfg.max_chunk = GW_DEFAULT_MAX_CHUNK;
     }
@@ -1702,6 +1661,7 @@ gw_engine_create(const struct gw_engine_cfg *cfg, gw_layout_cb on_layout, void *
     rc = gw_net_create(e->cfg.io_timeout_ms, &e->net);
     if (rc < 0) {
         pthread_mutex_destroy(&e->ec_lock);
+        cm_hmap_free(&e->objmap);
         free(e);
         e = NULL;
         goto out;

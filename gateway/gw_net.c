@@ -38,6 +38,7 @@
 
 #include "cm_ec.h"
 #include "cm_err.h"
+#include "cm_hmap.h"
 #include "cm_log.h"
 #include "cm_time.h"
 #include "gw_engine.h"
@@ -58,7 +59,7 @@ struct req_list {
 
 struct gw_net_req {
     struct gw_net_req *prev, *next;
-    struct gw_net_req *hnext; /* conn's id map chain, while inflight */
+    struct cm_hnode hn; /* in the conn's id map, while inflight */
     struct gw_conn *c;
     uint64_t id;
     uint8_t hdr[CM_WIRE_HDR_LEN];
@@ -85,8 +86,7 @@ struct gw_conn {
     struct event *rev, *wev;
     struct evbuffer *in, *out;
     struct req_list pending, inflight;
-    struct gw_net_req **idmap; /* inflight by id: chains, idmask + 1 buckets */
-    size_t idmask, nidmap;
+    struct cm_hmap ids; /* inflight by id */
     size_t inflight_bytes;
     uint64_t suspect_until, down_since, next_connect, connect_deadline;
     int backoff_ms;
@@ -179,60 +179,23 @@ req_bytes(const struct gw_net_req *r)
 
 /* ---- inflight requests: FIFO (deadlines) + id map (responses) ------- */
 
-static struct gw_net_req **
-idmap_slot(struct gw_conn *c, uint64_t id)
-{
-    uint64_t h = id * 0x9e3779b97f4a7c15ull;
-    return &c->idmap[(h >> 32) & c->idmask];
-}
-
-static int
-idmap_grow(struct gw_conn *c)
-{
-    size_t nb = c->idmap ? 2 * (c->idmask + 1) : 64;
-    struct gw_net_req **old = c->idmap;
-    size_t oldn = c->idmap ? c->idmask + 1 : 0;
-    struct gw_net_req **b = calloc(nb, sizeof(*b));
-    if (!b) {
-        return -ENOMEM;
-    }
-    c->idmap = b;
-    c->idmask = nb - 1;
-    for (size_t i = 0; i < oldn; i++) {
-        struct gw_net_req *r = old[i];
-        while (r) {
-            struct gw_net_req *next = r->hnext;
-            struct gw_net_req **slot = idmap_slot(c, r->id);
-            r->hnext = *slot;
-            *slot = r;
-            r = next;
-        }
-    }
-    free(old);
-    return 0;
-}
-
 static struct gw_net_req *
 inflight_find(struct gw_conn *c, uint64_t id)
 {
-    struct gw_net_req *r = *idmap_slot(c, id);
-    while (r && r->id != id) {
-        r = r->hnext;
+    uint64_t h = cm_hmix64(id);
+    for (struct cm_hnode *n = cm_hmap_first(&c->ids, h); n; n = cm_hmap_next(n, h)) {
+        struct gw_net_req *r = CM_CONTAINER_OF(n, struct gw_net_req, hn);
+        if (r->id == id) {
+            return r;
+        }
     }
-    return r;
+    return NULL;
 }
 
-/* The map exists from conn_new on; failing to grow only lengthens chains. */
 static void
 inflight_add(struct gw_conn *c, struct gw_net_req *r)
 {
-    if (c->nidmap >= c->idmask + 1) {
-        (void)idmap_grow(c);
-    }
-    struct gw_net_req **slot = idmap_slot(c, r->id);
-    r->hnext = *slot;
-    *slot = r;
-    c->nidmap++;
+    cm_hmap_add(&c->ids, &r->hn, cm_hmix64(r->id));
     r->inflight = 1;
     list_push(&c->inflight, r);
     c->inflight_bytes += req_bytes(r);
@@ -241,15 +204,7 @@ inflight_add(struct gw_conn *c, struct gw_net_req *r)
 static void
 inflight_del(struct gw_conn *c, struct gw_net_req *r)
 {
-    struct gw_net_req **pp = idmap_slot(c, r->id);
-    while (*pp && *pp != r) {
-        pp = &(*pp)->hnext;
-    }
-    if (*pp) {
-        *pp = r->hnext;
-        c->nidmap--;
-    }
-    r->hnext = NULL;
+    cm_hmap_del(&c->ids, &r->hn);
     list_unlink(&c->inflight, r);
     c->inflight_bytes -= req_bytes(r);
 }
@@ -871,7 +826,7 @@ conn_free(struct gw_conn *c)
     conn_close_socket(c);
     evbuffer_free(c->in);
     evbuffer_free(c->out);
-    free(c->idmap);
+    cm_hmap_free(&c->ids);
     free(c);
 }
 
@@ -933,7 +888,7 @@ conn_new(struct gw_net *n, const struct gw_node *node)
     c->backoff_ms = GW_BACKOFF_MIN_MS;
     c->in = evbuffer_new();
     c->out = evbuffer_new();
-    if (!c->in || !c->out || idmap_grow(c) < 0) {
+    if (!c->in || !c->out) {
         if (c->in) {
             evbuffer_free(c->in);
         }
@@ -943,6 +898,7 @@ conn_new(struct gw_net *n, const struct gw_node *node)
         free(c);
         return NULL;
     }
+    cm_hmap_init(&c->ids, 64);
     if (!c->up) {
         c->down_since = cm_now_ns();
     }

@@ -10,22 +10,8 @@
 
 #include <string.h>
 
+#include "cm_bytes.h"
 #include "cm_err.h"
-
-static int
-hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
 
 /* Length of the UTF-8 sequence at s[0..len) when valid and not a control
  * character, else 0. */
@@ -101,8 +87,8 @@ gw_parse_key(const char *raw, size_t rawlen, char *out, size_t *outlen, const ch
                 reason = "bad percent-encoding in key";
                 goto out;
             }
-            int h = hexval((unsigned char)raw[i + 1]);
-            int l = hexval((unsigned char)raw[i + 2]);
+            int h = cm_hexval(raw[i + 1]);
+            int l = cm_hexval(raw[i + 2]);
             if (h < 0 || l < 0) {
                 reason = "bad percent-encoding in key";
                 goto out;
@@ -148,6 +134,20 @@ static int
 is_ows(char c)
 {
     return c == ' ' || c == '\t';
+}
+
+/* [*p, *end) = s without leading and trailing optional white space. */
+static void
+trim_ows(const char *s, const char **p, const char **end)
+{
+    *p = s;
+    *end = s + strlen(s);
+    while (*p < *end && is_ows(**p)) {
+        (*p)++;
+    }
+    while (*end > *p && is_ows((*end)[-1])) {
+        (*end)--;
+    }
 }
 
 /* Decimal digits at *p (at least one), saturating at UINT64_MAX. */
@@ -204,14 +204,7 @@ gw_parse_range(const char *hdr, uint64_t size, uint64_t *off, uint64_t *len)
     if (hdr == NULL) {
         return GW_RANGE_NONE;
     }
-    p = hdr;
-    end = hdr + strlen(hdr);
-    while (p < end && is_ows(*p)) {
-        p++;
-    }
-    while (end > p && is_ows(end[-1])) {
-        end--;
-    }
+    trim_ows(hdr, &p, &end);
     if (!ci_prefix(p, (size_t)(end - p), "bytes=")) {
         return GW_RANGE_BAD;
     }
@@ -278,14 +271,7 @@ gw_parse_bearer(const char *hdr, const char **tok, size_t *toklen)
     if (hdr == NULL) {
         return CM_E_BADARG;
     }
-    p = hdr;
-    end = hdr + strlen(hdr);
-    while (p < end && is_ows(*p)) {
-        p++;
-    }
-    while (end > p && is_ows(end[-1])) {
-        end--;
-    }
+    trim_ows(hdr, &p, &end);
     if (!ci_prefix(p, (size_t)(end - p), "bearer") || (size_t)(end - p) < 7 || !is_ows(p[6])) {
         return CM_E_BADARG;
     }

@@ -1,7 +1,7 @@
 /*
  * cm_bytes.h - fixed-width integers to and from byte buffers in an explicit
  * byte order (wire headers and stored records are little-endian; LMDB keys
- * are big-endian so that byte order is numeric order).
+ * are big-endian so that byte order is numeric order), and hex digits.
  */
 #ifndef CM_BYTES_H
 #define CM_BYTES_H
@@ -69,6 +69,22 @@ static inline uint32_t
 cm_get_be32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* Value of the hex digit c (either case), or -1. */
+static inline int
+cm_hexval(int c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
 }
 
 #endif

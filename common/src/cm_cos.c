@@ -395,89 +395,49 @@ fs_put_batch(void *state, struct cm_cos_item *items, size_t n)
     free(tmps);
 }
 
+/* Opens name for reading: 0 with *fd and *size, CM_E_NOTFOUND, or -errno. */
 static int
-fs_get(void *state, const char *name, void **data, size_t *len)
+fs_open_read(struct fs_state *fs, const char *name, int *fd, uint64_t *size)
 {
-    struct fs_state *fs = state;
     char path[PATH_MAX];
     struct stat st;
-    char *buf = NULL;
-    size_t off = 0;
-    ssize_t r;
-    int fd = -1, ret;
+    int ret;
 
     ret = fs_path(fs, name, path, sizeof(path));
     if (ret != 0) {
         return ret;
     }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        ret = (errno == ENOENT || errno == ENOTDIR) ? CM_E_NOTFOUND : -errno;
-        goto out;
-    }
-    if (fstat(fd, &st) != 0) {
-        ret = -errno;
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ret = CM_E_NOTFOUND;
-        goto out;
-    }
-    buf = cm_malloc((size_t)st.st_size + 1);
-    while (off < (size_t)st.st_size) {
-        r = read(fd, buf + off, (size_t)st.st_size - off);
-        if (r < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            ret = -errno;
-            goto out;
-        }
-        if (r == 0) {
-            break; /* the file shrank; objects are replaced, not truncated */
-        }
-        off += (size_t)r;
-    }
-    buf[off] = '\0';
-    *data = buf;
-    *len = off;
-    buf = NULL;
-out:
-    if (fd >= 0) {
-        close(fd);
-    }
-    free(buf);
-    return ret;
-}
-
-static int
-fs_get_range(void *state, const char *name, uint64_t off, size_t len, void **data, size_t *got)
-{
-    struct fs_state *fs = state;
-    char path[PATH_MAX];
-    char *buf;
-    size_t have = 0;
-    ssize_t r;
-    int fd, ret;
-
-    ret = fs_path(fs, name, path, sizeof(path));
-    if (ret != 0) {
-        return ret;
-    }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) {
         return (errno == ENOENT || errno == ENOTDIR) ? CM_E_NOTFOUND : -errno;
     }
-    buf = cm_malloc(len + 1);
+    ret = fstat(*fd, &st) != 0 ? -errno : !S_ISREG(st.st_mode) ? CM_E_NOTFOUND : 0;
+    if (ret != 0) {
+        close(*fd);
+        return ret;
+    }
+    *size = (uint64_t)st.st_size;
+    return 0;
+}
+
+/* Up to len bytes at off into a new NUL-terminated buffer; fewer where the
+ * file ends (objects are replaced, never truncated, so that is its end). */
+static int
+fs_read_at(int fd, uint64_t off, size_t len, void **data, size_t *got)
+{
+    char *buf = cm_malloc(len + 1);
+    size_t have = 0;
+    ssize_t r;
+
     while (have < len) {
         r = pread(fd, buf + have, len - have, (off_t)(off + have));
         if (r < 0 && errno == EINTR) {
             continue;
         }
         if (r < 0) {
-            ret = -errno;
+            int ret = -errno;
+
             free(buf);
-            close(fd);
             return ret;
         }
         if (r == 0) {
@@ -485,10 +445,38 @@ fs_get_range(void *state, const char *name, uint64_t off, size_t len, void **dat
         }
         have += (size_t)r;
     }
-    close(fd);
+    buf[have] = '\0';
     *data = buf;
     *got = have;
     return 0;
+}
+
+static int
+fs_get(void *state, const char *name, void **data, size_t *len)
+{
+    uint64_t size;
+    int fd, ret;
+
+    ret = fs_open_read(state, name, &fd, &size);
+    if (ret == 0) {
+        ret = fs_read_at(fd, 0, (size_t)size, data, len);
+        close(fd);
+    }
+    return ret;
+}
+
+static int
+fs_get_range(void *state, const char *name, uint64_t off, size_t len, void **data, size_t *got)
+{
+    uint64_t size;
+    int fd, ret;
+
+    ret = fs_open_read(state, name, &fd, &size);
+    if (ret == 0) {
+        ret = fs_read_at(fd, off, len, data, got);
+        close(fd);
+    }
+    return ret;
 }
 
 static int

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cm_buf.h"
+#include "cm_bytes.h"
 #include "cm_config.h"
 #include "cm_err.h"
 #include "cm_log.h"
@@ -399,21 +400,6 @@ cm_http_path(const struct cm_http_req *r)
     return r->path;
 }
 
-static int
-hexval(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 /* application/x-www-form-urlencoded value decoding; a bad escape is kept
  * as is. A %00 ends the value (C strings). */
 static char *
@@ -425,8 +411,8 @@ query_decode(const char *raw)
     for (const char *p = raw; *p != '\0'; p++) {
         if (*p == '+') {
             *o++ = ' ';
-        } else if (*p == '%' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
-            *o++ = (char)(hexval(p[1]) * 16 + hexval(p[2]));
+        } else if (*p == '%' && cm_hexval(p[1]) >= 0 && cm_hexval(p[2]) >= 0) {
+            *o++ = (char)(cm_hexval(p[1]) * 16 + cm_hexval(p[2]));
             p += 2;
         } else {
             *o++ = *p;
