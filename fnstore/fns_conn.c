@@ -1,11 +1,22 @@
 /*
- * fns_conn.c - wire-protocol connections over libevent bufferevents; see
+ * fns_conn.c - wire-protocol connections on the node's libevent loop; see
  * fns_conn.h. Loop thread only.
  *
+ * Reading: headers and small frames arrive through a 64 KiB input buffer;
+ * once a header is parsed its payload buffer is allocated, and the rest of
+ * the payload is read from the socket straight into it (libevent's own
+ * evbuffer_read moves at most 4 KiB per call, plus an ioctl). A read that
+ * returns less than asked for drained the socket, so no read is spent on
+ * EAGAIN.
+ *
+ * Writing: answers are appended to `out` (payloads by reference) and
+ * flushed with writev once per loop turn, from the write event activated
+ * by hand; the socket joins epoll for writing only when it pushes back.
+ *
  * Read state: waiting for a header (have_hdr = 0), or for the payload of
- * `hdr` (have_hdr = 1; skip > 0 while discarding an oversized payload).
+ * `hdr` (have_hdr = 1): discarding (skip > 0, oversized) or filling dst.
  * Invariant: open conns are in their list; outstanding = frames delivered
- * minus answers sent.
+ * minus answers sent; ibuf[ibeg, iend) is received, unparsed input.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,9 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "cm_buf.h"
@@ -28,10 +40,14 @@
 #include "fns_conn.h"
 #include "fns_loop.h"
 
-#define FNS_CONN_IO_MAX (1u << 20) /* bytes per read or write syscall */
+#define FNS_CONN_IBUF (64u << 10) /* input buffer for headers and small frames */
+#define FNS_CONN_READS 16         /* reads per readable event, for fairness */
+#define FNS_CONN_IOV 64           /* buffers per writev */
 
 struct fns_conn {
-    struct bufferevent *bev;
+    int fd;
+    struct event *rev, *wev;
+    struct evbuffer *out;
     const struct fns_conn_ops *ops;
     void *arg;
     struct fns_conn_list *list;
@@ -40,8 +56,12 @@ struct fns_conn {
     uint32_t max_payload;
     size_t outstanding;
     int closed, eof, paused, stop_reading, have_hdr;
-    uint32_t skip; /* payload bytes still to discard */
+    uint32_t skip;  /* payload bytes still to discard */
+    uint8_t *dst;   /* payload being filled (have_hdr, skip == 0, data_len > 0) */
+    uint32_t got;   /* bytes of dst filled */
     struct cm_wire_hdr hdr;
+    size_t ibeg, iend;
+    uint8_t *ibuf;
     char peer[64];
 };
 
@@ -74,8 +94,16 @@ fns_conn_close(struct fns_conn *c, int err)
         return;
     }
     c->closed = 1;
-    bufferevent_free(c->bev);
-    c->bev = NULL;
+    event_free(c->rev);
+    event_free(c->wev);
+    evbuffer_free(c->out); /* drops the references to answered chunks */
+    close(c->fd);
+    fns_arena_free(c->dst);
+    free(c->ibuf);
+    c->rev = c->wev = NULL;
+    c->out = NULL;
+    c->dst = NULL;
+    c->ibuf = NULL;
     if (c->prev != NULL) {
         c->prev->next = c->next;
     } else {
@@ -100,8 +128,7 @@ fns_conn_bad_frame(struct fns_conn *c, int err, const char *what)
 static void
 fns_conn_maybe_finish(struct fns_conn *c)
 {
-    if (!c->closed && c->eof && c->outstanding == 0 &&
-        evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+    if (!c->closed && c->eof && c->outstanding == 0 && evbuffer_get_length(c->out) == 0) {
         fns_conn_close(c, 0);
     }
 }
@@ -112,7 +139,7 @@ static void
 fns_conn_check_truncated(struct fns_conn *c)
 {
     if (!c->closed && c->eof && !c->paused && !c->stop_reading &&
-        (c->have_hdr || evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)) {
+        (c->have_hdr || c->iend > c->ibeg)) {
         fns_conn_bad_frame(c, CM_E_PROTO, "truncated");
     }
 }
@@ -125,6 +152,21 @@ fns_conn_deliver(struct fns_conn *c, uint8_t *payload, int status)
     c->have_hdr = 0;
     c->outstanding++;
     c->ops->frame(c->arg, c, &h, payload, status);
+}
+
+/* The payload buffer is complete: check it and hand it over. */
+static void
+fns_conn_payload_done(struct fns_conn *c)
+{
+    uint8_t *p = c->dst;
+
+    c->dst = NULL;
+    if (cm_crc32c(0, p, c->hdr.data_len) != c->hdr.data_crc) {
+        fns_arena_free(p);
+        fns_conn_deliver(c, NULL, CM_E_CRC);
+    } else {
+        fns_conn_deliver(c, p, 0);
+    }
 }
 
 /*
@@ -144,41 +186,49 @@ fns_conn_payload_alloc(struct fns_conn *c, uint32_t len)
     return cm_malloc_big(n);
 }
 
-/* Parses every complete frame in the input, unless paused or closed. */
+/* Parses a header from the input buffer; 0, or nonzero when c was closed. */
+static int
+fns_conn_take_header(struct fns_conn *c)
+{
+    int rc = cm_wire_decode_hdr(c->ibuf + c->ibeg, CM_WIRE_HDR_LEN, CM_WIRE_MAX_DATA, &c->hdr);
+
+    if (rc != 0) {
+        fns_conn_bad_frame(c, rc, "header");
+        return rc;
+    }
+    c->ibeg += CM_WIRE_HDR_LEN;
+    c->have_hdr = 1;
+    c->got = 0;
+    c->skip = c->hdr.data_len > c->max_payload ? c->hdr.data_len : 0;
+    if (c->skip == 0 && c->hdr.data_len > 0) {
+        c->dst = fns_conn_payload_alloc(c, c->hdr.data_len);
+        if (c->dst == NULL) {
+            fns_conn_bad_frame(c, -ENOMEM, "alloc");
+            return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* Parses every complete frame in the input buffer, unless paused or closed;
+ * a payload's first bytes move into its buffer. */
 static void
 fns_conn_process(struct fns_conn *c)
 {
-    struct evbuffer *in;
-    uint8_t raw[CM_WIRE_HDR_LEN];
-    size_t avail;
-    int rc;
-
     fns_conn_ref(c);
     while (!c->closed && !c->paused && !c->stop_reading) {
-        in = bufferevent_get_input(c->bev);
-        avail = evbuffer_get_length(in);
+        size_t avail = c->iend - c->ibeg;
+
         if (!c->have_hdr) {
-            if (avail < CM_WIRE_HDR_LEN) {
+            if (avail < CM_WIRE_HDR_LEN || fns_conn_take_header(c) != 0) {
                 break;
             }
-            if (evbuffer_copyout(in, raw, sizeof(raw)) != (ev_ssize_t)sizeof(raw)) {
-                fns_conn_bad_frame(c, -EIO, "copyout");
-                break;
-            }
-            rc = cm_wire_decode_hdr(raw, sizeof(raw), CM_WIRE_MAX_DATA, &c->hdr);
-            if (rc != 0) {
-                fns_conn_bad_frame(c, rc, "header");
-                break;
-            }
-            evbuffer_drain(in, sizeof(raw));
-            c->have_hdr = 1;
-            c->skip = c->hdr.data_len > c->max_payload ? c->hdr.data_len : 0;
             continue;
         }
         if (c->skip > 0) {
             size_t n = avail < c->skip ? avail : c->skip;
 
-            evbuffer_drain(in, n);
+            c->ibeg += n;
             c->skip -= (uint32_t)n;
             if (c->skip > 0) {
                 break;
@@ -187,98 +237,180 @@ fns_conn_process(struct fns_conn *c)
         } else if (c->hdr.data_len == 0) {
             fns_conn_deliver(c, NULL, 0);
         } else {
-            uint32_t len = c->hdr.data_len;
-            uint8_t *p;
+            size_t n = c->hdr.data_len - c->got;
 
-            if (avail < len) {
+            if (n > avail) {
+                n = avail;
+            }
+            memcpy(c->dst + c->got, c->ibuf + c->ibeg, n);
+            c->ibeg += n;
+            c->got += (uint32_t)n;
+            if (c->got < c->hdr.data_len) {
                 break;
             }
-            p = fns_conn_payload_alloc(c, len);
-            if (p == NULL) {
-                fns_conn_bad_frame(c, -ENOMEM, "alloc");
-                break;
-            }
-            if (evbuffer_remove(in, p, len) != (int)len) {
-                fns_arena_free(p);
-                fns_conn_bad_frame(c, -EIO, "remove");
-                break;
-            }
-            if (cm_crc32c(0, p, len) != c->hdr.data_crc) {
-                fns_arena_free(p);
-                fns_conn_deliver(c, NULL, CM_E_CRC);
-            } else {
-                fns_conn_deliver(c, p, 0);
-            }
+            fns_conn_payload_done(c);
         }
-        if (!c->closed && evbuffer_get_length(bufferevent_get_output(c->bev)) > FNS_CONN_OUT_HIGH) {
+        if (!c->closed && evbuffer_get_length(c->out) > FNS_CONN_OUT_HIGH) {
             c->paused = 1;
-            bufferevent_disable(c->bev, EV_READ);
+            event_del(c->rev);
         }
+    }
+    if (c->ibeg == c->iend) {
+        c->ibeg = c->iend = 0;
     }
     fns_conn_unref(c);
 }
 
 static void
-fns_conn_read_cb(struct bufferevent *bev, void *arg)
+fns_conn_on_eof(struct fns_conn *c)
 {
-    fns_conn_process(arg);
+    /* Frames fully buffered before the EOF are still served. */
+    c->eof = 1;
+    event_del(c->rev);
+    fns_conn_process(c);
+    fns_conn_check_truncated(c);
+    fns_conn_maybe_finish(c);
 }
 
-/* Steps of the callbacks below may close c: they hold a reference and
- * re-check `closed` after each. */
+/* One read: into the payload being filled when nothing is buffered, else
+ * into the input buffer. Returns the bytes read, 0 at EOF, or -errno. */
+static ssize_t
+fns_conn_read_once(struct fns_conn *c, size_t *asked)
+{
+    ssize_t got;
+
+    if (c->dst != NULL && c->ibeg == c->iend) {
+        *asked = c->hdr.data_len - c->got;
+        got = read(c->fd, c->dst + c->got, *asked);
+        if (got > 0) {
+            c->got += (uint32_t)got;
+        }
+    } else {
+        if (c->ibeg > 0) {
+            memmove(c->ibuf, c->ibuf + c->ibeg, c->iend - c->ibeg);
+            c->iend -= c->ibeg;
+            c->ibeg = 0;
+        }
+        *asked = FNS_CONN_IBUF - c->iend;
+        got = read(c->fd, c->ibuf + c->iend, *asked);
+        if (got > 0) {
+            c->iend += (size_t)got;
+        }
+    }
+    return got < 0 ? -errno : got;
+}
+
 static void
-fns_conn_write_cb(struct bufferevent *bev, void *arg)
+fns_conn_on_read(evutil_socket_t fd, short what, void *arg)
 {
     struct fns_conn *c = arg;
 
     fns_conn_ref(c);
-    /* Output fully drained: resume parsing (and reading, before EOF). */
+    for (int i = 0; i < FNS_CONN_READS && !c->closed && !c->paused && !c->stop_reading; i++) {
+        size_t asked;
+        ssize_t got = fns_conn_read_once(c, &asked);
+
+        if (got == -EINTR) {
+            continue;
+        }
+        if (got == -EAGAIN || got == -EWOULDBLOCK) {
+            break;
+        }
+        if (got < 0) {
+            CM_DEBUG("connection error peer=%s err=%s", c->peer, cm_strerror((int)got));
+            fns_conn_close(c, (int)got);
+            break;
+        }
+        if (got == 0) {
+            fns_conn_on_eof(c);
+            break;
+        }
+        if (c->dst != NULL && c->got == c->hdr.data_len && c->ibeg == c->iend) {
+            fns_conn_payload_done(c); /* filled by a direct read */
+        }
+        fns_conn_process(c);
+        if ((size_t)got < asked) {
+            break; /* the socket is drained */
+        }
+    }
+    fns_conn_unref(c);
+}
+
+/* Writes out what fits; joins epoll for writing only when the socket
+ * pushes back. Resumes a paused reader once drained. May close c. */
+static void
+fns_conn_flush(struct fns_conn *c)
+{
+    while (evbuffer_get_length(c->out) > 0) {
+        struct evbuffer_iovec v[FNS_CONN_IOV];
+        struct iovec iov[FNS_CONN_IOV];
+        int nv = evbuffer_peek(c->out, -1, NULL, v, FNS_CONN_IOV);
+        ssize_t sent;
+
+        if (nv > FNS_CONN_IOV) {
+            nv = FNS_CONN_IOV;
+        }
+        for (int i = 0; i < nv; i++) {
+            iov[i].iov_base = v[i].iov_base;
+            iov[i].iov_len = v[i].iov_len;
+        }
+        sent = writev(c->fd, iov, nv);
+        if (sent < 0 && errno == EINTR) {
+            continue;
+        }
+        if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!event_pending(c->wev, EV_WRITE, NULL)) {
+                event_add(c->wev, NULL);
+            }
+            return;
+        }
+        if (sent < 0) {
+            CM_DEBUG("connection error peer=%s err=%s", c->peer, strerror(errno));
+            fns_conn_close(c, -errno);
+            return;
+        }
+        evbuffer_drain(c->out, (size_t)sent);
+    }
+    if (event_pending(c->wev, EV_WRITE, NULL)) {
+        event_del(c->wev);
+    }
+    /* Output drained: resume parsing (and reading, before EOF). */
     if (c->paused && !c->stop_reading) {
         c->paused = 0;
         if (!c->eof) {
-            bufferevent_enable(c->bev, EV_READ);
+            event_add(c->rev, NULL);
         }
         fns_conn_process(c);
-        if (!c->closed) {
-            fns_conn_check_truncated(c);
-        }
+        fns_conn_check_truncated(c);
     }
+    fns_conn_maybe_finish(c);
+}
+
+static void
+fns_conn_on_write(evutil_socket_t fd, short what, void *arg)
+{
+    struct fns_conn *c = arg;
+
+    fns_conn_ref(c);
     if (!c->closed) {
-        fns_conn_maybe_finish(c);
+        fns_conn_flush(c);
     }
     fns_conn_unref(c);
 }
 
+/* Flushes later in this loop turn, so the answers of one read go out in
+ * one writev. */
 static void
-fns_conn_event_cb(struct bufferevent *bev, short what, void *arg)
+fns_conn_want_flush(struct fns_conn *c)
 {
-    struct fns_conn *c = arg;
-    int err;
-
-    fns_conn_ref(c);
-    if (what & BEV_EVENT_EOF) {
-        /* Frames fully buffered before the EOF are still served. */
-        c->eof = 1;
-        bufferevent_disable(c->bev, EV_READ);
-        fns_conn_process(c);
-        if (!c->closed) {
-            fns_conn_check_truncated(c);
-        }
-        if (!c->closed) {
-            fns_conn_maybe_finish(c);
-        }
-    } else if (what & BEV_EVENT_ERROR) {
-        err = EVUTIL_SOCKET_ERROR();
-        CM_DEBUG("connection error peer=%s err=%s", c->peer, strerror(err));
-        fns_conn_close(c, err > 0 ? -err : -EIO);
-    }
-    fns_conn_unref(c);
+    event_active(c->wev, EV_WRITE, 0);
 }
 
 int
 fns_conn_create(struct fns_loop *l, int fd, uint32_t max_payload, const struct fns_conn_ops *ops,
                 void *arg, struct fns_conn_list *list, struct fns_conn **out)
 {
+    struct event_base *base = fns_loop_base(l);
     struct fns_conn *c;
     struct sockaddr_in sin;
     socklen_t slen = sizeof(sin);
@@ -287,17 +419,28 @@ fns_conn_create(struct fns_loop *l, int fd, uint32_t max_payload, const struct f
 
     *out = NULL;
     c = cm_calloc(1, sizeof(*c));
-    c->bev = bufferevent_socket_new(fns_loop_base(l), fd, BEV_OPT_CLOSE_ON_FREE);
-    if (c->bev == NULL) {
-        evutil_closesocket(fd);
+    c->fd = fd;
+    c->ibuf = malloc(FNS_CONN_IBUF);
+    c->out = evbuffer_new();
+    c->rev = event_new(base, fd, EV_READ | EV_PERSIST, fns_conn_on_read, c);
+    c->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, fns_conn_on_write, c);
+    if (c->ibuf == NULL || c->out == NULL || c->rev == NULL || c->wev == NULL ||
+        evutil_make_socket_nonblocking(fd) != 0 || event_add(c->rev, NULL) != 0) {
+        if (c->rev != NULL) {
+            event_free(c->rev);
+        }
+        if (c->wev != NULL) {
+            event_free(c->wev);
+        }
+        if (c->out != NULL) {
+            evbuffer_free(c->out);
+        }
+        free(c->ibuf);
         free(c);
+        close(fd);
         return -ENOMEM;
     }
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    /* libevent moves 16 KiB per syscall by default: a 1 MiB chunk would
-     * cost ~64 reads (or writes) and as many loop turns. */
-    (void)bufferevent_set_max_single_read(c->bev, FNS_CONN_IO_MAX);
-    (void)bufferevent_set_max_single_write(c->bev, FNS_CONN_IO_MAX);
     if (getpeername(fd, (struct sockaddr *)&sin, &slen) == 0 && sin.sin_family == AF_INET &&
         inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof(ip)) != NULL) {
         snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, (unsigned)ntohs(sin.sin_port));
@@ -315,8 +458,6 @@ fns_conn_create(struct fns_loop *l, int fd, uint32_t max_payload, const struct f
     }
     list->head = c;
     list->n++;
-    bufferevent_setcb(c->bev, fns_conn_read_cb, fns_conn_write_cb, fns_conn_event_cb, c);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     *out = c;
     return 0;
 }
@@ -331,7 +472,6 @@ void
 fns_conn_send(struct fns_conn *c, const struct cm_wire_hdr *h, struct fns_chunk *chunk)
 {
     uint8_t raw[CM_WIRE_HDR_LEN];
-    struct evbuffer *out;
 
     if (c->outstanding > 0) {
         c->outstanding--;
@@ -339,34 +479,38 @@ fns_conn_send(struct fns_conn *c, const struct cm_wire_hdr *h, struct fns_chunk 
     if (c->closed) {
         return;
     }
-    out = bufferevent_get_output(c->bev);
     cm_wire_encode_hdr(h, raw);
-    evbuffer_add(out, raw, sizeof(raw));
+    if (evbuffer_add(c->out, raw, sizeof(raw)) != 0) {
+        fns_conn_close(c, -ENOMEM);
+        return;
+    }
     if (chunk != NULL && chunk->len > 0) {
         fns_chunk_ref(chunk);
-        if (evbuffer_add_reference(out, chunk->data, chunk->len, fns_conn_chunk_cleanup, chunk) !=
-            0) {
+        if (evbuffer_add_reference(c->out, chunk->data, chunk->len, fns_conn_chunk_cleanup,
+                                   chunk) != 0) {
             fns_chunk_unref(chunk);
             fns_conn_close(c, -ENOMEM);
+            return;
         }
     }
+    fns_conn_want_flush(c);
 }
 
 void
 fns_conn_notice(struct fns_conn *c, const struct cm_wire_hdr *h, const void *payload, size_t len)
 {
     uint8_t raw[CM_WIRE_HDR_LEN];
-    struct evbuffer *out;
 
     if (c->closed) {
         return;
     }
-    out = bufferevent_get_output(c->bev);
     cm_wire_encode_hdr(h, raw);
-    if (evbuffer_add(out, raw, sizeof(raw)) != 0 ||
-        (len > 0 && evbuffer_add(out, payload, len) != 0)) {
+    if (evbuffer_add(c->out, raw, sizeof(raw)) != 0 ||
+        (len > 0 && evbuffer_add(c->out, payload, len) != 0)) {
         fns_conn_close(c, -ENOMEM);
+        return;
     }
+    fns_conn_want_flush(c);
 }
 
 int
@@ -382,7 +526,7 @@ fns_conn_list_stop_reading(struct fns_conn_list *list)
 
     for (c = list->head; c != NULL; c = c->next) {
         c->stop_reading = 1;
-        bufferevent_disable(c->bev, EV_READ);
+        event_del(c->rev);
     }
 }
 
@@ -392,7 +536,7 @@ fns_conn_list_idle(const struct fns_conn_list *list)
     const struct fns_conn *c;
 
     for (c = list->head; c != NULL; c = c->next) {
-        if (c->outstanding > 0 || evbuffer_get_length(bufferevent_get_output(c->bev)) > 0) {
+        if (c->outstanding > 0 || evbuffer_get_length(c->out) > 0) {
             return 0;
         }
     }

@@ -1,6 +1,6 @@
 /*
  * fns_conn.h - one client connection of the wire protocol: framing,
- * checks and buffered I/O (libevent bufferevents, hidden here).
+ * checks and buffered I/O (libevent events, hidden here).
  *
  *   socket ─▶ input ─▶ [64-byte header: cm_wire_decode_hdr] ─▶ [payload, CRC32C]
  *                         │ bad header / truncated: log, close      │
