@@ -48,7 +48,7 @@
 #define GW_BACKOFF_MAX_MS 1000
 #define GW_CONN_CAP_BYTES (32u << 20) /* outstanding bytes per connection */
 #define GW_TICK_MS 20
-#define GW_READ_MAX (1 << 20)
+#define GW_READ_BUF (64 << 10) /* bytes per buffered read (headers, small bodies) */
 #define GW_NOTE_MAX_BYTES (1u << 20) /* largest PERSISTED notice accepted */
 
 enum conn_state { C_IDLE, C_CONNECTING, C_OPEN };
@@ -586,6 +586,41 @@ conn_process(struct gw_conn *c)
     }
 }
 
+/* Reads up to max bytes into c->in. evbuffer_read would ask FIONREAD
+ * first and then read at most 4 KiB (libevent 2.1). */
+static ssize_t
+conn_read_buffered(struct gw_conn *c, evutil_socket_t fd, size_t max)
+{
+    struct evbuffer_iovec v[2];
+    struct iovec iov[2];
+    int nv = evbuffer_reserve_space(c->in, (ev_ssize_t)max, v, 2);
+    ssize_t got;
+
+    if (nv <= 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    for (int i = 0; i < nv; i++) {
+        iov[i].iov_base = v[i].iov_base;
+        iov[i].iov_len = v[i].iov_len;
+    }
+    got = readv(fd, iov, nv);
+    if (got <= 0) {
+        int err = errno;
+        evbuffer_commit_space(c->in, v, 0);
+        errno = err;
+        return got;
+    }
+    size_t left = (size_t)got;
+    int used = 0;
+    for (; used < nv && left > 0; used++) {
+        v[used].iov_len = left < iov[used].iov_len ? left : iov[used].iov_len;
+        left -= v[used].iov_len;
+    }
+    evbuffer_commit_space(c->in, v, used);
+    return got;
+}
+
 static void
 conn_on_read(evutil_socket_t fd, short what, void *arg)
 {
@@ -594,9 +629,9 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
     for (int i = 0; i < 64; i++) {
         /* Large bodies go from the socket straight to their buffer. */
         int direct = c->body_active && c->body_dst && evbuffer_get_length(c->in) == 0;
-        ssize_t got = direct ? read(fd, c->body_dst + c->body_got,
-                                    c->body_hdr.data_len - c->body_got)
-                             : evbuffer_read(c->in, fd, GW_READ_MAX);
+        size_t asked = direct ? c->body_hdr.data_len - c->body_got : GW_READ_BUF;
+        ssize_t got = direct ? read(fd, c->body_dst + c->body_got, asked)
+                             : conn_read_buffered(c, fd, asked);
 
         if (got > 0) {
             if (direct) {
@@ -604,6 +639,9 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
             }
             if (conn_process(c) < 0) {
                 return;
+            }
+            if ((size_t)got < asked) {
+                break; /* the socket is drained: no read just to see EAGAIN */
             }
             continue;
         }
