@@ -22,7 +22,10 @@
  *
  * Threads: see gw_meta.h. Invariant: pending holds exactly the objects
  * that are a live version of their key and not fully persisted (stale
- * entries are tolerated on read and dropped on update).
+ * entries are tolerated on read and dropped on update). A record's
+ * persisted bits count only while its object is pending: an object leaves
+ * pending without its record being rewritten, so a record outside pending
+ * may still show the bits it was written with.
  */
 #include "gw_meta.h"
 
@@ -717,6 +720,14 @@ gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
     }
     if (l->k != cur.k || l->m != cur.m) {
         return CM_E_BADARG;
+    }
+    if (gw_layout_persisted(l) &&
+        memcmp(cur.holders, l->holders, sizeof(cur.holders[0]) * (cur.k + cur.m)) == 0) {
+        /* The usual report: wholly in COS, holders unchanged. Leaving
+         * pending says it all; the record is not rewritten. */
+        rc = pending_del(b->txn, l->object);
+        *stale = rc != 0;
+        return rc;
     }
     memcpy(cur.holders, l->holders, sizeof(cur.holders));
     cur.persisted = l->persisted;

@@ -89,7 +89,8 @@ int gw_meta_delete(struct gw_meta_batch *b, uint32_t tenant, const char *key, si
  * The engine reported a new layout of l->object: stores holders and
  * persisted bits if that object is still the live version of its key (the
  * version number is kept), and drops it from pending once fully
- * persisted. *stale = 1 when the object is no longer live (nothing stored).
+ * persisted (without rewriting the record when the holders are
+ * unchanged). *stale = 1 when the object is no longer live (nothing stored).
  */
 int gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale);
 /*

@@ -6,7 +6,8 @@
 
 Pairs (A = Shoal side, B = baseline), each run A B A B ... --runs times, medians:
   get-1k/1m/10m/100m  GET through the gateway          vs nginx serving the same bytes
-  put-1k              PUT 1 KiB through the gateway    vs redis-benchmark SET 1 KiB (-P 1)
+  put-1k              PUT 1 KiB through the gateway    vs redis-benchmark SET 1 KiB (-P 1),
+                      in memory (the target) and with appendfsync always (context)
   put-10m/100m        PUT through the gateway          (no baseline: MB/s only)
   ec-4+2/10+2         shoal-ecbench encode, decode     vs memcpy of the same bytes
   client              shoal-bench --url                vs wrk, both on nginx 1 KiB
@@ -151,15 +152,22 @@ http {
         wait_port(self.nginx_port, p, "nginx")
         log("nginx on 127.0.0.1:%d" % self.nginx_port)
 
-    def start_redis(self):
-        self.redis_port = free_port()
-        p = subprocess.Popen(["/usr/bin/redis-server", "--port", str(self.redis_port),
-                              "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                              "--dir", self.tmp, "--logfile", os.path.join(self.tmp, "redis.log")],
+    def start_redis(self, durable=False):
+        """A Redis on a free port: in memory only (the target's baseline), or
+        with every write fsync'd to its append-only file before the reply."""
+        port = free_port()
+        persist = ["--appendonly", "yes", "--appendfsync", "always"] if durable else \
+            ["--appendonly", "no"]
+        name = "redis-aof" if durable else "redis"
+        p = subprocess.Popen(["/usr/bin/redis-server", "--port", str(port),
+                              "--bind", "127.0.0.1", "--save", ""] + persist +
+                             ["--dir", os.path.join(self.tmp), "--appendfilename", name + ".aof",
+                              "--logfile", os.path.join(self.tmp, name + ".log")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.procs.append(p)
-        wait_port(self.redis_port, p, "redis-server")
-        log("redis on 127.0.0.1:%d" % self.redis_port)
+        wait_port(port, p, "redis-server")
+        log("%s on 127.0.0.1:%d" % (name, port))
+        return port
 
     def start_cluster(self):
         # Default ports + K must stay in 15000-15999: gateway 9300+K .. metrics 9600+N+K.
@@ -246,8 +254,8 @@ http {
         return self.sb("--url", "http://127.0.0.1:%d/%s" % (self.nginx_port, name),
                        "--conc", str(conc), duration=duration)
 
-    def redis_set(self, conc, n):
-        out = run(["/usr/bin/redis-benchmark", "-h", "127.0.0.1", "-p", str(self.redis_port),
+    def redis_set(self, port, conc, n):
+        out = run(["/usr/bin/redis-benchmark", "-h", "127.0.0.1", "-p", str(port),
                    "-t", "set", "-d", "1024", "-c", str(conc), "-n", str(n), "-P", "1",
                    "--threads", str(self.args.threads), "--csv"])
         for line in out.splitlines():
@@ -343,14 +351,22 @@ def main():
                              ma["latency_us"]["p99"] / 1000, "nginx",
                              mb["latency_us"]["p99"] / 1000, "ms"))
         if "put" in only:
-            env.start_redis()
+            redis = env.start_redis()
+            redis_aof = env.start_redis(durable=True)
             log("put 1k: gateway vs redis SET, conc %d" % args.conc)
             n = max(10000, int(20000 * args.duration))
             ma, mb, _, _ = alternate(
                 args.runs,
                 lambda: env.sb_gateway(KiB, 0.0, args.conc, 1000, "perf/put-1k-", False)["ops_per_s"],
-                lambda: env.redis_set(args.conc, n))
+                lambda: env.redis_set(redis, args.conc, n))
             rows.append(("PUT 1k (conc %d)" % args.conc, "gateway", ma, "redis SET", mb, "ops/s"))
+            # Context, not the target: Redis made as durable as a PUT (fsync per write).
+            log("put 1k: gateway vs redis SET appendfsync always, conc %d" % args.conc)
+            ma, mb, _, _ = alternate(
+                args.runs,
+                lambda: env.sb_gateway(KiB, 0.0, args.conc, 1000, "perf/put-1k-", False)["ops_per_s"],
+                lambda: env.redis_set(redis_aof, args.conc, max(2000, n // 10)))
+            rows.append(("PUT 1k (conc %d)" % args.conc, "gateway", ma, "redis fsync", mb, "ops/s"))
             for name in ("10m", "100m"):
                 size = SIZES[name]
                 log("put %s: gateway, conc %d" % (name, args.big_conc))

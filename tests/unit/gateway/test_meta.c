@@ -337,15 +337,35 @@ test_pending(struct gw_meta *m)
     CHECK_EQ_INT(got.persisted, 3);
     CHECK_EQ_INT(got.version, 1);
 
-    /* fully persisted: leaves pending */
+    /* fully persisted, same holders: leaves pending, the record is kept
+     * as written (its bits count only while pending) */
     l.persisted = 7;
     CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
     CHECK_EQ_INT(gw_meta_update(b, &l, &stale), 0);
+    CHECK_EQ_INT(stale, 0);
     CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
     p.n = 0;
     CHECK_EQ_INT(gw_meta_scan_pending(m, pend_cb, &p), 0);
     CHECK_EQ_INT(p.n, 1);
     CHECK_EQ_INT(p.objects[0], 5001);
+    CHECK_EQ_INT(gw_meta_get(m, 9, "p1", 2, &got), 0);
+    CHECK_EQ_INT(got.holders[1], 77);
+    CHECK_EQ_INT(got.persisted, 3);
+
+    /* fully persisted with a moved holder: stored and leaves pending */
+    l = mk_layout(9, 5003, 0);
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    CHECK_EQ_INT(gw_meta_put(b, "p3", 2, &l, &old, &had_old), 0);
+    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    l.holders[2] = 88;
+    l.persisted = 7;
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    CHECK_EQ_INT(gw_meta_update(b, &l, &stale), 0);
+    CHECK_EQ_INT(stale, 0);
+    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    CHECK_EQ_INT(gw_meta_get(m, 9, "p3", 2, &got), 0);
+    CHECK_EQ_INT(got.holders[2], 88);
+    CHECK_EQ_INT(got.persisted, 7);
 
     /* p2 replaced: its old object's update is stale and pending empties */
     l = mk_layout(9, 5002, 1);
