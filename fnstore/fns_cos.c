@@ -37,7 +37,8 @@ struct fns_cos {
     uint32_t pack_node;
     uint64_t linger_ns;
     atomic_uint_fast64_t next_seq;
-    struct fns_key *tombs; /* under mu */
+    struct fns_key *tombs; /* under mu; tomb_segs[i]: the segment tombs[i] is in */
+    uint64_t *tomb_segs;
     size_t ntombs, captombs;
     void (*notify)(void *arg);
     void *arg;
@@ -123,29 +124,34 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
 
 /* Puts tombstones a failed segment write carried back in front. */
 static void
-fns_cos_untake_tombs(struct fns_cos *p, struct fns_key *tombs, size_t n)
+fns_cos_untake_tombs(struct fns_cos *p, struct fns_key *tombs, uint64_t *segs, size_t n)
 {
     pthread_mutex_lock(&p->mu);
     if (p->ntombs + n > p->captombs) {
         p->captombs = p->ntombs + n;
         p->tombs = cm_realloc(p->tombs, p->captombs * sizeof(*p->tombs));
+        p->tomb_segs = cm_realloc(p->tomb_segs, p->captombs * sizeof(*p->tomb_segs));
     }
     memmove(p->tombs + n, p->tombs, p->ntombs * sizeof(*p->tombs));
+    memmove(p->tomb_segs + n, p->tomb_segs, p->ntombs * sizeof(*p->tomb_segs));
     memcpy(p->tombs, tombs, n * sizeof(*tombs));
+    memcpy(p->tomb_segs, segs, n * sizeof(*segs));
     p->ntombs += n;
     pthread_mutex_unlock(&p->mu);
 }
 
-/* Takes the pending tombstones (the caller frees *out). */
+/* Takes the pending tombstones (the caller frees *keys and *segs). */
 static size_t
-fns_cos_take_tombs(struct fns_cos *p, struct fns_key **out)
+fns_cos_take_tombs(struct fns_cos *p, struct fns_key **keys, uint64_t **segs)
 {
     size_t n;
 
     pthread_mutex_lock(&p->mu);
-    *out = p->tombs;
+    *keys = p->tombs;
+    *segs = p->tomb_segs;
     n = p->ntombs;
     p->tombs = NULL;
+    p->tomb_segs = NULL;
     p->ntombs = p->captombs = 0;
     pthread_mutex_unlock(&p->mu);
     return n;
@@ -161,6 +167,7 @@ fns_cos_pack(struct fns_cos *p, struct fns_cos_job *list, size_t n)
     struct fns_pack_ent ents[FNS_COS_BATCH_MAX];
     struct fns_cos_job *packed[FNS_COS_BATCH_MAX];
     struct fns_key *tombs;
+    uint64_t *tomb_segs;
     struct fns_cos_job *job;
     size_t ne = 0, nt, hl, total, i;
     char name[FNS_PACK_NAME_MAX];
@@ -179,7 +186,7 @@ fns_cos_pack(struct fns_cos *p, struct fns_cos_job *list, size_t n)
     if (ne == 0) {
         return 0;
     }
-    nt = fns_cos_take_tombs(p, &tombs);
+    nt = fns_cos_take_tombs(p, &tombs, &tomb_segs);
     hl = fns_pack_hdr_len(ne, nt);
     total = hl;
     for (i = 0; i < ne; i++) {
@@ -197,11 +204,14 @@ fns_cos_pack(struct fns_cos *p, struct fns_cos_job *list, size_t n)
     free(seg);
     if (rc != 0) {
         CM_WARN("cos segment write failed name=%s chunks=%zu err=%s", name, ne, cm_errname(rc));
-        fns_cos_untake_tombs(p, tombs, nt);
+        fns_cos_untake_tombs(p, tombs, tomb_segs, nt);
         free(tombs);
+        free(tomb_segs);
         return 0; /* each chunk then gets an object of its own */
     }
     free(tombs);
+    packed[0]->tomb_targets = tomb_segs;
+    packed[0]->ntomb_targets = nt;
     for (i = 0; i < ne; i++) {
         packed[i]->loc.seg = seq;
         packed[i]->loc.off = ents[i].off;
@@ -400,13 +410,15 @@ fns_cos_set_packing(struct fns_cos *p, uint32_t node, uint64_t first_seq, int li
 }
 
 void
-fns_cos_tomb(struct fns_cos *p, const struct fns_key *key)
+fns_cos_tomb(struct fns_cos *p, const struct fns_key *key, uint64_t target)
 {
     pthread_mutex_lock(&p->mu);
     if (p->ntombs == p->captombs) {
         p->captombs = p->captombs ? 2 * p->captombs : 64;
         p->tombs = cm_realloc(p->tombs, p->captombs * sizeof(*p->tombs));
+        p->tomb_segs = cm_realloc(p->tomb_segs, p->captombs * sizeof(*p->tomb_segs));
     }
+    p->tomb_segs[p->ntombs] = target;
     p->tombs[p->ntombs++] = *key;
     pthread_mutex_unlock(&p->mu);
 }
@@ -421,7 +433,9 @@ fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job)
     job->next = NULL;
     job->status = 0;
     if (job->op == FNS_COS_WRITE) {
-        job->loc.seg = 0; /* an output */
+        job->loc.seg = 0; /* outputs */
+        job->tomb_targets = NULL;
+        job->ntomb_targets = 0;
     }
     atomic_fetch_add(&p->pending, 1);
     pthread_mutex_lock(&p->mu);
@@ -502,6 +516,7 @@ fns_cos_destroy(struct fns_cos *p)
     for (job = fns_cos_reap(p); job != NULL; job = next) {
         next = job->next;
         fns_chunk_unref(job->chunk);
+        free(job->tomb_targets);
         free(job);
     }
     for (i = 0; i < p->nw; i++) {
@@ -509,6 +524,7 @@ fns_cos_destroy(struct fns_cos *p)
     }
     pthread_mutex_destroy(&p->mu);
     free(p->tombs);
+    free(p->tomb_segs);
     free(p->w);
     free(p);
 }

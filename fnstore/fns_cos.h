@@ -53,6 +53,11 @@ struct fns_cos_job {
     void *arg;    /* caller's */
     void *arg2;   /* caller's */
     uint64_t tag; /* caller's */
+    /* Output of a write packed into segment loc.seg, on one job of that
+     * segment: the segments its tombstones kill chunks in (malloc'd, the
+     * reaper frees it; see fns_pack_index_hold). */
+    uint64_t *tomb_targets;
+    size_t ntomb_targets;
 };
 
 /* cos borrowed for the pool's lifetime. nthreads >= 1. */
@@ -61,9 +66,10 @@ int fns_cos_create(struct cm_cos *cos, int nthreads, void (*notify)(void *arg), 
 /* Packs small writes from now on into segments of node, numbered from
  * first_seq (above every existing one). Call before the first submit. */
 void fns_cos_set_packing(struct fns_cos *p, uint32_t node, uint64_t first_seq, int linger_ms);
-/* Records that key (a packed chunk) was deleted: the next segment carries
- * the tombstone so a replay does not bring it back. Any thread. */
-void fns_cos_tomb(struct fns_cos *p, const struct fns_key *key);
+/* Records that key, a chunk packed in segment target, was deleted: the
+ * next segment carries the tombstone so a replay does not bring it back.
+ * Any thread. */
+void fns_cos_tomb(struct fns_cos *p, const struct fns_key *key, uint64_t target);
 /* Transfers job to the pool. */
 void fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job);
 /* Takes every finished job (transferred to the caller), in finish order. */

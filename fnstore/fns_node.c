@@ -222,13 +222,28 @@ fns_node_submit_packed(struct fns_node *n, enum fns_cos_op op, const struct fns_
     fns_cos_submit(n->pool, job);
 }
 
+/* Deletes segment seg from COS. Segment deletes all go to one worker (the
+ * same key), so they run in the order issued: a held segment's delete
+ * follows that of the segment it waited for. */
 static void
-fns_node_drop_segment(struct fns_node *n, uint64_t seg)
+fns_node_delete_segment(void *arg, uint64_t seg)
 {
+    struct fns_node *n = arg;
     struct fns_key none = {0};
     struct fns_pack_loc loc = {.seg = seg};
 
     fns_node_submit_packed(n, FNS_COS_DELETE, &none, &loc, NULL);
+}
+
+/* seg was forgotten by the index: delete it, and the held segments that
+ * were waiting only for it. */
+static void
+fns_node_drop_segment(struct fns_node *n, uint64_t seg)
+{
+    fns_node_delete_segment(n, seg);
+    if (fns_pack_index_held(n->pack) > 0) {
+        (void)fns_pack_index_drop_held(n->pack, fns_node_delete_segment, n);
+    }
 }
 
 /* GET or STAT of a chunk not in memory: from its segment, or its object. */
@@ -345,15 +360,14 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
         }
         return;
     case CM_OP_DEL: {
-        uint64_t emptied;
-        int packed;
+        uint64_t emptied, packed;
 
         (void)fns_store_del(n->store, &key);
         n->del_seq++;
         fns_node_publish(n);
         emptied = fns_pack_index_del(n->pack, &key, &packed);
-        if (packed) {
-            fns_cos_tomb(n->pool, &key);
+        if (packed != 0) {
+            fns_cos_tomb(n->pool, &key, packed);
         }
         if (emptied != 0) {
             fns_node_drop_segment(n, emptied);
@@ -478,7 +492,7 @@ fns_node_packed(struct fns_node *n, struct fns_cos_job *job, uint64_t *maybe_emp
         return;
     }
     if (cur == NULL) {
-        fns_cos_tomb(n->pool, &job->key);
+        fns_cos_tomb(n->pool, &job->key, job->loc.seg);
     }
     fns_pack_index_add_seg(n->pack, job->loc.seg);
     *maybe_empty = job->loc.seg;
@@ -501,6 +515,9 @@ fns_node_cos_cb(void *arg)
                 if (job->loc.seg != 0) {
                     uint64_t seg = 0;
 
+                    for (size_t i = 0; i < job->ntomb_targets; i++) {
+                        fns_pack_index_hold(n->pack, job->loc.seg, job->tomb_targets[i]);
+                    }
                     fns_node_packed(n, job, &seg);
                     /* A batch's jobs are adjacent. Past 64 segments the
                      * check waits for the next replay (a restart). */
@@ -546,6 +563,7 @@ fns_node_cos_cb(void *arg)
             fns_conn_unref(job->arg2);
         }
         fns_chunk_unref(job->chunk);
+        free(job->tomb_targets);
         free(job);
     }
     for (size_t i = 0; i < nempty; i++) {
@@ -688,6 +706,16 @@ fns_node_cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static void
+fns_node_delete_seg_now(void *arg, uint64_t seq)
+{
+    struct fns_node *n = arg;
+    char name[FNS_PACK_NAME_MAX];
+
+    fns_pack_name(name, sizeof(name), n->cfg.id, seq);
+    (void)cm_cos_delete(n->cos, name);
+}
+
 /* Applies one segment to the index: its tombstones, then its chunks. */
 static void
 fns_node_replay_one(struct fns_node *n, uint64_t seq)
@@ -696,8 +724,9 @@ fns_node_replay_one(struct fns_node *n, uint64_t seq)
     struct fns_pack_ent *ents;
     struct fns_key *tombs;
     size_t len, ne, nt, i;
+    uint64_t from, emptied;
     void *blob;
-    int rc, found;
+    int rc;
 
     fns_pack_name(name, sizeof(name), n->cfg.id, seq);
     rc = cm_cos_get(n->cos, name, &blob, &len);
@@ -710,26 +739,27 @@ fns_node_replay_one(struct fns_node *n, uint64_t seq)
         return;
     }
     fns_pack_index_add_seg(n->pack, seq);
+    /* A segment its tombstones or newer chunks empty goes now: later
+     * segments can only add chunks of their own. */
     for (i = 0; i < nt; i++) {
-        (void)fns_pack_index_del(n->pack, &tombs[i], &found);
+        emptied = fns_pack_index_del(n->pack, &tombs[i], &from);
+        if (from != 0) {
+            fns_pack_index_hold(n->pack, seq, from);
+        }
+        if (emptied != 0) {
+            fns_node_delete_seg_now(n, emptied);
+        }
     }
     for (i = 0; i < ne; i++) {
         struct fns_pack_loc loc = {.seg = seq, .off = ents[i].off, .len = ents[i].len};
 
-        (void)fns_pack_index_put(n->pack, &ents[i].key, &loc);
+        emptied = fns_pack_index_put(n->pack, &ents[i].key, &loc);
+        if (emptied != 0) {
+            fns_node_delete_seg_now(n, emptied);
+        }
     }
     free(ents);
     free(tombs);
-}
-
-static void
-fns_node_delete_seg_now(void *arg, uint64_t seq)
-{
-    struct fns_node *n = arg;
-    char name[FNS_PACK_NAME_MAX];
-
-    fns_pack_name(name, sizeof(name), n->cfg.id, seq);
-    (void)cm_cos_delete(n->cos, name);
 }
 
 /* Rebuilds the packed-chunk index from this node's segments, deletes the

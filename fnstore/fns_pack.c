@@ -166,11 +166,17 @@ struct pack_seg {
     struct cm_hnode hn;
     uint64_t seq;
     uint64_t live;
+    uint64_t *targets; /* older segments its tombstones kill chunks in */
+    uint32_t ntargets, cap;
+    int held;                   /* empty, kept for its tombstones: on x->held */
+    struct pack_seg *hprev, *hnext;
 };
 
 struct fns_pack_index {
     struct cm_hmap ents; /* by fns_key_hash */
     struct cm_hmap segs; /* by cm_hmix64(seq) */
+    struct pack_seg *held; /* empty segments whose tombstones still matter */
+    size_t nheld;
 };
 
 struct fns_pack_index *
@@ -193,8 +199,11 @@ free_ent(void *arg, struct cm_hnode *n)
 static void
 free_seg(void *arg, struct cm_hnode *n)
 {
+    struct pack_seg *s = CM_CONTAINER_OF(n, struct pack_seg, hn);
+
     (void)arg;
-    free(CM_CONTAINER_OF(n, struct pack_seg, hn));
+    free(s->targets);
+    free(s);
 }
 
 void
@@ -232,13 +241,83 @@ seg_get(struct fns_pack_index *x, uint64_t seq, int create)
 }
 
 static void
+held_add(struct fns_pack_index *x, struct pack_seg *s)
+{
+    if (s->held) {
+        return;
+    }
+    s->held = 1;
+    s->hprev = NULL;
+    s->hnext = x->held;
+    if (x->held != NULL) {
+        x->held->hprev = s;
+    }
+    x->held = s;
+    x->nheld++;
+}
+
+static void
+held_remove(struct fns_pack_index *x, struct pack_seg *s)
+{
+    if (!s->held) {
+        return;
+    }
+    if (s->hprev != NULL) {
+        s->hprev->hnext = s->hnext;
+    } else {
+        x->held = s->hnext;
+    }
+    if (s->hnext != NULL) {
+        s->hnext->hprev = s->hprev;
+    }
+    s->held = 0;
+    x->nheld--;
+}
+
+static void
 seg_forget(struct fns_pack_index *x, struct pack_seg *s)
 {
+    held_remove(x, s);
     cm_hmap_del(&x->segs, &s->hn);
+    free(s->targets);
     free(s);
 }
 
-/* One chunk fewer in seq: returns seq if that emptied it (then forgotten). */
+/* Empty, and no segment its tombstones kill chunks in is left (targets
+ * already gone are dropped from the list on the way). */
+static int
+seg_droppable(struct fns_pack_index *x, struct pack_seg *s)
+{
+    uint32_t i = 0;
+
+    if (s->live > 0) {
+        return 0;
+    }
+    while (i < s->ntargets) {
+        if (seg_get(x, s->targets[i], 0) != NULL) {
+            return 0;
+        }
+        s->targets[i] = s->targets[--s->ntargets];
+    }
+    return 1;
+}
+
+/* seq is empty now: forgets it and returns seq when it can go, else keeps
+ * it on the held list and returns 0. */
+static uint64_t
+seg_emptied(struct fns_pack_index *x, struct pack_seg *s)
+{
+    uint64_t seq = s->seq;
+
+    if (seg_droppable(x, s)) {
+        seg_forget(x, s);
+        return seq;
+    }
+    held_add(x, s);
+    return 0;
+}
+
+/* One chunk fewer in seq: returns seq if that emptied it and it can go. */
 static uint64_t
 seg_unref(struct fns_pack_index *x, uint64_t seq)
 {
@@ -247,14 +326,34 @@ seg_unref(struct fns_pack_index *x, uint64_t seq)
     if (s == NULL || --s->live > 0) {
         return 0;
     }
-    seg_forget(x, s);
-    return seq;
+    return seg_emptied(x, s);
 }
 
 void
 fns_pack_index_add_seg(struct fns_pack_index *x, uint64_t seg)
 {
     (void)seg_get(x, seg, 1);
+}
+
+void
+fns_pack_index_hold(struct fns_pack_index *x, uint64_t seg, uint64_t target)
+{
+    struct pack_seg *s;
+
+    if (target == seg || seg_get(x, target, 0) == NULL) {
+        return; /* nothing left for the tombstone to kill */
+    }
+    s = seg_get(x, seg, 1);
+    for (uint32_t i = 0; i < s->ntargets; i++) {
+        if (s->targets[i] == target) {
+            return;
+        }
+    }
+    if (s->ntargets == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 4;
+        s->targets = cm_realloc(s->targets, s->cap * sizeof(*s->targets));
+    }
+    s->targets[s->ntargets++] = target;
 }
 
 static struct pack_ent *
@@ -276,8 +375,10 @@ fns_pack_index_put(struct fns_pack_index *x, const struct fns_key *key,
 {
     uint64_t h = fns_key_hash(key);
     struct pack_ent *e = ent_find(x, key, h);
+    struct pack_seg *s = seg_get(x, loc->seg, 1);
 
-    seg_get(x, loc->seg, 1)->live++; /* first: a same-segment replace never empties it */
+    s->live++; /* first: a same-segment replace never empties it */
+    held_remove(x, s);
     if (e != NULL) {
         uint64_t old = e->loc.seg;
 
@@ -305,19 +406,18 @@ fns_pack_index_get(const struct fns_pack_index *x, const struct fns_key *key,
 }
 
 uint64_t
-fns_pack_index_del(struct fns_pack_index *x, const struct fns_key *key, int *found)
+fns_pack_index_del(struct fns_pack_index *x, const struct fns_key *key, uint64_t *from)
 {
     struct pack_ent *e = ent_find(x, key, fns_key_hash(key));
-    uint64_t seq;
 
-    *found = e != NULL;
+    *from = 0;
     if (e == NULL) {
         return 0;
     }
-    seq = e->loc.seg;
+    *from = e->loc.seg;
     cm_hmap_del(&x->ents, &e->hn);
     free(e);
-    return seg_unref(x, seq);
+    return seg_unref(x, *from);
 }
 
 int
@@ -325,37 +425,55 @@ fns_pack_index_drop_if_empty(struct fns_pack_index *x, uint64_t seg)
 {
     struct pack_seg *s = seg_get(x, seg, 0);
 
-    if (s == NULL || s->live > 0) {
-        return 0;
-    }
-    seg_forget(x, s);
-    return 1;
+    return s != NULL && s->live == 0 && seg_emptied(x, s) != 0;
 }
 
-struct drop_ctx {
-    struct fns_pack_index *x;
-    void (*fn)(void *arg, uint64_t seg);
-    void *arg;
-};
+size_t
+fns_pack_index_drop_held(struct fns_pack_index *x, void (*fn)(void *arg, uint64_t seg), void *arg)
+{
+    size_t dropped = 0;
+    int again = 1;
+
+    while (again) { /* dropping one may free another that held on to it */
+        struct pack_seg *s, *next;
+
+        again = 0;
+        for (s = x->held; s != NULL; s = next) {
+            uint64_t seq = s->seq;
+
+            next = s->hnext;
+            if (seg_droppable(x, s)) {
+                seg_forget(x, s);
+                fn(arg, seq);
+                dropped++;
+                again = 1;
+            }
+        }
+    }
+    return dropped;
+}
 
 static void
-drop_if_empty_node(void *arg, struct cm_hnode *n)
+hold_if_empty(void *arg, struct cm_hnode *n)
 {
-    struct drop_ctx *d = arg;
     struct pack_seg *s = CM_CONTAINER_OF(n, struct pack_seg, hn);
 
     if (s->live == 0) {
-        d->fn(d->arg, s->seq);
-        seg_forget(d->x, s);
+        held_add(arg, s);
     }
 }
 
 void
 fns_pack_index_drop_empty(struct fns_pack_index *x, void (*fn)(void *arg, uint64_t seg), void *arg)
 {
-    struct drop_ctx d = {x, fn, arg};
+    cm_hmap_each(&x->segs, hold_if_empty, x);
+    (void)fns_pack_index_drop_held(x, fn, arg);
+}
 
-    cm_hmap_each(&x->segs, drop_if_empty_node, &d);
+size_t
+fns_pack_index_held(const struct fns_pack_index *x)
+{
+    return x->nheld;
 }
 
 size_t

@@ -65,23 +65,43 @@ struct fns_pack_index;
 
 struct fns_pack_index *fns_pack_index_create(void);
 void fns_pack_index_destroy(struct fns_pack_index *x); /* NULL is a no-op */
+/*
+ * Segment lifetime. A tombstone in segment S kills a chunk of an older
+ * segment T; if S went while T stays, a replay would bring the chunk back.
+ * So a segment is deleted only when it holds no indexed chunk and none of
+ * the segments its tombstones point into is left. An empty segment that
+ * must wait is "held"; it goes when its last target does (the functions
+ * below that return or report segments to delete apply this rule).
+ */
 /* Makes seg known with no chunks (replay: a segment holding only tombstones). */
 void fns_pack_index_add_seg(struct fns_pack_index *x, uint64_t seg);
+/* A tombstone in seg killed a chunk of target: seg waits for target. */
+void fns_pack_index_hold(struct fns_pack_index *x, uint64_t seg, uint64_t target);
 /* Records key at loc, replacing an older location. Returns a segment that
- * now holds no indexed chunk (delete it from COS), else 0. */
+ * can now be deleted from COS (forgotten here), else 0. */
 uint64_t fns_pack_index_put(struct fns_pack_index *x, const struct fns_key *key,
                             const struct fns_pack_loc *loc);
 /* 0 and *loc, or CM_E_NOTFOUND. */
 int fns_pack_index_get(const struct fns_pack_index *x, const struct fns_key *key,
                        struct fns_pack_loc *loc);
-/* Forgets key. Returns a segment that is now empty, else 0; *found says if
- * key was indexed. */
-uint64_t fns_pack_index_del(struct fns_pack_index *x, const struct fns_key *key, int *found);
-/* If seg is known and holds no indexed chunk: forgets it, returns 1. */
+/* Forgets key. *from: the segment it was packed in, 0 if it was not indexed
+ * (a tombstone for it then names *from as its target). Returns a segment
+ * that can now be deleted (forgotten here), else 0. */
+uint64_t fns_pack_index_del(struct fns_pack_index *x, const struct fns_key *key, uint64_t *from);
+/* If seg is known, empty and free to go: forgets it, returns 1 (else it
+ * may be held). */
 int fns_pack_index_drop_if_empty(struct fns_pack_index *x, uint64_t seg);
-/* Calls fn for (and forgets) every known segment without indexed chunks. */
+/* Calls fn for (and forgets) every held segment that is free to go now,
+ * repeatedly, since one going may free another. Returns how many. Call it
+ * after deleting a segment. */
+size_t fns_pack_index_drop_held(struct fns_pack_index *x, void (*fn)(void *arg, uint64_t seg),
+                                void *arg);
+/* Calls fn for (and forgets) every empty segment free to go; the other
+ * empty ones become held (after a replay). */
 void fns_pack_index_drop_empty(struct fns_pack_index *x, void (*fn)(void *arg, uint64_t seg),
                                void *arg);
+/* Empty segments kept for their tombstones. */
+size_t fns_pack_index_held(const struct fns_pack_index *x);
 size_t fns_pack_index_chunks(const struct fns_pack_index *x);
 size_t fns_pack_index_segments(const struct fns_pack_index *x);
 

@@ -506,6 +506,57 @@ def test_restart(node, inc_before, blobs):
     c.close()
 
 
+def segment_of(tmp, obj):
+    """The segment file that packs object obj's chunk, or None."""
+    for path, ents in segment_entries(tmp).items():
+        if any(e[2] == obj for e in ents):
+            return path
+    return None
+
+
+def test_tomb_lifetime(node):
+    # A tombstone lives in a later segment than the chunk it kills. When
+    # every chunk of that later segment is deleted too, the segment must
+    # stay while the older one does (A2 keeps it): deleting it would bring
+    # A back at the next restart. Once the older segment goes, both go.
+    c = Conn(node.addr)
+    a, a2, x = payload(300, 61), payload(350, 63), payload(400, 62)
+    c.s.sendall(frame(OP_PUT, 1, tenant=2, obj=0x6161, idx=0, data=a) +
+                frame(OP_PUT, 2, tenant=2, obj=0x6163, idx=0, data=a2))
+    check(read_resp(c.s)["status"] == 0 and read_resp(c.s)["status"] == 0, "put A, A2")
+    wait_persisted(c, tenant=2, obj=0x6161, idx=0)
+    wait_persisted(c, tenant=2, obj=0x6163, idx=0)
+    old = segment_of(node.tmp, 0x6161)
+    check(old is not None and old == segment_of(node.tmp, 0x6163), "A and A2 share a segment")
+    check(c.call(OP_DEL, tenant=2, obj=0x6161, idx=0)["status"] == 0, "del A")
+    check(c.call(OP_PUT, tenant=2, obj=0x6162, idx=0, data=x)["status"] == 0, "put X")
+    wait_persisted(c, tenant=2, obj=0x6162, idx=0)
+    carrier = segment_of(node.tmp, 0x6162)  # also carries A's tombstone
+    check(carrier is not None and carrier != old, "X in a newer segment")
+    check(c.call(OP_DEL, tenant=2, obj=0x6162, idx=0)["status"] == 0, "del X")
+    # Y's segment carries X's tombstone (a deletion is durable once a later
+    # segment is written) and holds the carrier in turn.
+    check(c.call(OP_PUT, tenant=2, obj=0x6164, idx=0, data=payload(200, 64))["status"] == 0,
+          "put Y")
+    wait_persisted(c, tenant=2, obj=0x6164, idx=0)
+    time.sleep(0.3)  # a segment delete would have run by now
+    check(os.path.exists(carrier), "segment holding a live tombstone was deleted")
+    c.close()
+    node.kill9()
+    node.start()
+    c = Conn(node.addr)
+    r = c.call(OP_GET, tenant=2, obj=0x6161, idx=0)
+    check(r["status"] == E_NOTFOUND, "deleted chunk A back after restart: %r" % r["status"])
+    r = c.call(OP_GET, tenant=2, obj=0x6163, idx=0)
+    check(r["status"] == 0 and r["data"] == a2, "A2 after restart")
+    check(c.call(OP_DEL, tenant=2, obj=0x6163, idx=0)["status"] == 0, "del A2")
+    end = time.time() + 5
+    while os.path.exists(old) or os.path.exists(carrier):
+        check(time.time() < end, "empty segments kept: %r" % segments(node.tmp))
+        time.sleep(0.05)
+    c.close()
+
+
 def test_cos_outage(node):
     """A chunk whose COS writes fail is kept and retried until COS takes it."""
     blocker = os.path.join(node.tmp, "cos", "t77")
@@ -596,6 +647,7 @@ def main():
         test_metrics(node.maddr)
         test_cos_outage(node)
         test_restart(node, inc, blobs)
+        test_tomb_lifetime(node)
         rc = node.term()
         check(rc == 0, "clean exit on SIGTERM, got %r" % rc)
         test_caps_and_queue_limit(binary, tmp)

@@ -58,6 +58,7 @@ free_jobs(struct fns_cos_job **js, int n)
 
     for (i = 0; i < n; i++) {
         fns_chunk_unref(js[i]->chunk);
+        free(js[i]->tomb_targets);
         free(js[i]);
     }
 }
@@ -82,12 +83,13 @@ test_packing(struct cm_cos *cos, struct fns_chunk *small)
 
     CHECK(fns_cos_create(cos, 2, on_done, NULL, &p) == 0);
     fns_cos_set_packing(p, 5, 40, 50);
-    fns_cos_tomb(p, &dead);
+    fns_cos_tomb(p, &dead, 33);
     for (i = 0; i < 5; i++) {
         fns_cos_submit(p, job(FNS_COS_WRITE, (uint32_t)(200 + i), small, (uint64_t)i));
     }
     fns_cos_submit(p, job(FNS_COS_WRITE, 9, big, 5));
     CHECK(collect(p, js, 6) == 6);
+    int reported = 0;
     for (i = 0; i < 6; i++) {
         CHECK(js[i]->status == 0);
         if (js[i]->tag < 5) { /* gathered by the linger into segment 40 */
@@ -95,7 +97,12 @@ test_packing(struct cm_cos *cos, struct fns_chunk *small)
         } else {
             CHECK(js[i]->loc.seg == 0);
         }
+        if (js[i]->ntomb_targets > 0) { /* the tombstone's segment, on one job */
+            CHECK(js[i]->ntomb_targets == 1 && js[i]->tomb_targets[0] == 33);
+            reported++;
+        }
     }
+    CHECK(reported == 1);
     fns_pack_name(name, sizeof(name), 5, 40);
     CHECK(cm_cos_get(cos, name, &blob, &len) == 0);
     CHECK(fns_pack_decode(blob, len, len, &ents, &ne, &tombs, &nt) == 0);
