@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -118,6 +119,8 @@ struct gw_net {
     pthread_t thread;
     pthread_mutex_t lock; /* guards posts only */
     struct post *posts_head, *posts_tail;
+    int wake_pending; /* under lock: wake_fd was written since the last drain */
+    int wake_fd;      /* eventfd: posts from other threads wake the loop */
     struct event *wake;
     struct event *tick;
     struct event *kick; /* runs net_maintain soon (a send found its node idle) */
@@ -747,11 +750,15 @@ static void
 net_on_wake(evutil_socket_t fd, short what, void *arg)
 {
     struct gw_net *n = arg;
-    (void)fd;
+    uint64_t v;
     (void)what;
+    if (fd >= 0) {
+        (void)read(fd, &v, sizeof(v));
+    }
     pthread_mutex_lock(&n->lock);
     struct post *p = n->posts_head;
     n->posts_head = n->posts_tail = NULL;
+    n->wake_pending = 0;
     pthread_mutex_unlock(&n->lock);
     while (p) {
         struct post *next = p->next;
@@ -779,6 +786,7 @@ gw_net_create(int io_timeout_ms, struct gw_net **out)
         goto out;
     }
     pthread_once(&evthread_once, evthread_setup);
+    n->wake_fd = -1;
     pthread_mutex_init(&n->lock, NULL);
     n->io_timeout_ms = io_timeout_ms > 0 ? io_timeout_ms : 5000;
     n->base = event_base_new();
@@ -786,7 +794,10 @@ gw_net_create(int io_timeout_ms, struct gw_net **out)
         rc = -ENOMEM;
         goto out;
     }
-    n->wake = event_new(n->base, -1, 0, net_on_wake, n);
+    n->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    n->wake = n->wake_fd >= 0
+                  ? event_new(n->base, n->wake_fd, EV_READ | EV_PERSIST, net_on_wake, n)
+                  : NULL;
     n->tick = event_new(n->base, -1, EV_PERSIST, net_on_tick, n);
     n->kick = event_new(n->base, -1, 0, net_on_kick, n);
     if (!n->wake || !n->tick || !n->kick) {
@@ -795,6 +806,7 @@ gw_net_create(int io_timeout_ms, struct gw_net **out)
     }
     struct timeval tv = {0, GW_TICK_MS * 1000};
     event_add(n->tick, &tv);
+    event_add(n->wake, NULL);
     if (pthread_create(&n->thread, NULL, net_thread, n) != 0) {
         rc = -EAGAIN;
         goto out;
@@ -813,6 +825,9 @@ out:
         }
         if (n->base) {
             event_base_free(n->base);
+        }
+        if (n->wake_fd >= 0) {
+            close(n->wake_fd);
         }
         pthread_mutex_destroy(&n->lock);
         free(n);
@@ -844,8 +859,15 @@ gw_net_post(struct gw_net *n, gw_net_fn fn, void *arg)
         n->posts_head = p;
     }
     n->posts_tail = p;
+    int wake = !n->wake_pending;
+    n->wake_pending = 1;
     pthread_mutex_unlock(&n->lock);
-    event_active(n->wake, EV_READ, 0);
+    /* Not event_active: from another thread it takes libevent's base lock,
+     * which the loop holds most of the time (a futex wait per post). */
+    if (wake) {
+        uint64_t one = 1;
+        (void)write(n->wake_fd, &one, sizeof(one));
+    }
     return 0;
 }
 
@@ -906,6 +928,7 @@ gw_net_destroy(struct gw_net *n, gw_net_fn fin, void *arg)
     event_free(n->tick);
     event_free(n->kick);
     event_base_free(n->base);
+    close(n->wake_fd);
     pthread_mutex_destroy(&n->lock);
     free(n);
 }
