@@ -98,10 +98,11 @@ struct gw_front {
     atomic_int draining;
     atomic_uint_fast64_t commit_batches, commit_ops;
 
-    pthread_mutex_t mu; /* guards the queue, stop, busy */
+    pthread_mutex_t mu; /* guards the queue, stop, busy, commit_time */
     pthread_cond_t work, idle;
     struct cop *head, *tail;
     int stop, busy;
+    struct cm_hist commit_time; /* one metadata transaction, with its fsyncs */
     pthread_t committer;
 };
 
@@ -711,17 +712,20 @@ committer_main(void *arg)
         f->busy = 1;
         pthread_mutex_unlock(&f->mu);
 
+        uint64_t t0 = cm_now_ns();
+
         commit_list(f, list);
+        uint64_t took = cm_now_ns() - t0;
         for (c = list; c != NULL; c = next) {
             next = c->next;
             complete(f, c);
             free(c);
             n++;
         }
+        pthread_mutex_lock(&f->mu); /* the count and the histogram agree */
         atomic_fetch_add(&f->commit_batches, 1);
         atomic_fetch_add(&f->commit_ops, n);
-
-        pthread_mutex_lock(&f->mu);
+        cm_hist_observe(&f->commit_time, took);
         f->busy = 0;
         if (f->head == NULL) {
             pthread_cond_broadcast(&f->idle);
@@ -839,8 +843,11 @@ handle_metrics(struct req *q)
     v.persist_notices_total = es.persist_notes;
     v.persist_stats_total = es.persist_stats;
     v.inflight_requests = (uint64_t)atomic_load(&f->inflight);
+    pthread_mutex_lock(&f->mu);
+    struct cm_hist commit_time = f->commit_time;
     v.commit_batches_total = atomic_load(&f->commit_batches);
     v.commit_ops_total = atomic_load(&f->commit_ops);
+    pthread_mutex_unlock(&f->mu);
     v.state_epoch = ss.epoch;
     v.controller_up = (uint64_t)ss.controller_up;
     v.state_polls_failed_total = ss.polls_failed;
@@ -854,6 +861,9 @@ handle_metrics(struct req *q)
     cm_prom_u64(&b, "shoal_gateway_" #name, NULL, v.name);
     GW_FRONT_METRICS(GW_FM_EXPOSE_)
 #undef GW_FM_EXPOSE_
+    cm_prom_family(&b, "shoal_gateway_commit_duration_seconds", "histogram",
+                   "Time of one metadata write transaction, fsyncs included");
+    cm_prom_hist(&b, "shoal_gateway_commit_duration_seconds", NULL, &commit_time);
     text = cm_buf_take(&b, &len);
     if (q->op == OP_NONE && strcmp(q->method, "HEAD") == 0) {
         free(text);

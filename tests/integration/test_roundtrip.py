@@ -364,6 +364,13 @@ def check_small_persistence(t, c):
     st.log("small objects: %d notices, %d STATs" % (notes, stats))
     t.check(notes >= n, "only %d persisted notices for %d objects" % (notes, n))
     t.check(stats < n, "%d STATs for %d objects: persistence was polled" % (stats, n))
+    commits = m["shoal_gateway_commit_batches_total"] - before["shoal_gateway_commit_batches_total"]
+    timed = (m["shoal_gateway_commit_duration_seconds_count"] -
+             before["shoal_gateway_commit_duration_seconds_count"])
+    t.check(commits >= 1 and timed == commits,
+            "%d commits, %d in the commit-duration histogram" % (commits, timed))
+    t.check(m['shoal_gateway_commit_duration_seconds_bucket{le="+Inf"}'] ==
+            m["shoal_gateway_commit_duration_seconds_count"], "histogram +Inf bucket = count")
     for i in range(n):
         r = g.get("small/%d" % i)
         t.status(r, 200, "GET small/%d" % i)
