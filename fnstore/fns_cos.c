@@ -51,6 +51,10 @@ struct fns_cos {
     atomic_uint_fast64_t writes, reloads;
 };
 
+static int fns_cos_put_segment(struct fns_cos *p, struct fns_pack_ent *ents,
+                               struct fns_cos_job **packed, size_t ne, struct fns_cos_job *tjob,
+                               uint64_t *seq);
+
 static void
 fns_cos_sleep_ms(int ms)
 {
@@ -73,6 +77,12 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
         return;
     }
     switch (job->op) {
+    case FNS_COS_TOMBS:
+        rc = fns_cos_put_segment(p, NULL, NULL, 0, job, &job->loc.seg);
+        if (rc == CM_E_NOTFOUND) {
+            rc = 0; /* none pending: they rode with chunks */
+        }
+        break;
     case FNS_COS_WRITE:
         for (i = 0; i < FNS_COS_WRITE_TRIES; i++) {
             rc = cm_cos_put(p->cos, name, job->chunk->data, fns_chunk_blob_len(job->chunk));
@@ -158,37 +168,27 @@ fns_cos_take_tombs(struct fns_cos *p, struct fns_key **keys, uint64_t **segs)
 }
 
 /*
- * Writes the small chunks among the n jobs of list as one segment; marks
- * them done (status 0, loc set) on success. Returns how many it packed.
+ * Writes one segment: the chunks of the ne jobs packed[] (ents[] without
+ * offsets) and every pending tombstone. 0 with *seq and, through *tjob,
+ * the tombstones' segments; CM_E_NOTFOUND when there was nothing to write;
+ * else the error, with the tombstones queued again.
  */
-static size_t
-fns_cos_pack(struct fns_cos *p, struct fns_cos_job *list, size_t n)
+static int
+fns_cos_put_segment(struct fns_cos *p, struct fns_pack_ent *ents, struct fns_cos_job **packed,
+                    size_t ne, struct fns_cos_job *tjob, uint64_t *seq)
 {
-    struct fns_pack_ent ents[FNS_COS_BATCH_MAX];
-    struct fns_cos_job *packed[FNS_COS_BATCH_MAX];
     struct fns_key *tombs;
     uint64_t *tomb_segs;
-    struct fns_cos_job *job;
-    size_t ne = 0, nt, hl, total, i;
+    size_t nt, total, i;
     char name[FNS_PACK_NAME_MAX];
-    uint64_t seq;
     uint8_t *seg;
     int rc;
 
-    for (job = list; job != NULL && ne < n && ne < FNS_COS_BATCH_MAX; job = job->next) {
-        if (fns_chunk_blob_len(job->chunk) <= FNS_PACK_BLOB_MAX) {
-            packed[ne] = job;
-            ents[ne].key = job->key;
-            ents[ne].len = (uint32_t)fns_chunk_blob_len(job->chunk);
-            ne++;
-        }
-    }
-    if (ne == 0) {
-        return 0;
-    }
     nt = fns_cos_take_tombs(p, &tombs, &tomb_segs);
-    hl = fns_pack_hdr_len(ne, nt);
-    total = hl;
+    if (ne == 0 && nt == 0) {
+        return CM_E_NOTFOUND;
+    }
+    total = fns_pack_hdr_len(ne, nt);
     for (i = 0; i < ne; i++) {
         ents[i].off = (uint32_t)total;
         total += ents[i].len;
@@ -198,20 +198,48 @@ fns_cos_pack(struct fns_cos *p, struct fns_cos_job *list, size_t n)
     for (i = 0; i < ne; i++) {
         memcpy(seg + ents[i].off, packed[i]->chunk->data, ents[i].len);
     }
-    seq = atomic_fetch_add(&p->next_seq, 1);
-    fns_pack_name(name, sizeof(name), p->pack_node, seq);
+    *seq = atomic_fetch_add(&p->next_seq, 1);
+    fns_pack_name(name, sizeof(name), p->pack_node, *seq);
     rc = cm_cos_put(p->cos, name, seg, total);
     free(seg);
     if (rc != 0) {
-        CM_WARN("cos segment write failed name=%s chunks=%zu err=%s", name, ne, cm_errname(rc));
+        CM_WARN("cos segment write failed name=%s chunks=%zu tombstones=%zu err=%s", name, ne,
+                nt, cm_errname(rc));
         fns_cos_untake_tombs(p, tombs, tomb_segs, nt);
         free(tombs);
         free(tomb_segs);
-        return 0; /* each chunk then gets an object of its own */
+        return rc;
     }
     free(tombs);
-    packed[0]->tomb_targets = tomb_segs;
-    packed[0]->ntomb_targets = nt;
+    tjob->tomb_targets = tomb_segs;
+    tjob->ntomb_targets = nt;
+    return 0;
+}
+
+/*
+ * Writes the small chunks among the n jobs of list as one segment; marks
+ * them done (status 0, loc set) on success. Returns how many it packed.
+ */
+static size_t
+fns_cos_pack(struct fns_cos *p, struct fns_cos_job *list, size_t n)
+{
+    struct fns_pack_ent ents[FNS_COS_BATCH_MAX];
+    struct fns_cos_job *packed[FNS_COS_BATCH_MAX];
+    struct fns_cos_job *job;
+    size_t ne = 0, i;
+    uint64_t seq;
+
+    for (job = list; job != NULL && ne < n && ne < FNS_COS_BATCH_MAX; job = job->next) {
+        if (fns_chunk_blob_len(job->chunk) <= FNS_PACK_BLOB_MAX) {
+            packed[ne] = job;
+            ents[ne].key = job->key;
+            ents[ne].len = (uint32_t)fns_chunk_blob_len(job->chunk);
+            ne++;
+        }
+    }
+    if (ne == 0 || fns_cos_put_segment(p, ents, packed, ne, packed[0], &seq) != 0) {
+        return 0; /* each chunk then gets an object of its own */
+    }
     for (i = 0; i < ne; i++) {
         packed[i]->loc.seg = seq;
         packed[i]->loc.off = ents[i].off;
@@ -426,13 +454,14 @@ fns_cos_tomb(struct fns_cos *p, const struct fns_key *key, uint64_t target)
 void
 fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job)
 {
-    int small = job->op == FNS_COS_WRITE && fns_chunk_blob_len(job->chunk) <= FNS_PACK_BLOB_MAX;
+    int packer = job->op == FNS_COS_TOMBS ||
+                 (job->op == FNS_COS_WRITE && fns_chunk_blob_len(job->chunk) <= FNS_PACK_BLOB_MAX);
     struct fns_cos_worker *w =
-        p->pack && small ? &p->w[0] : &p->w[fns_key_hash(&job->key) % (uint64_t)p->nw];
+        p->pack && packer ? &p->w[0] : &p->w[fns_key_hash(&job->key) % (uint64_t)p->nw];
 
     job->next = NULL;
     job->status = 0;
-    if (job->op == FNS_COS_WRITE) {
+    if (job->op == FNS_COS_WRITE || job->op == FNS_COS_TOMBS) {
         job->loc.seg = 0; /* outputs */
         job->tomb_targets = NULL;
         job->ntomb_targets = 0;

@@ -41,6 +41,8 @@ enum fns_cos_op {
     FNS_COS_READ,   /* key (or loc, when loc.seg != 0) -> chunk (verified; a
                        reference owned by the job) */
     FNS_COS_DELETE, /* key's object, or the whole segment loc.seg */
+    FNS_COS_TOMBS,  /* the pending tombstones as a segment of their own (loc.seg
+                       != 0 afterwards, with tomb_targets); none pending: no-op */
 };
 
 struct fns_cos_job {
@@ -53,9 +55,9 @@ struct fns_cos_job {
     void *arg;    /* caller's */
     void *arg2;   /* caller's */
     uint64_t tag; /* caller's */
-    /* Output of a write packed into segment loc.seg, on one job of that
-     * segment: the segments its tombstones kill chunks in (malloc'd, the
-     * reaper frees it; see fns_pack_index_hold). */
+    /* Output of a write packed into segment loc.seg (on one job of that
+     * segment) or of FNS_COS_TOMBS: the segments its tombstones kill chunks
+     * in (malloc'd, the reaper frees it; see fns_pack_index_hold). */
     uint64_t *tomb_targets;
     size_t ntomb_targets;
 };

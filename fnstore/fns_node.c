@@ -45,6 +45,7 @@
 #define FNS_RATE_BURST_S 0.05
 #define FNS_NOTE_MAX 4096 /* records per PERSISTED notice */
 #define FNS_NODE_ARENA_MIN ((size_t)64 << 10) /* smaller chunks: malloc */
+#define FNS_TOMB_FLUSH_NS (1000ull * 1000000u) /* tombstones wait this long for a chunk write */
 
 enum { FNS_OP_PUT, FNS_OP_GET, FNS_OP_DEL, FNS_OP_STAT, FNS_NOPS };
 static const char *const fns_op_names[FNS_NOPS] = {"put", "get", "del", "stat"};
@@ -72,6 +73,8 @@ struct fns_node {
     struct fns_loop_listener *listener;
     struct fns_conn_list conns;
     struct fns_loop_ev *ev_dispatch, *ev_rate, *ev_cos, *ev_stop, *ev_tick, *ev_weights;
+    struct fns_loop_ev *ev_tombs; /* writes tombstones no chunk write carried */
+    int tombs_armed;
     struct fns_loop_ev *ev_sigterm, *ev_sigint;
     const struct pol_fq_ops *fq_ops;
     struct pol_fq *fq;
@@ -222,6 +225,35 @@ fns_node_submit_packed(struct fns_node *n, enum fns_cos_op op, const struct fns_
     fns_cos_submit(n->pool, job);
 }
 
+/* Tombstones ride in the next segment of chunks; when none comes within
+ * FNS_TOMB_FLUSH_NS they get a segment of their own (until then, a node
+ * killed would bring their chunks back into its index). */
+static void
+fns_node_tombs_later(struct fns_node *n)
+{
+    if (!n->tombs_armed) {
+        n->tombs_armed = 1;
+        fns_loop_ev_after(n->ev_tombs, FNS_TOMB_FLUSH_NS);
+    }
+}
+
+static void
+fns_node_tombs_cb(void *arg)
+{
+    struct fns_node *n = arg;
+    struct fns_key none = {0};
+
+    n->tombs_armed = 0;
+    fns_node_submit(n, FNS_COS_TOMBS, &none, NULL, NULL, NULL);
+}
+
+static void
+fns_node_tomb(struct fns_node *n, const struct fns_key *key, uint64_t seg)
+{
+    fns_cos_tomb(n->pool, key, seg);
+    fns_node_tombs_later(n);
+}
+
 /* Deletes segment seg from COS. Segment deletes all go to one worker (the
  * same key), so they run in the order issued: a held segment's delete
  * follows that of the segment it waited for. */
@@ -367,7 +399,7 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
         fns_node_publish(n);
         emptied = fns_pack_index_del(n->pack, &key, &packed);
         if (packed != 0) {
-            fns_cos_tomb(n->pool, &key, packed);
+            fns_node_tomb(n, &key, packed);
         }
         if (emptied != 0) {
             fns_node_drop_segment(n, emptied);
@@ -492,7 +524,7 @@ fns_node_packed(struct fns_node *n, struct fns_cos_job *job, uint64_t *maybe_emp
         return;
     }
     if (cur == NULL) {
-        fns_cos_tomb(n->pool, &job->key, job->loc.seg);
+        fns_node_tomb(n, &job->key, job->loc.seg);
     }
     fns_pack_index_add_seg(n->pack, job->loc.seg);
     *maybe_empty = job->loc.seg;
@@ -508,16 +540,26 @@ fns_node_cos_cb(void *arg)
 
     for (job = fns_cos_reap(n->pool); job != NULL; job = next) {
         next = job->next;
+        if (job->ntomb_targets > 0) { /* segment loc.seg carried tombstones */
+            fns_pack_index_add_seg(n->pack, job->loc.seg);
+            for (size_t i = 0; i < job->ntomb_targets; i++) {
+                fns_pack_index_hold(n->pack, job->loc.seg, job->tomb_targets[i]);
+            }
+        }
         switch (job->op) {
+        case FNS_COS_TOMBS:
+            if (job->status != 0) {
+                fns_node_tombs_later(n); /* they are queued again */
+            } else if (job->loc.seg != 0 && nempty < 64) {
+                maybe_empty[nempty++] = job->loc.seg; /* held while its targets live */
+            }
+            break;
         case FNS_COS_WRITE:
             if (job->status == 0) {
                 job->chunk->persisted = 1;
                 if (job->loc.seg != 0) {
                     uint64_t seg = 0;
 
-                    for (size_t i = 0; i < job->ntomb_targets; i++) {
-                        fns_pack_index_hold(n->pack, job->loc.seg, job->tomb_targets[i]);
-                    }
                     fns_node_packed(n, job, &seg);
                     /* A batch's jobs are adjacent. Past 64 segments the
                      * check waits for the next replay (a restart). */
@@ -861,6 +903,9 @@ fns_node_stop_cb(void *arg)
     fns_loop_listener_free(n->listener);
     n->listener = NULL;
     fns_conn_list_stop_reading(&n->conns);
+    if (n->tombs_armed) {
+        fns_node_tombs_cb(n); /* written before the drain completes */
+    }
     fns_loop_ev_after(n->ev_tick, 1000000u);
 }
 
@@ -978,6 +1023,7 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     n->ev_stop = fns_loop_ev_new(n->loop, fns_node_stop_cb, n);
     n->ev_tick = fns_loop_ev_new(n->loop, fns_node_tick, n);
     n->ev_weights = fns_loop_ev_new(n->loop, fns_node_weights_cb, n);
+    n->ev_tombs = fns_loop_ev_new(n->loop, fns_node_tombs_cb, n);
     if (cfg->handle_signals) {
         n->ev_sigterm = fns_loop_ev_signal(n->loop, SIGTERM, fns_node_stop_cb, n);
         n->ev_sigint = fns_loop_ev_signal(n->loop, SIGINT, fns_node_stop_cb, n);
@@ -1045,6 +1091,7 @@ fns_node_destroy(struct fns_node *n)
     fns_loop_ev_free(n->ev_dispatch);
     fns_loop_ev_free(n->ev_rate);
     fns_loop_ev_free(n->ev_cos);
+    fns_loop_ev_free(n->ev_tombs);
     fns_loop_ev_free(n->ev_stop);
     fns_loop_ev_free(n->ev_tick);
     fns_loop_ev_free(n->ev_weights);

@@ -313,7 +313,11 @@ def segment_entries(cos):
         for f in files:
             if f.startswith("#"):
                 continue
-            with open(os.path.join(d, f), "rb") as fh:
+            try:
+                fh = open(os.path.join(d, f), "rb")
+            except FileNotFoundError:
+                continue  # an emptied segment deleted while we walked
+            with fh:
                 hdr = fh.read(24)
                 magic, _ver, nent, _ntomb, _hl, _crc = struct.unpack("<IIIIII", hdr)
                 if magic != 0x47534853:

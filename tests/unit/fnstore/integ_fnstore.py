@@ -234,15 +234,25 @@ def test_persisted(addr):
 
 
 def segment_entries(tmp):
-    """{segment path: [(tenant, index, object)...]} of the packed chunks
-    (fnstore/fns_pack.h: 24-byte header, then 32-byte entries)."""
+    """{segment path: [(tenant, index, object)...]} of the packed chunks."""
+    return {path: ents for path, (ents, _tombs) in segment_contents(tmp).items()}
+
+
+def segment_contents(tmp):
+    """{segment path: ([(tenant, index, object)] chunks, [..] tombstones)}
+    (fnstore/fns_pack.h: 24-byte header, 32-byte entries, 24-byte tombstones).
+    A segment deleted while we look is left out."""
     out = {}
     for path in segments(tmp):
-        with open(path, "rb") as f:
-            magic, _v, nent, _nt, _hl, _crc = struct.unpack("<IIIIII", f.read(24))
-            check(magic == 0x47534853, "not a segment: %s" % path)
-            ents = [struct.unpack("<IIQQII", f.read(32))[:3] for _ in range(nent)]
-        out[path] = ents
+        try:
+            with open(path, "rb") as f:
+                magic, _v, nent, ntomb, _hl, _crc = struct.unpack("<IIIIII", f.read(24))
+                check(magic == 0x47534853, "not a segment: %s" % path)
+                ents = [struct.unpack("<IIQQII", f.read(32))[:3] for _ in range(nent)]
+                tombs = [struct.unpack("<IIQQ", f.read(24))[:3] for _ in range(ntomb)]
+        except FileNotFoundError:
+            continue
+        out[path] = (ents, tombs)
     return out
 
 
@@ -557,6 +567,44 @@ def test_tomb_lifetime(node):
     c.close()
 
 
+def test_tomb_alone(node):
+    # With no chunk write after it, a deletion's tombstone gets a segment of
+    # its own within about a second, so a kill -9 then does not bring the
+    # chunk back. Both segments go once the older one empties.
+    c = Conn(node.addr)
+    p1, p2 = payload(300, 71), payload(310, 72)
+    c.s.sendall(frame(OP_PUT, 1, tenant=2, obj=0x7171, idx=0, data=p1) +
+                frame(OP_PUT, 2, tenant=2, obj=0x7172, idx=0, data=p2))
+    check(read_resp(c.s)["status"] == 0 and read_resp(c.s)["status"] == 0, "put P1, P2")
+    wait_persisted(c, tenant=2, obj=0x7171, idx=0)
+    wait_persisted(c, tenant=2, obj=0x7172, idx=0)
+    old = segment_of(node.tmp, 0x7171)
+    check(old is not None and old == segment_of(node.tmp, 0x7172), "P1 and P2 share a segment")
+    check(c.call(OP_DEL, tenant=2, obj=0x7171, idx=0)["status"] == 0, "del P1")
+    end = time.time() + 5
+    while True:
+        tomb = [p for p, (ents, tombs) in segment_contents(node.tmp).items()
+                if not ents and (2, 0, 0x7171) in tombs]
+        if tomb:
+            break
+        check(time.time() < end, "no tombstone segment after 5 s: %r" % segments(node.tmp))
+        time.sleep(0.05)
+    tomb = tomb[0]
+    c.close()
+    node.kill9()
+    node.start()
+    c = Conn(node.addr)
+    r = c.call(OP_GET, tenant=2, obj=0x7171, idx=0)
+    check(r["status"] == E_NOTFOUND, "deleted chunk P1 back after restart: %r" % r["status"])
+    check(os.path.exists(tomb), "tombstone segment dropped while P2 keeps its target")
+    check(c.call(OP_DEL, tenant=2, obj=0x7172, idx=0)["status"] == 0, "del P2")
+    end = time.time() + 5
+    while os.path.exists(old) or os.path.exists(tomb):
+        check(time.time() < end, "empty segments kept: %r" % segments(node.tmp))
+        time.sleep(0.05)
+    c.close()
+
+
 def test_cos_outage(node):
     """A chunk whose COS writes fail is kept and retried until COS takes it."""
     blocker = os.path.join(node.tmp, "cos", "t77")
@@ -648,6 +696,7 @@ def main():
         test_cos_outage(node)
         test_restart(node, inc, blobs)
         test_tomb_lifetime(node)
+        test_tomb_alone(node)
         rc = node.term()
         check(rc == 0, "clean exit on SIGTERM, got %r" % rc)
         test_caps_and_queue_limit(binary, tmp)

@@ -130,6 +130,24 @@ test_packing(struct cm_cos *cos, struct fns_chunk *small)
     CHECK(collect(p, js, 1) == 1 && js[0]->status == 0);
     free_jobs(js, 1);
     CHECK(cm_cos_get(cos, name, &blob, &len) == CM_E_NOTFOUND);
+    /* tombstones without chunk writes: a segment of their own, reported
+     * with their segments; with none pending the job does nothing */
+    fns_cos_tomb(p, &dead, 38);
+    fns_cos_submit(p, job(FNS_COS_TOMBS, 0, NULL, 11));
+    CHECK(collect(p, js, 1) == 1 && js[0]->status == 0 && js[0]->loc.seg == 41);
+    CHECK(js[0]->ntomb_targets == 1 && js[0]->tomb_targets[0] == 38);
+    free_jobs(js, 1);
+    fns_pack_name(name, sizeof(name), 5, 41);
+    CHECK(cm_cos_get(cos, name, &blob, &len) == 0);
+    CHECK(fns_pack_decode(blob, len, len, &ents, &ne, &tombs, &nt) == 0);
+    CHECK(ne == 0 && nt == 1 && fns_key_eq(&tombs[0], &dead));
+    free(ents);
+    free(tombs);
+    free(blob);
+    fns_cos_submit(p, job(FNS_COS_TOMBS, 0, NULL, 12));
+    CHECK(collect(p, js, 1) == 1 && js[0]->status == 0 && js[0]->loc.seg == 0 &&
+          js[0]->ntomb_targets == 0);
+    free_jobs(js, 1);
     fns_cos_destroy(p);
     fns_chunk_unref(big);
 }
