@@ -178,7 +178,7 @@ fns_cos_put_segment(struct fns_cos *p, struct fns_pack_ent *ents, struct fns_cos
                     size_t ne, struct fns_cos_job *tjob, uint64_t *seq)
 {
     struct fns_key *tombs;
-    uint64_t *tomb_segs;
+    uint64_t *tomb_segs, next;
     size_t nt, total, i;
     char name[FNS_PACK_NAME_MAX];
     uint8_t *seg;
@@ -198,8 +198,8 @@ fns_cos_put_segment(struct fns_cos *p, struct fns_pack_ent *ents, struct fns_cos
     for (i = 0; i < ne; i++) {
         memcpy(seg + ents[i].off, packed[i]->chunk->data, ents[i].len);
     }
-    *seq = atomic_fetch_add(&p->next_seq, 1);
-    fns_pack_name(name, sizeof(name), p->pack_node, *seq);
+    next = atomic_fetch_add(&p->next_seq, 1);
+    fns_pack_name(name, sizeof(name), p->pack_node, next);
     rc = cm_cos_put(p->cos, name, seg, total);
     free(seg);
     if (rc != 0) {
@@ -211,6 +211,7 @@ fns_cos_put_segment(struct fns_cos *p, struct fns_pack_ent *ents, struct fns_cos
         return rc;
     }
     free(tombs);
+    *seq = next;
     tjob->tomb_targets = tomb_segs;
     tjob->ntomb_targets = nt;
     return 0;
