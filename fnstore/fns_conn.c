@@ -56,9 +56,9 @@ struct fns_conn {
     uint32_t max_payload;
     size_t outstanding;
     int closed, eof, paused, stop_reading, have_hdr;
-    uint32_t skip;  /* payload bytes still to discard */
-    uint8_t *dst;   /* payload being filled (have_hdr, skip == 0, data_len > 0) */
-    uint32_t got;   /* bytes of dst filled */
+    uint32_t skip; /* payload bytes still to discard */
+    uint8_t *dst;  /* payload being filled (have_hdr, skip == 0, data_len > 0) */
+    uint32_t got;  /* bytes of dst filled */
     struct cm_wire_hdr hdr;
     size_t ibeg, iend;
     uint8_t *ibuf;

@@ -203,8 +203,8 @@ fns_cos_put_segment(struct fns_cos *p, struct fns_pack_ent *ents, struct fns_cos
     rc = cm_cos_put(p->cos, name, seg, total);
     free(seg);
     if (rc != 0) {
-        CM_WARN("cos segment write failed name=%s chunks=%zu tombstones=%zu err=%s", name, ne,
-                nt, cm_errname(rc));
+        CM_WARN("cos segment write failed name=%s chunks=%zu tombstones=%zu err=%s", name, ne, nt,
+                cm_errname(rc));
         fns_cos_untake_tombs(p, tombs, tomb_segs, nt);
         free(tombs);
         free(tomb_segs);

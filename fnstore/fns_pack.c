@@ -168,7 +168,7 @@ struct pack_seg {
     uint64_t live;
     uint64_t *targets; /* older segments its tombstones kill chunks in */
     uint32_t ntargets, cap;
-    int held;                   /* empty, kept for its tombstones: on x->held */
+    int held; /* empty, kept for its tombstones: on x->held */
     struct pack_seg *hprev, *hnext;
 };
 

@@ -49,7 +49,7 @@
 #define GW_BACKOFF_MAX_MS 1000
 #define GW_CONN_CAP_BYTES (32u << 20) /* outstanding bytes per connection */
 #define GW_TICK_MS 20
-#define GW_READ_BUF (64 << 10) /* bytes per buffered read (headers, small bodies) */
+#define GW_READ_BUF (64 << 10)       /* bytes per buffered read (headers, small bodies) */
 #define GW_NOTE_MAX_BYTES (1u << 20) /* largest PERSISTED notice accepted */
 
 enum conn_state { C_IDLE, C_CONNECTING, C_OPEN };
@@ -633,8 +633,8 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
         /* Large bodies go from the socket straight to their buffer. */
         int direct = c->body_active && c->body_dst && evbuffer_get_length(c->in) == 0;
         size_t asked = direct ? c->body_hdr.data_len - c->body_got : GW_READ_BUF;
-        ssize_t got = direct ? read(fd, c->body_dst + c->body_got, asked)
-                             : conn_read_buffered(c, fd, asked);
+        ssize_t got =
+            direct ? read(fd, c->body_dst + c->body_got, asked) : conn_read_buffered(c, fd, asked);
 
         if (got > 0) {
             if (direct) {
@@ -795,9 +795,8 @@ gw_net_create(int io_timeout_ms, struct gw_net **out)
         goto out;
     }
     n->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    n->wake = n->wake_fd >= 0
-                  ? event_new(n->base, n->wake_fd, EV_READ | EV_PERSIST, net_on_wake, n)
-                  : NULL;
+    n->wake = n->wake_fd >= 0 ? event_new(n->base, n->wake_fd, EV_READ | EV_PERSIST, net_on_wake, n)
+                              : NULL;
     n->tick = event_new(n->base, -1, EV_PERSIST, net_on_tick, n);
     n->kick = event_new(n->base, -1, 0, net_on_kick, n);
     if (!n->wake || !n->tick || !n->kick) {

@@ -150,13 +150,13 @@ test_hold(void)
     CHECK(fns_pack_index_put(x, &ka, &a) == 0 && fns_pack_index_put(x, &ka2, &a2) == 0);
     CHECK(fns_pack_index_del(x, &ka, &from) == 0 && from == 1); /* tombstone -> 1 */
     CHECK(fns_pack_index_put(x, &kb, &b) == 0);
-    fns_pack_index_hold(x, 2, 1); /* segment 2 carried it */
+    fns_pack_index_hold(x, 2, 1);                               /* segment 2 carried it */
     CHECK(fns_pack_index_del(x, &kb, &from) == 0 && from == 2); /* tombstone -> 2 */
     CHECK(fns_pack_index_held(x) == 1 && fns_pack_index_segments(x) == 2);
     CHECK(fns_pack_index_drop_if_empty(x, 2) == 0);
     CHECK(fns_pack_index_put(x, &kc, &c) == 0);
-    fns_pack_index_hold(x, 3, 2); /* segment 3 carried kb's */
-    fns_pack_index_hold(x, 3, 3); /* itself: ignored */
+    fns_pack_index_hold(x, 3, 2);  /* segment 3 carried kb's */
+    fns_pack_index_hold(x, 3, 3);  /* itself: ignored */
     fns_pack_index_hold(x, 3, 99); /* gone already: ignored */
     CHECK(fns_pack_index_del(x, &kc, &from) == 0 && from == 3);
     CHECK(fns_pack_index_held(x) == 2);
