@@ -5,3 +5,7 @@ shoal_fuzz(fuzz_pack SOURCES ${SHOAL_SOURCE_DIR}/fnstore/fns_pack.c ${SHOAL_SOUR
            ${SHOAL_SOURCE_DIR}/fnstore/fns_arena.c
            ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_pack.c LIBS common)
 target_include_directories(fuzz_pack PRIVATE ${SHOAL_SOURCE_DIR}/fnstore)
+# Connection framing of the node (fnstore/fns_conn.c) over a socket and the real loop.
+shoal_fuzz(fuzz_conn SOURCES ${SHOAL_SOURCE_DIR}/fnstore/fns_conn.c ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_conn.c
+           LIBS fnstore_core)
+target_include_directories(fuzz_conn PRIVATE ${SHOAL_SOURCE_DIR}/fnstore)
