@@ -136,6 +136,9 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
 static void
 fns_cos_untake_tombs(struct fns_cos *p, struct fns_key *tombs, uint64_t *segs, size_t n)
 {
+    if (n == 0) {
+        return; /* (and p->tombs may be NULL) */
+    }
     pthread_mutex_lock(&p->mu);
     if (p->ntombs + n > p->captombs) {
         p->captombs = p->ntombs + n;
