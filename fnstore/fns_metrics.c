@@ -25,6 +25,9 @@
     X(cos_reloads_total, "counter", "Chunks reloaded from COS.", cos_reloads_total)                \
     X(cos_segments, "gauge", "COS segments holding this node's packed chunks.", cos_segments)      \
     X(cos_packed_chunks, "gauge", "Chunks persisted packed in COS segments.", cos_packed_chunks)   \
+    X(cos_segments_held, "gauge",                                                                  \
+      "Empty COS segments kept until the older segments their tombstones point into go.",        \
+      cos_segments_held)                                                                           \
     X(bad_frames_total, "counter", "Connections closed on a malformed frame.", bad_frames_total)   \
     X(incarnation, "gauge", "Incarnation number of this node.", incarnation)                      \
     X(arena_held_bytes, "gauge", "Chunk arena segment bytes in use or kept warm.",               \

@@ -93,7 +93,7 @@ struct fns_node {
     size_t nnotes, capnotes;
 
     atomic_uint_fast64_t used, nchunks, bad_frames;
-    atomic_uint_fast64_t segments, packed; /* of the pack index, per tick */
+    atomic_uint_fast64_t segments, packed, held; /* of the pack index, per tick */
 
     pthread_mutex_t mu;
     struct fns_node_tenant *snap; /* under mu */
@@ -865,6 +865,7 @@ fns_node_tick(void *arg)
     pthread_mutex_unlock(&n->mu);
     atomic_store(&n->segments, fns_pack_index_segments(n->pack));
     atomic_store(&n->packed, fns_pack_index_chunks(n->pack));
+    atomic_store(&n->held, fns_pack_index_held(n->pack));
 
     if (n->stopping) {
         fns_node_cos_cb(n);
@@ -986,6 +987,7 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     atomic_init(&n->used, 0);
     atomic_init(&n->segments, 0);
     atomic_init(&n->packed, 0);
+    atomic_init(&n->held, 0);
     atomic_init(&n->nchunks, 0);
     atomic_init(&n->bad_frames, 0);
     n->fq_ops = pol_fq_find(cfg->sched);
@@ -1135,6 +1137,7 @@ fns_node_stats(struct fns_node *n, struct fns_node_stats *out)
     out->cos_reloads_total = fns_cos_reloads_total(n->pool);
     out->cos_segments = atomic_load(&n->segments);
     out->cos_packed_chunks = atomic_load(&n->packed);
+    out->cos_segments_held = atomic_load(&n->held);
 }
 
 struct cm_reqstats *

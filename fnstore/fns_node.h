@@ -53,6 +53,7 @@ struct fns_node_stats {
     uint64_t capacity_bytes, used_bytes, chunks;
     uint64_t cos_pending, cos_writes_total, cos_reloads_total, bad_frames_total;
     uint64_t cos_segments, cos_packed_chunks; /* small chunks packed in COS segments */
+    uint64_t cos_segments_held;               /* of cos_segments: empty, kept for tombstones */
     struct fns_arena_stats arena; /* zero without an arena */
 };
 
