@@ -179,6 +179,124 @@ test_hold(void)
     fns_pack_index_destroy(x);
 }
 
+/*
+ * Random runs against a reference model of what a node does with the
+ * index: segments written in order carry new chunks (some replacing older
+ * ones) and the pending tombstones; deletes queue tombstones; every
+ * segment the index gives up is deleted, then held ones are re-checked.
+ * Checked at every deletion: the segment holds no live chunk, and every
+ * segment its tombstones point into is already deleted. At the end, with
+ * every chunk deleted and the last tombstones written, nothing is left.
+ */
+#define M_KEYS 64
+#define M_SEGS 400
+
+struct model {
+    struct fns_pack_index *x;
+    uint64_t where[M_KEYS];      /* segment of key i, 0 = not stored */
+    uint8_t gone[M_SEGS + 2];    /* segment deleted */
+    uint64_t targets[M_SEGS + 2][M_KEYS];
+    int ntargets[M_SEGS + 2];
+    uint64_t tomb_seg[M_KEYS * 4]; /* pending tombstones: their segments */
+    int ntombs;
+    uint64_t next;
+};
+
+static void
+model_deleted(void *arg, uint64_t seg)
+{
+    struct model *m = arg;
+
+    CHECK(seg >= 1 && seg < m->next && !m->gone[seg]);
+    for (int i = 0; i < M_KEYS; i++) {
+        CHECK(m->where[i] != seg); /* no live chunk in it */
+    }
+    for (int i = 0; i < m->ntargets[seg]; i++) {
+        CHECK(m->gone[m->targets[seg][i]]); /* its tombstones no longer matter */
+    }
+    m->gone[seg] = 1;
+}
+
+static void
+model_drop(struct model *m, uint64_t seg)
+{
+    if (seg != 0) {
+        model_deleted(m, seg);
+        (void)fns_pack_index_drop_held(m->x, model_deleted, m);
+    }
+}
+
+/* Writes the next segment: n chunks (new keys or replacements) and the
+ * pending tombstones. */
+static void
+model_write(struct model *m, unsigned n)
+{
+    uint64_t seg = m->next++;
+
+    fns_pack_index_add_seg(m->x, seg);
+    for (int i = 0; i < m->ntombs; i++) {
+        fns_pack_index_hold(m->x, seg, m->tomb_seg[i]);
+        m->targets[seg][m->ntargets[seg]++] = m->tomb_seg[i];
+    }
+    m->ntombs = 0;
+    for (unsigned j = 0; j < n; j++) {
+        int k = rand() % M_KEYS;
+        struct fns_key kk = key(9, (uint64_t)k, 0);
+        struct fns_pack_loc loc = {seg, 24 + 10 * j, 10};
+
+        m->where[k] = seg;
+        model_drop(m, fns_pack_index_put(m->x, &kk, &loc));
+    }
+    if (fns_pack_index_drop_if_empty(m->x, seg)) {
+        model_drop(m, seg);
+    }
+}
+
+static void
+model_del(struct model *m, int k)
+{
+    struct fns_key kk = key(9, (uint64_t)k, 0);
+    uint64_t from, emptied = fns_pack_index_del(m->x, &kk, &from);
+
+    CHECK(from == m->where[k]);
+    m->where[k] = 0;
+    if (from != 0 && m->ntombs < M_KEYS * 4) {
+        m->tomb_seg[m->ntombs++] = from;
+    }
+    model_drop(m, emptied);
+}
+
+static void
+test_hold_model(void)
+{
+    for (unsigned run = 0; run < 50; run++) {
+        struct model *m = calloc(1, sizeof(*m));
+
+        srand(run + 1);
+        m->x = fns_pack_index_create();
+        m->next = 1;
+        while (m->next < M_SEGS) {
+            int op = rand() % 4;
+
+            if (op == 0 || m->ntombs >= M_KEYS * 3) {
+                model_write(m, (unsigned)(rand() % 4)); /* 0: tombstones alone */
+            } else {
+                model_del(m, rand() % M_KEYS);
+            }
+        }
+        for (int k = 0; k < M_KEYS; k++) {
+            model_del(m, k);
+        }
+        model_write(m, 0);
+        CHECK(fns_pack_index_segments(m->x) == 0 && fns_pack_index_held(m->x) == 0);
+        for (uint64_t sgm = 1; sgm < m->next; sgm++) {
+            CHECK(m->gone[sgm]);
+        }
+        fns_pack_index_destroy(m->x);
+        free(m);
+    }
+}
+
 int
 main(void)
 {
@@ -186,5 +304,6 @@ main(void)
     test_names();
     test_index();
     test_hold();
+    test_hold_model();
     TEST_DONE();
 }
