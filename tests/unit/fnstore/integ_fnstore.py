@@ -524,6 +524,27 @@ def segment_of(tmp, obj):
     return None
 
 
+def put_pair(node, c, tenant, obj1, data1, obj2, data2, what):
+    """PUTs two small chunks in one go and waits until both are persisted
+    in one segment; returns that segment's path."""
+    c.s.sendall(frame(OP_PUT, 1, tenant=tenant, obj=obj1, idx=0, data=data1) +
+                frame(OP_PUT, 2, tenant=tenant, obj=obj2, idx=0, data=data2))
+    check(read_resp(c.s)["status"] == 0 and read_resp(c.s)["status"] == 0, "put " + what)
+    wait_persisted(c, tenant=tenant, obj=obj1, idx=0)
+    wait_persisted(c, tenant=tenant, obj=obj2, idx=0)
+    seg = segment_of(node.tmp, obj1)
+    check(seg is not None and seg == segment_of(node.tmp, obj2), what + " share a segment")
+    return seg
+
+
+def wait_gone(node, *paths):
+    """Waits (5 s at most) until every one of paths is deleted."""
+    end = time.time() + 5
+    while any(os.path.exists(p) for p in paths):
+        check(time.time() < end, "empty segments kept: %r" % segments(node.tmp))
+        time.sleep(0.05)
+
+
 def test_tomb_lifetime(node):
     # A tombstone lives in a later segment than the chunk it kills. When
     # every chunk of that later segment is deleted too, the segment must
@@ -531,13 +552,7 @@ def test_tomb_lifetime(node):
     # A back at the next restart. Once the older segment goes, both go.
     c = Conn(node.addr)
     a, a2, x = payload(300, 61), payload(350, 63), payload(400, 62)
-    c.s.sendall(frame(OP_PUT, 1, tenant=2, obj=0x6161, idx=0, data=a) +
-                frame(OP_PUT, 2, tenant=2, obj=0x6163, idx=0, data=a2))
-    check(read_resp(c.s)["status"] == 0 and read_resp(c.s)["status"] == 0, "put A, A2")
-    wait_persisted(c, tenant=2, obj=0x6161, idx=0)
-    wait_persisted(c, tenant=2, obj=0x6163, idx=0)
-    old = segment_of(node.tmp, 0x6161)
-    check(old is not None and old == segment_of(node.tmp, 0x6163), "A and A2 share a segment")
+    old = put_pair(node, c, 2, 0x6161, a, 0x6163, a2, "A and A2")
     check(c.call(OP_DEL, tenant=2, obj=0x6161, idx=0)["status"] == 0, "del A")
     check(c.call(OP_PUT, tenant=2, obj=0x6162, idx=0, data=x)["status"] == 0, "put X")
     wait_persisted(c, tenant=2, obj=0x6162, idx=0)
@@ -564,10 +579,7 @@ def test_tomb_lifetime(node):
     r = c.call(OP_GET, tenant=2, obj=0x6163, idx=0)
     check(r["status"] == 0 and r["data"] == a2, "A2 after restart")
     check(c.call(OP_DEL, tenant=2, obj=0x6163, idx=0)["status"] == 0, "del A2")
-    end = time.time() + 5
-    while os.path.exists(old) or os.path.exists(carrier):
-        check(time.time() < end, "empty segments kept: %r" % segments(node.tmp))
-        time.sleep(0.05)
+    wait_gone(node, old, carrier)
     wait_metric(node.maddr, "shoal_fnstore_cos_segments_held", 0)
     c.close()
 
@@ -577,14 +589,7 @@ def test_tomb_alone(node):
     # its own within about a second, so a kill -9 then does not bring the
     # chunk back. Both segments go once the older one empties.
     c = Conn(node.addr)
-    p1, p2 = payload(300, 71), payload(310, 72)
-    c.s.sendall(frame(OP_PUT, 1, tenant=2, obj=0x7171, idx=0, data=p1) +
-                frame(OP_PUT, 2, tenant=2, obj=0x7172, idx=0, data=p2))
-    check(read_resp(c.s)["status"] == 0 and read_resp(c.s)["status"] == 0, "put P1, P2")
-    wait_persisted(c, tenant=2, obj=0x7171, idx=0)
-    wait_persisted(c, tenant=2, obj=0x7172, idx=0)
-    old = segment_of(node.tmp, 0x7171)
-    check(old is not None and old == segment_of(node.tmp, 0x7172), "P1 and P2 share a segment")
+    old = put_pair(node, c, 2, 0x7171, payload(300, 71), 0x7172, payload(310, 72), "P1 and P2")
     check(c.call(OP_DEL, tenant=2, obj=0x7171, idx=0)["status"] == 0, "del P1")
     end = time.time() + 5
     while True:
@@ -603,10 +608,7 @@ def test_tomb_alone(node):
     check(r["status"] == E_NOTFOUND, "deleted chunk P1 back after restart: %r" % r["status"])
     check(os.path.exists(tomb), "tombstone segment dropped while P2 keeps its target")
     check(c.call(OP_DEL, tenant=2, obj=0x7172, idx=0)["status"] == 0, "del P2")
-    end = time.time() + 5
-    while os.path.exists(old) or os.path.exists(tomb):
-        check(time.time() < end, "empty segments kept: %r" % segments(node.tmp))
-        time.sleep(0.05)
+    wait_gone(node, old, tomb)
     c.close()
 
 

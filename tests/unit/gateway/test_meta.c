@@ -308,6 +308,19 @@ pend_cb(void *arg, const struct gw_layout *l)
     }
 }
 
+/* Applies one layout report of a live object in its own transaction. */
+static void
+update_live(struct gw_meta *m, const struct gw_layout *l)
+{
+    struct gw_meta_batch *b;
+    int stale = -1;
+
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    CHECK_EQ_INT(gw_meta_update(b, l, &stale), 0);
+    CHECK_EQ_INT(stale, 0);
+    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+}
+
 static void
 test_pending(struct gw_meta *m)
 {
@@ -328,10 +341,7 @@ test_pending(struct gw_meta *m)
     l = mk_layout(9, 5000, 0);
     l.holders[1] = 77;
     l.persisted = 3;
-    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
-    CHECK_EQ_INT(gw_meta_update(b, &l, &stale), 0);
-    CHECK_EQ_INT(stale, 0);
-    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    update_live(m, &l);
     CHECK_EQ_INT(gw_meta_get(m, 9, "p1", 2, &got), 0);
     CHECK_EQ_INT(got.holders[1], 77);
     CHECK_EQ_INT(got.persisted, 3);
@@ -340,10 +350,7 @@ test_pending(struct gw_meta *m)
     /* fully persisted, same holders: leaves pending, the record is kept
      * as written (its bits count only while pending) */
     l.persisted = 7;
-    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
-    CHECK_EQ_INT(gw_meta_update(b, &l, &stale), 0);
-    CHECK_EQ_INT(stale, 0);
-    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    update_live(m, &l);
     p.n = 0;
     CHECK_EQ_INT(gw_meta_scan_pending(m, pend_cb, &p), 0);
     CHECK_EQ_INT(p.n, 1);
@@ -359,10 +366,7 @@ test_pending(struct gw_meta *m)
     CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
     l.holders[2] = 88;
     l.persisted = 7;
-    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
-    CHECK_EQ_INT(gw_meta_update(b, &l, &stale), 0);
-    CHECK_EQ_INT(stale, 0);
-    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    update_live(m, &l);
     CHECK_EQ_INT(gw_meta_get(m, 9, "p3", 2, &got), 0);
     CHECK_EQ_INT(got.holders[2], 88);
     CHECK_EQ_INT(got.persisted, 7);
