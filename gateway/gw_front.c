@@ -21,7 +21,8 @@
  *     suspended and answered from the engine or committer thread;
  *   - a PUT is acknowledged only after its layout is committed to LMDB;
  *   - a reader uses the one layout it read in one read txn; the chunks of a
- *     replaced or deleted version are deleted delete_delay_ms later;
+ *     replaced or deleted version are deleted once every GET that began
+ *     before the commit is answered (gw_grace), plus delete_delay_ms;
  *   - commit ops are applied in queue order; put_done and on_layout both
  *     queue from the engine thread, so an object's layout updates follow
  *     its commit;
@@ -45,6 +46,7 @@
 #include "cm_log.h"
 #include "cm_metrics.h"
 #include "cm_time.h"
+#include "gw_grace.h"
 #include "gw_meta.h"
 #include "gw_parse.h"
 #include "gw_state.h"
@@ -71,6 +73,7 @@ struct req {
     char key[GW_KEY_MAX];
     size_t klen;
     /* GET */
+    struct gw_grace_bucket *grace; /* in the grace period from before the layout read */
     struct gw_layout lay;
     uint64_t off, len;
     int partial;
@@ -94,6 +97,7 @@ struct gw_front {
     struct gw_engine *engine;
     struct gw_state *state;
     struct cm_reqstats *rs;
+    struct gw_grace *grace; /* GETs in flight vs the deletes of old versions */
     atomic_int inflight;
     atomic_int draining;
     atomic_uint_fast64_t commit_batches, commit_ops;
@@ -147,6 +151,9 @@ req_done(struct req *q, int status, const char *error)
     }
     if (q->async) {
         atomic_fetch_sub(&f->inflight, 1);
+    }
+    if (q->grace != NULL) {
+        gw_grace_exit(f->grace, q->grace);
     }
     free(q);
 }
@@ -437,6 +444,9 @@ handle_get(struct req *q)
     char cr[96];
     int rc;
 
+    if (q->op == OP_GET) {
+        q->grace = gw_grace_enter(f->grace); /* before the read: see retire() */
+    }
     rc = gw_meta_get(f->meta, q->tenant, q->key, q->klen, &q->lay);
     if (rc == CM_E_NOTFOUND) {
         fail(q, 404, "not_found", "no such object");
@@ -650,6 +660,34 @@ commit_list(struct gw_front *f, struct cop *list)
     gw_snap_unref(s);
 }
 
+struct retired {
+    struct gw_front *f;
+    struct gw_layout lay;
+};
+
+static void
+retire_run(void *arg)
+{
+    struct retired *r = arg;
+
+    gw_engine_delete(r->f->engine, &r->lay, r->f->cfg.delete_delay_ms);
+    free(r);
+}
+
+/* Deletes the chunks of a version that a commit replaced or deleted, once
+ * the GETs that may have read its layout are answered. The commit happened
+ * before this call, and a GET enters before it reads: a GET that enters
+ * later reads the new layout. */
+static void
+retire(struct gw_front *f, const struct gw_layout *old)
+{
+    struct retired *r = cm_malloc(sizeof(*r));
+
+    r->f = f;
+    r->lay = *old;
+    gw_grace_defer(f->grace, retire_run, r);
+}
+
 static void
 complete(struct gw_front *f, struct cop *c)
 {
@@ -661,7 +699,7 @@ complete(struct gw_front *f, struct cop *c)
             add_etag_version(q, &c->lay);
             reply(q, 201, NULL, NULL, 0, CM_HTTP_STATIC);
             if (c->had_old) {
-                gw_engine_delete(f->engine, &c->old, f->cfg.delete_delay_ms);
+                retire(f, &c->old);
             }
         } else {
             gw_engine_delete(f->engine, &c->lay, 0);
@@ -675,7 +713,7 @@ complete(struct gw_front *f, struct cop *c)
     case COP_DELETE:
         if (c->rc == 0) {
             reply(q, 204, NULL, NULL, 0, CM_HTTP_STATIC);
-            gw_engine_delete(f->engine, &c->old, f->cfg.delete_delay_ms);
+            retire(f, &c->old);
         } else if (c->rc == CM_E_NOTFOUND) {
             fail(q, 404, "not_found", "no such object");
         } else {
@@ -809,6 +847,8 @@ handle_list(struct req *q)
     X(persist_notices_total, "counter", "Chunks a node announced persisted in COS")                \
     X(persist_stats_total, "counter", "STATs sent because a persisted notice was late or lost")    \
     X(inflight_requests, "gauge", "Suspended requests waiting on chunk I/O or a commit")           \
+    X(retired_versions_waiting, "gauge",                                                           \
+      "Replaced or deleted versions whose chunks wait for GETs")                                   \
     X(commit_batches_total, "counter", "Metadata write transactions of the group committer")       \
     X(commit_ops_total, "counter", "Metadata operations committed (puts, deletes, layouts)")       \
     X(state_epoch, "gauge", "Epoch of the controller state in use")                                \
@@ -843,6 +883,9 @@ handle_metrics(struct req *q)
     v.persist_notices_total = es.persist_notes;
     v.persist_stats_total = es.persist_stats;
     v.inflight_requests = (uint64_t)atomic_load(&f->inflight);
+    size_t readers, waiting;
+    gw_grace_counts(f->grace, &readers, &waiting);
+    v.retired_versions_waiting = waiting;
     pthread_mutex_lock(&f->mu);
     struct cm_hist commit_time = f->commit_time;
     v.commit_batches_total = atomic_load(&f->commit_batches);
@@ -954,6 +997,7 @@ gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_
     f->cfg = *cfg;
     f->meta = meta;
     f->rs = cm_reqstats_create(op_names, OP_N);
+    f->grace = gw_grace_create();
     atomic_init(&f->inflight, 0);
     atomic_init(&f->draining, 0);
     atomic_init(&f->commit_batches, 0);
@@ -963,6 +1007,7 @@ gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_
     pthread_cond_init(&f->idle, NULL);
     rc = pthread_create(&f->committer, NULL, committer_main, f);
     if (rc != 0) {
+        gw_grace_destroy(f->grace);
         cm_reqstats_destroy(f->rs);
         free(f);
         return -rc;
@@ -1028,6 +1073,10 @@ gw_front_destroy(struct gw_front *f)
     pthread_cond_signal(&f->work);
     pthread_mutex_unlock(&f->mu);
     pthread_join(f->committer, NULL);
+    size_t dropped = gw_grace_destroy(f->grace);
+    if (dropped > 0) {
+        CM_WARN("old versions left undeleted at shutdown (GETs never answered) n=%zu", dropped);
+    }
     cm_reqstats_destroy(f->rs);
     pthread_cond_destroy(&f->idle);
     pthread_cond_destroy(&f->work);

@@ -21,7 +21,7 @@ struct gw_front;
 struct gw_front_cfg {
     uint64_t max_object_size;
     uint64_t small_threshold; /* smaller objects are stored as 1+m copies */
-    int delete_delay_ms;      /* old versions' chunks outlive their readers */
+    int delete_delay_ms;      /* extra wait before deleting an old version's chunks */
 };
 
 /* meta is borrowed and must outlive the front. Starts the committer. */

@@ -65,8 +65,9 @@ static const struct cm_opt opts[] = {
     CM_OPT_INT(T, redrive_after_ms, "3000", 1, 3600000,
                "store an unpersisted chunk again after its holder is gone this long"),
     CM_OPT_INT(T, state_poll_ms, "1000", 10, 600000, "controller state poll interval"),
-    CM_OPT_INT(T, delete_delay_ms, "30000", 0, 3600000,
-               "chunks of a replaced or deleted version are deleted this much later"),
+    CM_OPT_INT(T, delete_delay_ms, "0", 0, 3600000,
+               "extra wait before deleting a replaced or deleted version's chunks, after the "
+               "GETs that may read them are answered"),
 };
 #undef T
 

@@ -3,7 +3,8 @@
 
 Sizes 0 B .. 100 MiB with SHA-256 (100 MiB streamed with curl), ranges, HEAD,
 overwrite versions, DELETE, LIST with prefix and pagination, odd keys,
-isolation between two tenants, and how small objects reach COS (every copy
+isolation between two tenants, readers during overwrites, prompt deletes of
+replaced versions, and how small objects reach COS (every copy
 packed into its node's segments, announced by the nodes rather than polled).
 """
 import os
@@ -260,7 +261,7 @@ def check_consistency(t, g):
     """A PUT over an existing key: readers see the old or the new version whole."""
     import threading
     rng = random.Random(17)
-    versions = [rng.randbytes(rng.choice([2 << 20, 300 << 10, 5000])) for _ in range(12)]
+    versions = [rng.randbytes(rng.choice([2 << 20, 300 << 10, 5000])) for _ in range(40)]
     hashes = {st.sha256(v): i for i, v in enumerate(versions)}
     key = "consistency/hot"
     t.status(g.put(key, versions[0]), 201, "PUT first version")
@@ -296,6 +297,31 @@ def check_consistency(t, g):
     t.check(not bad, "concurrent GETs during overwrites: %s" % bad[:3])
     t.eq(st.sha256(g.get(key).body), st.sha256(versions[-1]), "final version")
     st.log("consistency ok (readers saw %d distinct versions)" % len(seen))
+
+
+def check_prompt_deletes(t, c):
+    """A replaced version's chunks are deleted as soon as no GET can still be
+    reading them, not after a fixed delay: the nodes hold about one version."""
+    g = c.gw(c.create_tenant())
+    size = 4 << 20
+
+    def used():
+        return sum(c.metrics(i).get("shoal_fnstore_memory_used_bytes", 0) for i in range(c.nodes))
+
+    before = used()
+    for i in range(10):
+        t.status(g.put("prompt/hot", os.urandom(size)), 201, "PUT version %d" % i)
+    limit = before + 2 * size * 3 // 2  # the live version and one on its way out
+    deadline = time.time() + 10
+    while True:
+        now, waiting = used(), gw_metrics(c).get("shoal_gateway_retired_versions_waiting")
+        if now <= limit and waiting == 0:
+            break
+        t.check(time.time() < deadline,
+                "10 s after 10 overwrites of %d bytes the nodes hold %d bytes more than before "
+                "(want <= %d), %r versions wait" % (size, now - before, limit - before, waiting))
+        time.sleep(0.2)
+    st.log("prompt deletes ok (%d bytes more than before)" % (now - before))
 
 
 def gw_metrics(c):
@@ -392,6 +418,7 @@ def main(t):
     t.section(check_odd_keys, g)
     t.section(check_isolation, c, g)
     t.section(check_consistency, g)
+    t.section(check_prompt_deletes, c)
     t.section(check_small_persistence, c)
     t.section(check_big_with_curl, c, g)
 

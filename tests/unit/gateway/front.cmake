@@ -24,3 +24,11 @@ if(TARGET gateway_core)
     add_test(NAME unit.gateway.state COMMAND test_gw_state)
     set_tests_properties(unit.gateway.state PROPERTIES LABELS unit TIMEOUT 60)
 endif()
+
+add_executable(test_gw_grace ${CMAKE_CURRENT_SOURCE_DIR}/test_grace.c
+               ${SHOAL_SOURCE_DIR}/gateway/gw_grace.c)
+target_include_directories(test_gw_grace PRIVATE ${SHOAL_SOURCE_DIR}/gateway
+                           ${CMAKE_CURRENT_SOURCE_DIR}/../common)
+target_link_libraries(test_gw_grace PRIVATE common)
+add_test(NAME unit.gateway.grace COMMAND test_gw_grace)
+set_tests_properties(unit.gateway.grace PROPERTIES LABELS unit TIMEOUT 60)

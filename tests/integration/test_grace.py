@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+"""integ.grace: the chunks of a replaced or deleted version are deleted at
+once, yet a GET that began before the overwrite or DELETE reads the old
+version whole.
+
+The nodes are capped at 32 MiB/s each (--cap-bytes) so that reading a 48 MiB
+object takes long enough for overwrites to land in the middle of it. A GET of
+a version whose chunks were deleted under it would fail (503) or reload them
+from COS; both are checked against.
+"""
+import os
+import threading
+import time
+
+import shoaltest as st
+
+SIZE = 48 << 20
+
+
+def node_sum(c, name):
+    return sum(c.metrics(i).get(name, 0) for i in range(c.nodes))
+
+
+def gw_metric(c, name):
+    r = st.http_request(c.gw_port, "GET", "/metrics", timeout=10)
+    if r.status != 200:
+        raise st.TestFailure("gateway /metrics: %r" % r)
+    return st.parse_metrics(r.body.decode("utf-8", "replace")).get(name)
+
+
+def check_overwrites(t, c, g):
+    versions = [os.urandom(SIZE), os.urandom(SIZE)]
+    hashes = {st.sha256(v) for v in versions}
+    key = "grace/big"
+    t.status(g.put(key, versions[0]), 201, "PUT first version")
+    stop = threading.Event()
+    bad, done = [], [0]
+
+    def reader():
+        while not stop.is_set():
+            r = g.get(key)
+            if r.status != 200 or st.sha256(r.body) not in hashes:
+                bad.append("GET -> %r" % r)
+                return
+            done[0] += 1
+
+    ths = [threading.Thread(target=reader, daemon=True) for _ in range(2)]
+    for th in ths:
+        th.start()
+    for i in range(1, 9):
+        t.status(g.put(key, versions[i % 2]), 201, "PUT version %d" % i)
+    stop.set()
+    for th in ths:
+        th.join(timeout=120)
+    t.check(not bad, "GETs during overwrites: %s" % bad[:3])
+    t.check(done[0] >= 4, "only %d GETs finished during the overwrites" % done[0])
+    st.log("overwrites: %d GETs, all whole" % done[0])
+
+
+def check_delete(t, c, g):
+    data = os.urandom(SIZE)
+    key = "grace/doomed"
+    t.status(g.put(key, data), 201, "PUT")
+    got = []
+    th = threading.Thread(target=lambda: got.append(g.get(key)), daemon=True)
+    th.start()
+    time.sleep(0.1)  # the GET is in (reading takes >= 0.25 s at the cap)
+    t.status(g.delete(key), 204, "DELETE during a GET")
+    th.join(timeout=120)
+    t.check(got and got[0].status == 200 and st.sha256(got[0].body) == st.sha256(data),
+            "the GET that began before the DELETE: %r" % (got[0] if got else None))
+    t.status(g.get(key), 404, "GET after the DELETE")
+    st.log("delete during a GET ok")
+
+
+def main(t):
+    c = t.cluster(nodes=6, fnstore_args="--cap-bytes 32MiB")
+    g = c.gw(c.create_tenant("grace"))
+    t.section(check_overwrites, c, g)
+    t.section(check_delete, c, g)
+    t.eq(node_sum(c, "shoal_fnstore_cos_reloads_total"), 0, "chunks reloaded from COS")
+    deadline = time.time() + 10
+    want = SIZE * 3 // 2  # grace/big's live version, k=4 m=2
+    while True:
+        used = node_sum(c, "shoal_fnstore_memory_used_bytes")
+        waiting = gw_metric(c, "shoal_gateway_retired_versions_waiting")
+        if used == want and waiting == 0:
+            break
+        t.check(time.time() < deadline, "nodes hold %d bytes (want %d), %r versions wait"
+                % (used, want, waiting))
+        time.sleep(0.2)
+    st.log("old versions gone: nodes hold %d bytes" % used)
+
+
+if __name__ == "__main__":
+    st.run(main, timeout=200)
