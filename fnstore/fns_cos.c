@@ -362,6 +362,9 @@ fns_cos_main(void *arg)
             break; /* stopping and drained */
         }
         fns_cos_linger(p, w);
+        if (w->head == NULL) {
+            continue; /* cancelled while it lingered */
+        }
         list = fns_cos_take(w, &n);
         pthread_mutex_unlock(&p->mu);
 
@@ -483,6 +486,46 @@ fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job)
         pthread_cond_signal(&w->cond); /* a wake-up per job would cost more than the job */
     }
     pthread_mutex_unlock(&p->mu);
+}
+
+/* Moves w's queued writes of key that carry no request onto *out. Under p->mu. */
+static size_t
+fns_cos_unqueue(struct fns_cos_worker *w, const struct fns_key *key, struct fns_cos_job **out)
+{
+    struct fns_cos_job **pp = &w->head, *job, *prev = NULL;
+    size_t n = 0;
+
+    while ((job = *pp) != NULL) {
+        if (job->op == FNS_COS_WRITE && job->arg == NULL && fns_key_eq(&job->key, key)) {
+            *pp = job->next;
+            job->next = *out;
+            *out = job;
+            w->nq--;
+            n++;
+        } else {
+            prev = job;
+            pp = &job->next;
+        }
+    }
+    w->tail = prev;
+    return n;
+}
+
+struct fns_cos_job *
+fns_cos_cancel_writes(struct fns_cos *p, const struct fns_key *key)
+{
+    struct fns_cos_worker *hashed = &p->w[fns_key_hash(key) % (uint64_t)p->nw];
+    struct fns_cos_job *out = NULL;
+    size_t n;
+
+    pthread_mutex_lock(&p->mu);
+    n = fns_cos_unqueue(hashed, key, &out);
+    if (p->pack && hashed != &p->w[0]) {
+        n += fns_cos_unqueue(&p->w[0], key, &out); /* small writes queue on the packer */
+    }
+    pthread_mutex_unlock(&p->mu);
+    atomic_fetch_sub(&p->pending, n);
+    return out;
 }
 
 struct fns_cos_job *

@@ -74,6 +74,10 @@ void fns_cos_set_packing(struct fns_cos *p, uint32_t node, uint64_t first_seq, i
 void fns_cos_tomb(struct fns_cos *p, const struct fns_key *key, uint64_t target);
 /* Transfers job to the pool. */
 void fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job);
+/* Takes back the writes of key still queued, that no worker has started
+ * and that no request waits on (job->arg NULL): transferred to the caller,
+ * linked by next, never run or reaped. For a chunk just deleted. */
+struct fns_cos_job *fns_cos_cancel_writes(struct fns_cos *p, const struct fns_key *key);
 /* Takes every finished job (transferred to the caller), in finish order. */
 struct fns_cos_job *fns_cos_reap(struct fns_cos *p);
 /* Jobs submitted and not yet finished. */

@@ -195,6 +195,17 @@ fns_node_job(struct fns_node *n, enum fns_cos_op op, const struct fns_key *key,
     return job;
 }
 
+static void
+fns_node_job_free(struct fns_cos_job *job)
+{
+    if (job->arg2 != NULL) {
+        fns_conn_unref(job->arg2);
+    }
+    fns_chunk_unref(job->chunk);
+    free(job->tomb_targets);
+    free(job);
+}
+
 /* notify: the connection to tell once a write is persisted (a reference
  * is taken), or NULL. */
 static void
@@ -404,11 +415,21 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
         if (emptied != 0) {
             fns_node_drop_segment(n, emptied);
         }
-        if (packed) {
-            fns_node_answer(n, req, 0, 0, NULL);
-        } else {
-            fns_node_submit(n, FNS_COS_DELETE, &key, NULL, req, NULL);
+        if (!packed) {
+            /* Its COS write may still be queued: the disk need not take a
+             * chunk that is gone. Then its object, if any, goes too; the
+             * answer does not wait for that, as a packed chunk's does not
+             * wait for its tombstone (a COS backlog must not look like a
+             * dead node to the gateway). */
+            struct fns_cos_job *job = fns_cos_cancel_writes(n->pool, &key), *next;
+
+            for (; job != NULL; job = next) {
+                next = job->next;
+                fns_node_job_free(job);
+            }
+            fns_node_submit(n, FNS_COS_DELETE, &key, NULL, NULL, NULL);
         }
+        fns_node_answer(n, req, 0, 0, NULL);
         return;
     }
     case CM_OP_STAT:
@@ -601,12 +622,7 @@ fns_node_cos_cb(void *arg)
             }
             break;
         }
-        if (job->arg2 != NULL) {
-            fns_conn_unref(job->arg2);
-        }
-        fns_chunk_unref(job->chunk);
-        free(job->tomb_targets);
-        free(job);
+        fns_node_job_free(job);
     }
     for (size_t i = 0; i < nempty; i++) {
         if (fns_pack_index_drop_if_empty(n->pack, maybe_empty[i])) {

@@ -152,6 +152,62 @@ test_packing(struct cm_cos *cos, struct fns_chunk *small)
     fns_chunk_unref(big);
 }
 
+/* Writes still lingering are taken back (not those a request waits on),
+ * never written, and the packer survives its whole queue going. */
+static void
+test_cancel(struct cm_cos *cos, struct fns_chunk *small)
+{
+    struct fns_key k = {.tenant = 1, .object = 0x42, .version = 1};
+    struct fns_cos_job *js[4], *cj, *waited;
+    struct fns_pack_ent *ents;
+    struct fns_key *tombs;
+    struct fns_cos *p = NULL;
+    char name[FNS_PACK_NAME_MAX];
+    size_t len, ne, nt;
+    void *blob;
+
+    CHECK(fns_cos_create(cos, 2, on_done, NULL, &p) == 0);
+    fns_cos_set_packing(p, 6, 1, 300);
+    fns_cos_submit(p, job(FNS_COS_WRITE, 300, small, 0));
+    fns_cos_submit(p, job(FNS_COS_WRITE, 301, small, 1));
+    waited = job(FNS_COS_WRITE, 302, small, 2);
+    waited->arg = &k; /* a request waits on it */
+    fns_cos_submit(p, waited);
+    k.index = 301;
+    cj = fns_cos_cancel_writes(p, &k);
+    CHECK(cj != NULL && cj->next == NULL && cj->tag == 1);
+    free_jobs(&cj, 1);
+    CHECK(fns_cos_pending(p) == 2);
+    k.index = 302;
+    CHECK(fns_cos_cancel_writes(p, &k) == NULL);
+    k.index = 300;
+    cj = fns_cos_cancel_writes(p, &k);
+    CHECK(cj != NULL && cj->tag == 0);
+    free_jobs(&cj, 1);
+    CHECK(collect(p, js, 1) == 1 && js[0]->tag == 2 && js[0]->status == 0 && js[0]->loc.seg == 1);
+    free_jobs(js, 1);
+    fns_pack_name(name, sizeof(name), 6, 1);
+    CHECK(cm_cos_get(cos, name, &blob, &len) == 0);
+    CHECK(fns_pack_decode(blob, len, len, &ents, &ne, &tombs, &nt) == 0);
+    CHECK(ne == 1 && ents[0].key.index == 302);
+    free(ents);
+    free(tombs);
+    free(blob);
+    /* the only queued job goes while the packer lingers on it */
+    fns_cos_submit(p, job(FNS_COS_WRITE, 303, small, 3));
+    usleep(50000);
+    k.index = 303;
+    cj = fns_cos_cancel_writes(p, &k);
+    CHECK(cj != NULL && cj->tag == 3);
+    free_jobs(&cj, 1);
+    usleep(400000); /* past the linger */
+    fns_cos_submit(p, job(FNS_COS_WRITE, 304, small, 4));
+    CHECK(collect(p, js, 1) == 1 && js[0]->tag == 4 && js[0]->status == 0 && js[0]->loc.seg == 2);
+    free_jobs(js, 1);
+    CHECK(fns_cos_pending(p) == 0);
+    fns_cos_destroy(p);
+}
+
 int
 main(void)
 {
@@ -216,6 +272,7 @@ main(void)
     fns_cos_destroy(p);
     fns_cos_destroy(NULL);
     test_packing(cos, c);
+    test_cancel(cos, c);
     fns_chunk_unref(c);
     cm_cos_close(cos);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
