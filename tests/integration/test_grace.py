@@ -66,7 +66,7 @@ def check_delete(t, c, g):
     got = []
     th = threading.Thread(target=lambda: got.append(g.get(key)), daemon=True)
     th.start()
-    time.sleep(0.1)  # the GET is in (reading takes >= 0.25 s at the cap)
+    time.sleep(0.15)  # the GET is in (reading takes >= 0.25 s at the cap)
     t.status(g.delete(key), 204, "DELETE during a GET")
     th.join(timeout=120)
     t.check(got and got[0].status == 200 and st.sha256(got[0].body) == st.sha256(data),
