@@ -8,7 +8,7 @@ Pairs (A = Shoal side, B = baseline), each run A B A B ... --runs times, medians
   get-1k/1m/10m/100m  GET through the gateway          vs nginx serving the same bytes
   put-1k              PUT 1 KiB through the gateway    vs redis-benchmark SET 1 KiB (-P 1),
                       in memory (the target) and with appendfsync always (context)
-  put-10m/100m        PUT through the gateway          (no baseline: MB/s only)
+  put-10m/100m        PUT through the gateway          vs the gateway's GET of the same size (when get runs too)
   ec-4+2/10+2         shoal-ecbench encode, decode     vs memcpy of the same bytes
   client              shoal-bench --url                vs wrk, both on nginx 1 KiB
 Every client is shoal-bench at the same concurrency unless named. The
@@ -333,6 +333,7 @@ def main():
                              "memcpy", c, "MB/s"))
                 rows.append(("ec RS(%d+%d) decode" % (k, m), "cm_ec", statistics.median(dec),
                              "memcpy", c, "MB/s"))
+        get_mb = {}  # Shoal's GET MB/s by size, for the PUT rows
         if "get" in only or "put" in only:
             env.start_cluster()
         if "get" in only:
@@ -347,6 +348,7 @@ def main():
                     lambda: env.sb_url(name, conc))
                 rows.append(("GET %s (conc %d)" % (name, conc), "gateway", ma["mb_per_s"],
                              "nginx", mb["mb_per_s"], "MB/s"))
+                get_mb[name] = ma["mb_per_s"]
                 rows.append(("GET %s p99 (conc %d)" % (name, conc), "gateway",
                              ma["latency_us"]["p99"] / 1000, "nginx",
                              mb["latency_us"]["p99"] / 1000, "ms"))
@@ -374,8 +376,9 @@ def main():
                     args.runs,
                     lambda: env.sb_gateway(size, 0.0, args.big_conc, 8, "perf/put-%s-" % name,
                                            False)["mb_per_s"], None)
-                rows.append(("PUT %s (conc %d)" % (name, args.big_conc), "gateway", ma, "-", None,
-                             "MB/s"))
+                # The target compares PUT with Shoal's own GET of the same size.
+                rows.append(("PUT %s (conc %d)" % (name, args.big_conc), "gateway", ma,
+                             "gateway GET", get_mb.get(name), "MB/s"))
     except Exception as e:  # noqa: BLE001 - report and fail the test
         log("FAILED: %s" % e)
         failed = True
