@@ -566,10 +566,7 @@ def test_tomb_lifetime(node):
     wait_persisted(c, tenant=2, obj=0x6164, idx=0)
     time.sleep(0.3)  # a segment delete would have run by now
     check(os.path.exists(carrier), "segment holding a live tombstone was deleted")
-    end = time.time() + 5  # the gauge is refreshed every 200 ms
-    while metric(node.maddr, "shoal_fnstore_cos_segments_held") < 1:
-        check(time.time() < end, "no held segment in shoal_fnstore_cos_segments_held")
-        time.sleep(0.05)
+    wait_metric(node.maddr, "shoal_fnstore_cos_segments_held", 1, timeout=5)  # the carrier
     c.close()
     node.kill9()
     node.start()
