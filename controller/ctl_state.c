@@ -55,6 +55,7 @@ struct ctl_state {
     struct ctl_tenant *tenants; /* id order */
     size_t nnodes;
     struct node_rec *nodes; /* id order */
+    uint64_t now_ns;        /* latest time any caller passed in; never goes back */
 };
 
 int
@@ -291,6 +292,21 @@ do_bump_epoch(struct ctl_state *st)
     }
 }
 
+/*
+ * Callers read the clock before they take the lock, so two threads can
+ * arrive with their times out of order: a heartbeat stamped later than a
+ * tick that then runs after it. Time inside the state never goes back, or
+ * now - last_seen would wrap and call a live node silent for 584 years.
+ */
+static uint64_t
+do_clock(struct ctl_state *st, uint64_t now_ns)
+{
+    if (now_ns > st->now_ns) {
+        st->now_ns = now_ns;
+    }
+    return st->now_ns;
+}
+
 static void
 do_tick(struct ctl_state *st, uint64_t now_ns)
 {
@@ -314,7 +330,7 @@ void
 ctl_state_tick(struct ctl_state *st, uint64_t now_ns)
 {
     pthread_mutex_lock(&st->mu);
-    do_tick(st, now_ns);
+    do_tick(st, do_clock(st, now_ns));
     pthread_mutex_unlock(&st->mu);
 }
 
@@ -390,6 +406,7 @@ ctl_state_heartbeat(struct ctl_state *st, const struct ctl_hb *hb, uint64_t now_
     int created, changed, rc = 0;
 
     pthread_mutex_lock(&st->mu);
+    now_ns = do_clock(st, now_ns);
     do_tick(st, now_ns);
     nr = do_node_slot(st, hb->node.id, &created);
     changed = created || strcmp(nr->n.addr, hb->node.addr) != 0 ||
@@ -458,6 +475,7 @@ ctl_state_snapshot(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *o
 {
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&st->mu);
+    now_ns = do_clock(st, now_ns);
     do_tick(st, now_ns);
     out->epoch = st->epoch;
     out->partitions = st->partitions;

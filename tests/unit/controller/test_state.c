@@ -128,6 +128,17 @@ main(void)
     CHECK(s.tenants[0].req_rate >= 0.0);
     e1 = s.epoch;
     ctl_snapshot_fini(&s);
+    /*
+     * Threads read the clock before the lock: a tick can arrive stamped
+     * before the heartbeat that ran ahead of it. That is no silence.
+     */
+    heartbeat(st, 1, T0 + 6000 * MS, 10, 10);
+    ctl_state_tick(st, T0 + 5999 * MS);
+    ctl_state_snapshot(st, T0 + 5998 * MS, &s);
+    CHECK(s.nodes[0].up && s.nodes[1].up);
+    CHECK(s.epoch == e1);
+    CHECK(s.nodes[0].seen_ms_ago == 0);
+    ctl_snapshot_fini(&s);
 
     /* Reopen: tenants, keys, nodes and the epoch survive; ids not reused. */
     ctl_state_destroy(st);
