@@ -1363,17 +1363,50 @@ put_start(void *arg)
     obj_step(o);
 }
 
+/*
+ * Stripe geometry of a size-byte object (size > 0): as few stripes as
+ * max_chunk allows, then chunks just big enough for them; erasure-coded
+ * chunks are rounded up to 64 bytes (the code's vector width) unless that
+ * would leave the last stripe without object bytes. Chunks of max_chunk each would pad the
+ * last stripe to a whole one: a 10 MiB object at RS(4+2) would take 18 MiB
+ * of chunks instead of 15.
+ */
+static void
+stripe_geometry(const struct gw_engine *e, uint32_t k, uint64_t size, uint64_t *cs_out,
+                uint64_t *ns_out)
+{
+    uint64_t max_chunk = e->cfg.max_chunk ? e->cfg.max_chunk : GW_DEFAULT_MAX_CHUNK;
+    if (max_chunk > CM_WIRE_MAX_DATA) {
+        max_chunk = CM_WIRE_MAX_DATA;
+    }
+    uint64_t ns = (size + k * max_chunk - 1) / (k * max_chunk);
+    uint64_t cs = (size + ns * k - 1) / (ns * k);
+    uint64_t aligned = (cs + 63) & ~(uint64_t)63;
+    if (k > 1 && aligned <= max_chunk && (ns - 1) * k * aligned < size) {
+        cs = aligned;
+    }
+    *cs_out = cs;
+    *ns_out = ns;
+}
+
+uint64_t
+gw_engine_put_room(const struct gw_engine *e, uint8_t k, uint64_t size)
+{
+    uint64_t cs, ns;
+    if (size == 0 || k < 1) {
+        return size;
+    }
+    stripe_geometry(e, k, size, &cs, &ns);
+    return ns * k * cs;
+}
+
 /* Computes the layout, etag, parity and CRCs on the caller's thread. */
 static int
-put_prepare(struct gw_engine *e, struct gw_obj *o)
+put_prepare(struct gw_engine *e, struct gw_obj *o, uint64_t cap)
 {
     struct gw_layout *l = &o->lay;
     uint64_t size = l->size;
     uint32_t k = l->k;
-    uint32_t max_chunk = e->cfg.max_chunk ? e->cfg.max_chunk : GW_DEFAULT_MAX_CHUNK;
-    if (max_chunk > CM_WIRE_MAX_DATA) {
-        max_chunk = CM_WIRE_MAX_DATA;
-    }
     l->etag = cm_crc64(0, o->data, (size_t)size);
     if (size == 0) {
         l->chunk_size = 0;
@@ -1381,15 +1414,12 @@ put_prepare(struct gw_engine *e, struct gw_obj *o)
         l->persisted = full_mask(l);
         return 0;
     }
-    uint64_t cs = (size + k - 1) / k;
-    if (cs > max_chunk) {
-        cs = max_chunk;
-    }
-    uint64_t sb = cs * k;
-    uint64_t ns = (size + sb - 1) / sb;
+    uint64_t cs, ns;
+    stripe_geometry(e, k, size, &cs, &ns);
     if (ns * nchunks(l) > UINT32_MAX) {
         return CM_E_TOOBIG;
     }
+    uint64_t sb = cs * k;
     l->chunk_size = (uint32_t)cs;
     l->nstripes = (uint32_t)ns;
     uint64_t nidx = ns * nchunks(l);
@@ -1399,7 +1429,10 @@ put_prepare(struct gw_engine *e, struct gw_obj *o)
         return -ENOMEM;
     }
     o->bytes = size;
-    if (ns * sb != size) {
+    if (ns * sb <= cap) {
+        memset(o->data + size, 0, ns * sb - size); /* pad in place */
+        o->bytes = ns * sb;
+    } else {
         uint64_t start = (ns - 1) * sb;
         o->tail = cm_malloc_big(sb);
         if (!o->tail) {
@@ -1454,7 +1487,8 @@ obj_new(struct gw_engine *e)
 
 void
 gw_engine_put(struct gw_engine *e, uint32_t tenant, const uint32_t *placement, size_t nplace,
-              uint8_t k, uint8_t m, void *data, uint64_t size, gw_put_cb cb, void *arg)
+              uint8_t k, uint8_t m, void *data, uint64_t size, uint64_t cap, gw_put_cb cb,
+              void *arg)
 {
     struct gw_obj *o = obj_new(e);
     if (!o) {
@@ -1464,6 +1498,9 @@ gw_engine_put(struct gw_engine *e, uint32_t tenant, const uint32_t *placement, s
         return;
     }
     o->data = data;
+    if (cap < size) {
+        cap = size;
+    }
     o->cb = cb;
     o->cb_arg = arg;
     o->state = OBJ_PUTTING;
@@ -1481,7 +1518,7 @@ gw_engine_put(struct gw_engine *e, uint32_t tenant, const uint32_t *placement, s
     if (k < 1 || k > CM_EC_MAX_K || m > CM_EC_MAX_M || (size > 0 && !data)) {
         o->init_status = CM_E_BADARG;
     } else {
-        o->init_status = put_prepare(e, o);
+        o->init_status = put_prepare(e, o, cap);
     }
     if (gw_net_post(e->net, put_start, o) < 0) {
         o->state = OBJ_BUFFERED; /* no callback from obj_unref */

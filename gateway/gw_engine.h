@@ -12,7 +12,9 @@
  * metadata: the front keeps layouts in LMDB and is told of changes.
  *
  * Layout of an object version: nstripes stripes; stripe s is k data chunks
- * of chunk_size bytes (the last stripe zero-padded) plus m parity chunks;
+ * of chunk_size bytes plus m parity chunks. There are as few stripes as
+ * max_chunk allows and chunks just big enough for them (erasure-coded ones
+ * rounded up to 64 bytes), so the zero padding at the end is small;
  * chunk j of every stripe lives on holders[j], with wire index
  * s * (k + m) + j. k == 1 means 1+m whole copies (small objects): then
  * every "parity" chunk is a copy of the data chunk.
@@ -71,9 +73,14 @@ void gw_engine_destroy(struct gw_engine *e); /* NULL is a no-op */
 /* Replaces the node directory (copied). */
 void gw_engine_set_nodes(struct gw_engine *e, const struct gw_node *nodes, size_t n);
 
+/* Bytes a PUT's data buffer needs for the engine to zero-pad the last
+ * stripe in place instead of copying it: size rounded up to whole stripes. */
+uint64_t gw_engine_put_room(const struct gw_engine *e, uint8_t k, uint64_t size);
+
 /*
  * Stores data[size] for tenant as a new object. data is TRANSFERRED (freed
- * with free() once persisted or on failure). placement: the partition's
+ * with free() once persisted or on failure); it has room for cap >= size
+ * bytes (see gw_engine_put_room). placement: the partition's
  * preferred node ids (borrowed for the call), in order; holder j is
  * placement[j] when it is up, else another up node (distinct while there
  * are enough). k == 1 stores 1+m whole copies. cb runs once: status 0 with
@@ -82,9 +89,9 @@ void gw_engine_set_nodes(struct gw_engine *e, const struct gw_node *nodes, size_
  * reachable; CM_E_BUSY when a node answered "queue full".
  */
 typedef void (*gw_put_cb)(void *arg, int status, const struct gw_layout *layout);
-void gw_engine_put(struct gw_engine *e, uint32_t tenant, const uint32_t *placement,
-                   size_t nplace, uint8_t k, uint8_t m, void *data, uint64_t size,
-                   gw_put_cb cb, void *arg);
+void gw_engine_put(struct gw_engine *e, uint32_t tenant, const uint32_t *placement, size_t nplace,
+                   uint8_t k, uint8_t m, void *data, uint64_t size, uint64_t cap, gw_put_cb cb,
+                   void *arg);
 
 /*
  * Reads bytes [off, off + len) of the object (len may be 0). Fetches data

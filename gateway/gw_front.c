@@ -355,6 +355,13 @@ parse_key(struct req *q)
     return 0;
 }
 
+/* Data chunks per stripe: small objects are stored as 1+m whole copies. */
+static uint8_t
+put_k(const struct gw_front *f, const struct gw_tenant *t, uint64_t size)
+{
+    return size < f->cfg.small_threshold ? 1 : t->k;
+}
+
 /* The PUT checks that must happen before the body is read. */
 static int
 put_precheck(struct req *q)
@@ -397,10 +404,13 @@ front_headers(void *arg, struct cm_http_req *r)
     if (authenticate(q, &s, &t) != 0) {
         return 1;
     }
-    gw_snap_unref(s);
     if (parse_key(q) != 0 || put_precheck(q) != 0) {
+        gw_snap_unref(s);
         return 1;
     }
+    /* Room to pad the last stripe in place: the engine need not copy it. */
+    cm_http_reserve_body(r, gw_engine_put_room(f->engine, put_k(f, t, q->bytes), q->bytes));
+    gw_snap_unref(s);
     free(q);
     return 0;
 }
@@ -543,14 +553,13 @@ handle_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
 {
     struct gw_front *f = q->f;
     const uint32_t *row;
-    size_t nrow, len;
-    uint8_t k, m;
+    size_t nrow, len, cap;
     void *body;
 
     if (put_precheck(q) != 0) {
         return;
     }
-    body = cm_http_take_body(q->r, &len);
+    body = cm_http_take_body(q->r, &len, &cap);
     if (len != q->bytes) {
         free(body);
         fail(q, 400, "bad_request", "body shorter than Content-Length");
@@ -562,18 +571,12 @@ handle_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
         fail(q, 503, "unavailable", "no storage nodes known for this partition");
         return;
     }
-    if (len < f->cfg.small_threshold) {
-        k = 1;
-        m = t->m;
-    } else {
-        k = t->k;
-        m = t->m;
-    }
     if (body == NULL) {
         body = cm_malloc(1); /* the engine takes ownership of a real buffer */
+        cap = 0;
     }
     suspend(q);
-    gw_engine_put(f->engine, t->id, row, nrow, k, m, body, len, put_done, q);
+    gw_engine_put(f->engine, t->id, row, nrow, put_k(f, t, len), t->m, body, len, cap, put_done, q);
 }
 
 static void

@@ -54,8 +54,12 @@ const char *cm_http_header(const struct cm_http_req *r, const char *name); /* NU
 int cm_http_content_length(const struct cm_http_req *r, uint64_t *len);
 /* The buffered body (borrowed), or NULL with *len = 0. */
 const void *cm_http_body(const struct cm_http_req *r, size_t *len);
-/* Transfers the body buffer to the caller (free()); the request keeps none. */
-void *cm_http_take_body(struct cm_http_req *r, size_t *len);
+/* From headers(): the body buffer gets room for at least room bytes (more
+ * than Content-Length), so that whoever takes it can extend it in place. */
+void cm_http_reserve_body(struct cm_http_req *r, size_t room);
+/* Transfers the body buffer to the caller (free()); the request keeps none.
+ * *cap: bytes the buffer has room for (>= *len). */
+void *cm_http_take_body(struct cm_http_req *r, size_t *len, size_t *cap);
 void cm_http_set_user(struct cm_http_req *r, void *user); /* borrowed */
 void *cm_http_user(const struct cm_http_req *r);
 

@@ -68,6 +68,7 @@ struct cm_http_req {
     const char *path;
     char *body;
     size_t body_len, body_cap;
+    size_t body_room;   /* cm_http_reserve_body() */
     int dispatched;     /* request() has been called */
     int early;          /* answered before the body was read */
     void *user;
@@ -224,12 +225,14 @@ http_first_call(struct cm_http_server *s, struct MHD_Connection *c, const char *
             return answer_early(r);
         }
         if (cl > 0) {
-            r->body = cm_malloc_big(cl);
+            size_t cap = r->body_room > cl ? r->body_room : (size_t)cl;
+
+            r->body = cm_malloc_big(cap);
             if (r->body == NULL) {
                 respond_error(r, 503, "unavailable", "out of memory for the request body");
                 return answer_early(r);
             }
-            r->body_cap = cl;
+            r->body_cap = cap;
         }
     }
     return MHD_YES;
@@ -470,12 +473,19 @@ cm_http_body(const struct cm_http_req *r, size_t *len)
     return r->body;
 }
 
+void
+cm_http_reserve_body(struct cm_http_req *r, size_t room)
+{
+    r->body_room = room;
+}
+
 void *
-cm_http_take_body(struct cm_http_req *r, size_t *len)
+cm_http_take_body(struct cm_http_req *r, size_t *len, size_t *cap)
 {
     void *b = r->body;
 
     *len = r->body_len;
+    *cap = r->body_cap;
     r->body = NULL;
     r->body_len = 0;
     r->body_cap = 0;
