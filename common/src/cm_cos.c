@@ -13,13 +13,16 @@
  * a crash are recognizable). A batch writes every temp file, syncfs()es,
  * renames them all and syncfs()es again: the same guarantees for two syncs
  * per batch instead of two fsyncs per object (an fsync of a new file on
- * ext4 without a journal is several synchronous writes). Stateless apart
- * from the root path: thread-safe.
+ * ext4 without a journal is several synchronous writes). Threads that need
+ * a syncfs at the same time share one (fs_syncfs): a sync that starts after
+ * a caller's writes covers them, so concurrent batches cost one sync, not
+ * one each. Thread-safe.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -123,6 +126,13 @@ prefix_valid(const char *prefix)
 
 struct fs_state {
     char *root;
+    /* Shared syncs: sync number `started` runs while syncing. */
+    pthread_mutex_t sync_mu;
+    pthread_cond_t sync_cv;
+    uint64_t started, done; /* syncs begun, syncs finished */
+    int syncing;
+    uint64_t failed; /* the last sync that failed (0: none), and its error */
+    int failed_rc;
 };
 
 static atomic_uint fs_tmp_counter;
@@ -190,6 +200,8 @@ fs_open(const char *url, void **state)
     }
     fs = cm_calloc(1, sizeof(*fs));
     fs->root = cm_strdup(dir);
+    pthread_mutex_init(&fs->sync_mu, NULL);
+    pthread_cond_init(&fs->sync_cv, NULL);
     /* Strip trailing slashes so joined paths stay canonical. */
     for (size_t n = strlen(fs->root); n > 1 && fs->root[n - 1] == '/'; n--) {
         fs->root[n - 1] = '\0';
@@ -203,6 +215,8 @@ fs_close(void *state)
 {
     struct fs_state *fs = state;
 
+    pthread_cond_destroy(&fs->sync_cv);
+    pthread_mutex_destroy(&fs->sync_mu);
     free(fs->root);
     free(fs);
 }
@@ -341,7 +355,7 @@ out:
 /* syncfs() of the file system holding the root: data, inodes and
  * directories of every put so far. */
 static int
-fs_syncfs(const struct fs_state *fs)
+fs_syncfs_now(const struct fs_state *fs)
 {
     int fd, ret = 0;
 
@@ -354,6 +368,44 @@ fs_syncfs(const struct fs_state *fs)
     }
     close(fd);
     return ret;
+}
+
+/*
+ * Makes everything the caller wrote before the call durable, sharing the
+ * syncfs with concurrent callers: a sync already running may have started
+ * before those writes, so the caller needs the next one; whoever finds
+ * none running starts it, for every thread waiting by then.
+ */
+static int
+fs_syncfs(struct fs_state *fs)
+{
+    uint64_t want, n;
+    int rc;
+
+    pthread_mutex_lock(&fs->sync_mu);
+    want = fs->started + 1;
+    while (fs->done < want) {
+        if (fs->syncing) {
+            pthread_cond_wait(&fs->sync_cv, &fs->sync_mu);
+            continue;
+        }
+        fs->syncing = 1;
+        n = ++fs->started;
+        pthread_mutex_unlock(&fs->sync_mu);
+        rc = fs_syncfs_now(fs);
+        pthread_mutex_lock(&fs->sync_mu);
+        fs->syncing = 0;
+        fs->done = n;
+        if (rc != 0) {
+            fs->failed = n;
+            fs->failed_rc = rc;
+        }
+        pthread_cond_broadcast(&fs->sync_cv);
+    }
+    /* Syncs want..done each covered the caller's writes: any failure counts. */
+    rc = fs->failed >= want ? fs->failed_rc : 0;
+    pthread_mutex_unlock(&fs->sync_mu);
+    return rc;
 }
 
 /* Like fs_put for each item: temp files written, one syncfs so no rename

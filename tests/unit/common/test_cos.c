@@ -1,9 +1,11 @@
 /*
  * test_cos.c - the fs backend: put/get/overwrite/delete/list, name rules,
- * no temp file left behind, and the s3 placeholder.
+ * no temp file left behind, batches from several threads at once (they
+ * share syncs), and the s3 placeholder.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include "t_common.h"
@@ -103,6 +105,74 @@ test_direct(struct cm_cos *cos)
     CHECK_EQ_INT(cm_cos_delete(cos, "t9/0000000000000001/1.0"), 0);
 }
 
+#define CONC_THREADS 4
+#define CONC_BATCHES 25
+#define CONC_ITEMS 4
+
+struct conc_arg {
+    struct cm_cos *cos;
+    int id;
+};
+
+/* Every put of every thread's batches lands whole, whatever sync it rode. */
+static void *
+conc_main(void *arg)
+{
+    struct conc_arg *a = arg;
+    char names[CONC_ITEMS][64];
+    uint8_t bufs[CONC_ITEMS][300];
+    struct cm_cos_item items[CONC_ITEMS];
+
+    for (int b = 0; b < CONC_BATCHES; b++) {
+        for (int i = 0; i < CONC_ITEMS; i++) {
+            snprintf(names[i], sizeof(names[i]), "conc/%d/%d.%d", a->id, b, i);
+            memset(bufs[i], a->id * 31 + b * 7 + i, sizeof(bufs[i]));
+            items[i].name = names[i];
+            items[i].data = bufs[i];
+            items[i].len = sizeof(bufs[i]) - (size_t)i;
+            items[i].rc = -1;
+        }
+        cm_cos_put_batch(a->cos, items, CONC_ITEMS);
+        for (int i = 0; i < CONC_ITEMS; i++) {
+            CHECK_EQ_INT(items[i].rc, 0);
+        }
+    }
+    return NULL;
+}
+
+static void
+test_concurrent(struct cm_cos *cos, const char *dir)
+{
+    pthread_t th[CONC_THREADS];
+    struct conc_arg args[CONC_THREADS];
+    char name[64];
+    void *data;
+    size_t len;
+
+    for (int t = 0; t < CONC_THREADS; t++) {
+        args[t].cos = cos;
+        args[t].id = t;
+        CHECK_EQ_INT(pthread_create(&th[t], NULL, conc_main, &args[t]), 0);
+    }
+    for (int t = 0; t < CONC_THREADS; t++) {
+        CHECK_EQ_INT(pthread_join(th[t], NULL), 0);
+    }
+    for (int t = 0; t < CONC_THREADS; t++) {
+        for (int b = 0; b < CONC_BATCHES; b++) {
+            for (int i = 0; i < CONC_ITEMS; i++) {
+                snprintf(name, sizeof(name), "conc/%d/%d.%d", t, b, i);
+                CHECK_EQ_INT(cm_cos_get(cos, name, &data, &len), 0);
+                CHECK_EQ_INT(len, 300 - i);
+                CHECK(((uint8_t *)data)[0] == (uint8_t)(t * 31 + b * 7 + i));
+                CHECK(((uint8_t *)data)[len - 1] == (uint8_t)(t * 31 + b * 7 + i));
+                free(data);
+                CHECK_EQ_INT(cm_cos_delete(cos, name), 0);
+            }
+        }
+    }
+    CHECK_EQ_INT(count_tmp(dir), 0);
+}
+
 int
 main(void)
 {
@@ -162,6 +232,7 @@ main(void)
     CHECK_EQ_INT(cm_cos_put(cos, "t2/x", "d", 1), 0);
     snprintf(url, sizeof(url), "%s/store/sub", root);
     CHECK_EQ_INT(count_tmp(url), 0);
+    test_concurrent(cos, url);
 
     /* names */
     CHECK_EQ_INT(cm_cos_put(cos, "", "x", 1), CM_E_BADARG);
