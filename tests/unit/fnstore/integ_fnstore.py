@@ -211,6 +211,47 @@ def test_pipelined(addr):
     return blobs
 
 
+def test_dribbled(addr):
+    """Big payloads arriving in pieces with pauses: the node waits for the
+    rest of a payload with SO_RCVLOWAT, so the last piece, however late and
+    however small, must still wake it, and a frame right behind must be
+    served too. Another connection is served meanwhile."""
+    c, other = Conn(addr), Conn(addr)
+    data = payload(1 << 20, 77)
+    f = frame(OP_PUT, 1, tenant=5, obj=0xD1, ver=1, idx=0, data=data)
+    ping = frame(OP_PING, 2)
+    pos = 0
+    for piece in (64, 70000, 300000, 1, 200000):
+        c.s.sendall(f[pos:pos + piece])
+        pos += piece
+        time.sleep(0.02)
+    check(other.call(OP_PING)["status"] == 0, "another connection served meanwhile")
+    c.s.sendall(f[pos:-5])
+    time.sleep(0.3)
+    c.s.sendall(f[-5:] + ping)
+    rs = {r["req_id"]: r for r in (read_resp(c.s), read_resp(c.s))}  # any order
+    check(sorted(rs) == [1, 2], "answers %r" % sorted(rs))
+    check(rs[1]["status"] == 0 and rs[2]["status"] == 0, "dribbled put and the ping behind it")
+    r = c.call(OP_GET, tenant=5, obj=0xD1, ver=1, idx=0)
+    check(r["status"] == 0 and r["data"] == data, "dribbled payload intact")
+    # Two big frames in one write, then half of a third and a pause.
+    blobs = [payload(300000 + i, 80 + i) for i in range(3)]
+    fs = [frame(OP_PUT, 10 + i, tenant=5, obj=0xD2, ver=1, idx=i, data=b)
+          for i, b in enumerate(blobs)]
+    c.s.sendall(fs[0] + fs[1] + fs[2][:150000])
+    rs = [read_resp(c.s) for _ in range(2)]
+    check(sorted(r["req_id"] for r in rs) == [10, 11] and all(r["status"] == 0 for r in rs),
+          "back-to-back puts %r" % rs)
+    time.sleep(0.2)
+    c.s.sendall(fs[2][150000:])
+    r = read_resp(c.s)
+    check(r["req_id"] == 12 and r["status"] == 0, "put after a pause %r" % r)
+    for obj, idx in ((0xD1, 0), (0xD2, 0), (0xD2, 1), (0xD2, 2)):  # the node's capacity is small
+        check(c.call(OP_DEL, tenant=5, obj=obj, ver=1, idx=idx)["status"] == 0, "del")
+    c.close()
+    other.close()
+
+
 def test_persisted(addr):
     c = Conn(addr)
     end = time.time() + 15
@@ -367,7 +408,8 @@ def test_backpressure_and_del_during_send(addr):
     c = Conn(addr)
     data = payload(4096, 9) * 128
     crc = crc32c(data)
-    check(c.call(OP_PUT, tenant=9, obj=9, ver=1, data=data)["status"] == 0, "put big")
+    r = c.call(OP_PUT, tenant=9, obj=9, ver=1, data=data)
+    check(r["status"] == 0, "put big %r" % r)
     n = 40
     c.s.sendall(b"".join(frame(OP_GET, 3000 + i, tenant=9, obj=9, ver=1) for i in range(n)) +
                 frame(OP_DEL, 4000, tenant=9, obj=9, ver=1))
@@ -678,6 +720,7 @@ def main():
         addr = os.environ["FNS_ADDR"]
         test_roundtrip(addr)
         test_pipelined(addr)
+        test_dribbled(addr)
         test_persisted(addr)
         test_bad_crc_and_too_big(addr)
         test_bad_frames(addr)
@@ -691,6 +734,7 @@ def main():
         node.start()
         inc = test_roundtrip(node.addr)
         blobs = test_pipelined(node.addr)
+        test_dribbled(node.addr)
         test_persisted(node.addr)
         test_notify(node)
         test_bad_crc_and_too_big(node.addr)
