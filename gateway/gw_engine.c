@@ -1367,9 +1367,9 @@ put_start(void *arg)
  * Stripe geometry of a size-byte object (size > 0): as few stripes as
  * max_chunk allows, then chunks just big enough for them; erasure-coded
  * chunks are rounded up to 64 bytes (the code's vector width) unless that
- * would leave the last stripe without object bytes. Chunks of max_chunk each would pad the
- * last stripe to a whole one: a 10 MiB object at RS(4+2) would take 18 MiB
- * of chunks instead of 15.
+ * would leave the last stripe without object bytes. Chunks of max_chunk
+ * each would pad the last stripe to a whole one: a 10 MiB object at
+ * RS(4+2) would take 18 MiB of chunks instead of 15.
  */
 static void
 stripe_geometry(const struct gw_engine *e, uint32_t k, uint64_t size, uint64_t *cs_out,
