@@ -183,8 +183,8 @@ http {
         script = os.path.join(ROOT, "deploy", "local", "shoal-cluster")
         extra = list(self.args.cluster_args)
         if "--fnstore-args" not in extra:
-            # PUT 10/100 MiB writes several GB a run, and replaced versions are
-            # kept 30 s: the default 1 GiB per node fills up (503).
+            # PUT 10/100 MiB writes several GB a run: the default 1 GiB per
+            # node can fill up (503).
             extra += ["--fnstore-args", "--capacity %s" % NODE_CAPACITY]
         run([script, "start", "--dir", self.cluster_dir, "--port-offset", str(k),
              "--build", self.args.build, "--timeout", "60"] + extra, timeout=180)
