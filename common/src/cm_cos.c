@@ -126,11 +126,11 @@ prefix_valid(const char *prefix)
 
 struct fs_state {
     char *root;
-    /* Shared syncs: sync number `started` runs while syncing. */
+    /* Shared syncs, one at a time: sync number `started` runs while
+     * started != done. */
     pthread_mutex_t sync_mu;
     pthread_cond_t sync_cv;
     uint64_t started, done; /* syncs begun, syncs finished */
-    int syncing;
     uint64_t failed; /* the last sync that failed (0: none), and its error */
     int failed_rc;
 };
@@ -385,16 +385,14 @@ fs_syncfs(struct fs_state *fs)
     pthread_mutex_lock(&fs->sync_mu);
     want = fs->started + 1;
     while (fs->done < want) {
-        if (fs->syncing) {
+        if (fs->started != fs->done) {
             pthread_cond_wait(&fs->sync_cv, &fs->sync_mu);
             continue;
         }
-        fs->syncing = 1;
         n = ++fs->started;
         pthread_mutex_unlock(&fs->sync_mu);
         rc = fs_syncfs_now(fs);
         pthread_mutex_lock(&fs->sync_mu);
-        fs->syncing = 0;
         fs->done = n;
         if (rc != 0) {
             fs->failed = n;

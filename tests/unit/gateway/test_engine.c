@@ -31,6 +31,7 @@
 #define NPROCS 7 /* + one node with a tiny queue, for CM_E_BUSY */
 #define BUSYNODE 6
 #define BROKEN 5
+#define MAX_CHUNK (256 * 1024) /* the engine's max_chunk in the put/get tests */
 
 static pid_t pids[NPROCS];
 static int ports[NPROCS];
@@ -382,7 +383,7 @@ static struct gw_engine *
 new_engine(int n)
 {
     struct gw_engine_cfg cfg = {
-        .max_chunk = 256 * 1024,
+        .max_chunk = MAX_CHUNK,
         .io_timeout_ms = 3000,
         .slow_ms = 300,
         .persist_poll_ms = 100,
@@ -461,8 +462,8 @@ main(int argc, char **argv)
                 uint64_t sb = (uint64_t)l.chunk_size * l.k;
                 CHECK(sb * l.nstripes >= size);
                 CHECK(sb * (l.nstripes - 1) < size);
-                CHECK(l.chunk_size <= 256 * 1024);
-                CHECK(l.nstripes == (size + 256 * 1024 * k - 1) / (256 * 1024 * k));
+                CHECK(l.chunk_size <= MAX_CHUNK);
+                CHECK(l.nstripes == (size + MAX_CHUNK * k - 1) / (MAX_CHUNK * k));
                 CHECK(sb * l.nstripes - size < 64ull * k * l.nstripes);
                 CHECK(gw_engine_put_room(e, (uint8_t)k, size) == sb * l.nstripes);
             }
