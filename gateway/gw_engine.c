@@ -544,9 +544,9 @@ obj_unref(struct gw_obj *o)
     if (--o->refs > 0) {
         return;
     }
-    free(o->data);
-    free(o->parity);
-    free(o->tail);
+    cm_free_big(o->data);
+    cm_free_big(o->parity);
+    cm_free_big(o->tail);
     free(o->crc);
     free(o->persisted);
     free(o);
@@ -1161,7 +1161,7 @@ get_complete(struct gw_get *g)
     struct gw_engine *e = g->e;
     DL_UNLINK(e->gets, g);
     if (g->status < 0) {
-        free(g->buf);
+        cm_free_big(g->buf);
         CM_DEBUG("gateway get failed tenant=%u object=%016llx err=%s", g->lay.tenant,
                  (unsigned long long)g->lay.object, cm_errname(g->status));
         g->cb(g->arg, g->status, NULL, 0);
@@ -1492,7 +1492,7 @@ gw_engine_put(struct gw_engine *e, uint32_t tenant, const uint32_t *placement, s
 {
     struct gw_obj *o = obj_new(e);
     if (!o) {
-        free(data);
+        cm_free_big(data);
         struct gw_layout l = {.tenant = tenant};
         cb(arg, -ENOMEM, &l); /* cannot even queue: answer here */
         return;
@@ -1553,7 +1553,7 @@ gw_engine_get(struct gw_engine *e, const struct gw_layout *layout, uint64_t off,
         }
     }
     if (gw_net_post(e->net, get_start, g) < 0) {
-        free(g->buf);
+        cm_free_big(g->buf);
         free(g);
         cb(arg, -ENOMEM, NULL, 0);
     }

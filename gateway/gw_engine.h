@@ -79,7 +79,7 @@ uint64_t gw_engine_put_room(const struct gw_engine *e, uint8_t k, uint64_t size)
 
 /*
  * Stores data[size] for tenant as a new object. data is TRANSFERRED (freed
- * with free() once persisted or on failure); it has room for cap >= size
+ * with cm_free_big once persisted or on failure); it has room for cap >= size
  * bytes (see gw_engine_put_room). placement: the partition's
  * preferred node ids (borrowed for the call), in order; holder j is
  * placement[j] when it is up, else another up node (distinct while there

@@ -423,12 +423,12 @@ get_done(void *arg, int status, void *buf, size_t len)
     struct req *q = arg;
 
     if (status != 0) {
-        free(buf);
+        cm_free_big(buf);
         fail_status(q, status);
         return;
     }
     if (len != q->len) {
-        free(buf);
+        cm_free_big(buf);
         CM_ERROR("engine returned a short read req=%s tenant=%u want=%llu got=%zu", q->id,
                  q->tenant, (unsigned long long)q->len, len);
         fail(q, 500, "internal", "internal error, see the gateway log");
@@ -561,13 +561,13 @@ handle_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
     }
     body = cm_http_take_body(q->r, &len, &cap);
     if (len != q->bytes) {
-        free(body);
+        cm_free_big(body);
         fail(q, 400, "bad_request", "body shorter than Content-Length");
         return;
     }
     gw_snap_row(s, t, (uint32_t)(cm_hash64(q->key, q->klen, t->id) % s->partitions), &row, &nrow);
     if (nrow == 0) {
-        free(body);
+        cm_free_big(body);
         fail(q, 503, "unavailable", "no storage nodes known for this partition");
         return;
     }
@@ -849,6 +849,9 @@ handle_list(struct req *q)
     X(parity_reads_total, "counter", "GET stripes served by decoding parity")                      \
     X(persist_notices_total, "counter", "Chunks a node announced persisted in COS")                \
     X(persist_stats_total, "counter", "STATs sent because a persisted notice was late or lost")    \
+    X(buffer_cache_bytes, "gauge", "Freed big buffers kept for reuse (--buffer-cache)")          \
+    X(buffer_cache_hits_total, "counter", "Big buffers taken from the cache")                      \
+    X(buffer_cache_misses_total, "counter", "Big buffers allocated because none cached fit")       \
     X(inflight_requests, "gauge", "Suspended requests waiting on chunk I/O or a commit")           \
     X(retired_versions_waiting, "gauge",                                                           \
       "Replaced or deleted versions whose chunks wait for GETs")                                   \
@@ -885,6 +888,11 @@ handle_metrics(struct req *q)
     v.parity_reads_total = es.parity_reads;
     v.persist_notices_total = es.persist_notes;
     v.persist_stats_total = es.persist_stats;
+    struct cm_big_cache_stats bc;
+    cm_big_cache_stats(&bc);
+    v.buffer_cache_bytes = bc.bytes;
+    v.buffer_cache_hits_total = bc.hits;
+    v.buffer_cache_misses_total = bc.misses;
     v.inflight_requests = (uint64_t)atomic_load(&f->inflight);
     size_t readers, waiting;
     gw_grace_counts(f->grace, &readers, &waiting);

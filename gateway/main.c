@@ -37,6 +37,7 @@ struct gw_cfg {
     uint64_t small_threshold;
     uint64_t max_chunk;
     uint64_t meta_map_size;
+    uint64_t buffer_cache;
     int threads;
     int io_timeout_ms;
     int slow_ms;
@@ -58,6 +59,8 @@ static const struct cm_opt opts[] = {
                "objects smaller than this are stored as 1+m whole copies"),
     CM_OPT_U64(T, max_chunk, "1MiB", 4096, 1ull << 30, "largest chunk (stripe = k chunks)"),
     CM_OPT_U64(T, meta_map_size, "4GiB", 1 << 20, 1ull << 40, "LMDB map size of the metadata"),
+    CM_OPT_U64(T, buffer_cache, "256MiB", 0, 1ull << 40,
+               "freed body and result buffers kept for reuse (0: off)"),
     CM_OPT_INT(T, threads, "4", 1, 256, "HTTP threads"),
     CM_OPT_INT(T, io_timeout_ms, "5000", 1, 600000, "a chunk operation slower than this failed"),
     CM_OPT_INT(T, slow_ms, "200", 1, 600000, "a GET holder slower than this: read parity too"),
@@ -116,6 +119,7 @@ main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
     cm_malloc_tune_reuse();
+    cm_big_cache_set((size_t)cfg.buffer_cache);
 
     rc = gw_meta_open(metadir, (size_t)cfg.meta_map_size, &meta);
     if (rc != 0) {

@@ -3,6 +3,7 @@
 #define CM_BUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct cm_buf {
     char *p;
@@ -24,15 +25,39 @@ void *cm_realloc(void *p, size_t n);
 char *cm_strdup(const char *s);
 
 /*
- * A buffer for a big body, result or chunk (freed with free()); NULL when
- * out of memory. From CM_BIG_MIN up it is 2 MiB aligned and its whole 2 MiB
- * pages are advised as transparent huge pages: the first write to fresh
- * 4 KiB pages runs at ~0.1-0.3 GB/s on our VMs, to fresh huge pages at
- * several GB/s. The length is rounded up to 2 MiB (so the tail is huge
- * too) only when that adds at most n/8.
+ * A buffer for a big body, result or chunk; NULL when out of memory.
+ * Release it with cm_free_big (or free() when the cache below is off).
+ * From CM_BIG_MIN up it is 2 MiB aligned and its whole 2 MiB pages are
+ * advised as transparent huge pages: the first write to fresh 4 KiB pages
+ * runs at ~0.1-0.3 GB/s on our VMs, to fresh huge pages at several GB/s.
+ * The length is rounded up to 2 MiB (so the tail is huge too) only when
+ * that adds at most n/8. The contents are not zeroed.
  */
 #define CM_BIG_MIN ((size_t)1 << 20)
 void *cm_malloc_big(size_t n);
+/*
+ * The big-buffer cache: a process that allocates and frees a body or a
+ * result per request keeps up to max_bytes of freed big buffers mapped and
+ * hands them out again, so its data path writes to memory that is already
+ * faulted in, instead of the kernel zeroing fresh pages for every request
+ * (glibc returns them: a big buffer lives in a thread's arena heap, which
+ * is unmapped once empty). Off (0) until set; any thread.
+ *
+ * A cached buffer serves a request of len bytes when it holds at least len
+ * and at most len + len/2; the smallest such, the newest on a tie. Past
+ * max_bytes (or CM_BIG_CACHE_SLOTS buffers) the oldest are freed.
+ */
+#define CM_BIG_CACHE_SLOTS 64
+void cm_big_cache_set(size_t max_bytes);
+/* Releases p from cm_malloc_big or malloc (NULL is a no-op): into the cache
+ * when it is on and p is a 2 MiB-aligned buffer of CM_BIG_MIN or more,
+ * else free(). */
+void cm_free_big(void *p);
+struct cm_big_cache_stats {
+    uint64_t bytes, buffers; /* held now */
+    uint64_t hits, misses;   /* big allocations served from it / not */
+};
+void cm_big_cache_stats(struct cm_big_cache_stats *out);
 /*
  * Makes malloc keep freed big buffers for reuse (up to 32 MiB each, no
  * trimming below 256 MiB free) instead of unmapping them, so a data path

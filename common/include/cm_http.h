@@ -57,7 +57,7 @@ const void *cm_http_body(const struct cm_http_req *r, size_t *len);
 /* From headers(): the body buffer gets room for at least room bytes (more
  * than Content-Length), so that whoever takes it can extend it in place. */
 void cm_http_reserve_body(struct cm_http_req *r, size_t room);
-/* Transfers the body buffer to the caller (free()); the request keeps none.
+/* Transfers the body buffer to the caller (cm_free_big); the request keeps none.
  * *cap: bytes the buffer has room for (>= *len). */
 void *cm_http_take_body(struct cm_http_req *r, size_t *len, size_t *cap);
 void cm_http_set_user(struct cm_http_req *r, void *user); /* borrowed */
@@ -69,7 +69,7 @@ void cm_http_suspend(struct cm_http_req *r);
 
 enum cm_http_mem {
     CM_HTTP_COPY,     /* body copied */
-    CM_HTTP_FREE,     /* body transferred; freed with free() when sent */
+    CM_HTTP_FREE,     /* body transferred; freed with cm_free_big when sent */
     CM_HTTP_STATIC,   /* body borrowed for the process lifetime */
 };
 /* Thread-safe once r is suspended. For HEAD requests the body is not sent

@@ -6,6 +6,7 @@
  * caller. An empty cm_buf has p == NULL; the first append allocates.
  */
 #include <malloc.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +37,65 @@ cm_malloc(size_t n)
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
+/* Cached buffers are poisoned under AddressSanitizer, so a use after
+ * cm_free_big is still reported. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CM_BUF_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CM_BUF_ASAN 1
+#endif
+#endif
+#ifdef CM_BUF_ASAN
+#include <sanitizer/asan_interface.h>
+#define BIG_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define BIG_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define BIG_POISON(p, n) ((void)(p), (void)(n))
+#define BIG_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+/* The big-buffer cache (see cm_buf.h): slots in the order they were freed. */
+static struct {
+    pthread_mutex_t mu;
+    size_t max_bytes, bytes, n;
+    struct {
+        void *p;
+        size_t len; /* malloc_usable_size: what the buffer holds */
+    } slot[CM_BIG_CACHE_SLOTS];
+    uint64_t hits, misses;
+} big_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* Takes the best cached buffer for len bytes, or NULL. Under the lock.
+ * The slack allowed beyond len/2 is one huge page: a 2 MiB-aligned buffer
+ * glibc maps for itself holds up to that much more than was asked. */
+static void *
+big_cache_take(size_t len)
+{
+    size_t i, best = big_cache.n;
+
+    for (i = big_cache.n; i-- > 0;) {
+        size_t have = big_cache.slot[i].len;
+        if (have >= len && have - len <= len / 2 + HUGE_PAGE &&
+            (best == big_cache.n || have < big_cache.slot[best].len)) {
+            best = i;
+        }
+    }
+    if (best == big_cache.n) {
+        big_cache.misses++;
+        return NULL;
+    }
+    void *p = big_cache.slot[best].p;
+    size_t have = big_cache.slot[best].len;
+    big_cache.bytes -= have;
+    big_cache.n--;
+    memmove(&big_cache.slot[best], &big_cache.slot[best + 1],
+            (big_cache.n - best) * sizeof(big_cache.slot[0]));
+    big_cache.hits++;
+    BIG_UNPOISON(p, have);
+    return p;
+}
+
 void *
 cm_malloc_big(size_t n)
 {
@@ -54,12 +114,93 @@ cm_malloc_big(size_t n)
     if (len - n > n / 8) {
         len = n;
     }
+    pthread_mutex_lock(&big_cache.mu);
+    p = big_cache.max_bytes > 0 ? big_cache_take(len) : NULL;
+    pthread_mutex_unlock(&big_cache.mu);
+    if (p != NULL) {
+        return p;
+    }
     if (posix_memalign(&p, HUGE_PAGE, len) != 0) {
         return NULL;
     }
     /* Advice only: without THP the buffer still works, just slower. */
     (void)madvise(p, len & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
     return p;
+}
+
+/* Drops the oldest slots until len more bytes (and one more buffer, when
+ * slot) fit; the dropped buffers go to out. Under the lock. */
+static size_t
+big_cache_make_room(size_t len, int slot, void **out)
+{
+    size_t k = 0;
+
+    while (k < big_cache.n && ((slot && big_cache.n - k == CM_BIG_CACHE_SLOTS) ||
+                               big_cache.bytes + len > big_cache.max_bytes)) {
+        big_cache.bytes -= big_cache.slot[k].len;
+        out[k] = big_cache.slot[k].p;
+        k++;
+    }
+    big_cache.n -= k;
+    memmove(&big_cache.slot[0], &big_cache.slot[k], big_cache.n * sizeof(big_cache.slot[0]));
+    return k;
+}
+
+void
+cm_free_big(void *p)
+{
+    void *drop[CM_BIG_CACHE_SLOTS];
+    size_t len, k = 0;
+
+    if (p == NULL) {
+        return;
+    }
+    len = malloc_usable_size(p);
+    if (len < CM_BIG_MIN || ((uintptr_t)p & (HUGE_PAGE - 1)) != 0) {
+        free(p);
+        return;
+    }
+    pthread_mutex_lock(&big_cache.mu);
+    if (len > big_cache.max_bytes) {
+        drop[k++] = p;
+    } else {
+        k = big_cache_make_room(len, 1, drop);
+        BIG_POISON(p, len);
+        big_cache.slot[big_cache.n].p = p;
+        big_cache.slot[big_cache.n].len = len;
+        big_cache.n++;
+        big_cache.bytes += len;
+    }
+    pthread_mutex_unlock(&big_cache.mu);
+    while (k > 0) {
+        free(drop[--k]);
+    }
+}
+
+void
+cm_big_cache_set(size_t max_bytes)
+{
+    void *drop[CM_BIG_CACHE_SLOTS];
+    size_t k;
+
+    pthread_mutex_lock(&big_cache.mu);
+    big_cache.max_bytes = max_bytes;
+    k = big_cache_make_room(0, 0, drop);
+    pthread_mutex_unlock(&big_cache.mu);
+    while (k > 0) {
+        free(drop[--k]);
+    }
+}
+
+void
+cm_big_cache_stats(struct cm_big_cache_stats *out)
+{
+    pthread_mutex_lock(&big_cache.mu);
+    out->bytes = big_cache.bytes;
+    out->buffers = big_cache.n;
+    out->hits = big_cache.hits;
+    out->misses = big_cache.misses;
+    pthread_mutex_unlock(&big_cache.mu);
 }
 
 void

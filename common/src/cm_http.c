@@ -112,7 +112,7 @@ req_free(struct cm_http_req *r)
     }
     kv_free(r->resp_headers);
     kv_free(r->query_cache);
-    free(r->body);
+    cm_free_big(r->body);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
@@ -570,7 +570,7 @@ cm_http_respond(struct cm_http_req *r, int status, const char *content_type, voi
 
     switch (mem) {
     case CM_HTTP_FREE:
-        resp = MHD_create_response_from_buffer_with_free_callback(len, body, free);
+        resp = MHD_create_response_from_buffer_with_free_callback(len, body, cm_free_big);
         break;
     case CM_HTTP_STATIC:
         resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_PERSISTENT);
