@@ -70,9 +70,9 @@ static const struct cm_opt fns_opts[] = {
     CM_OPT_U64(struct fns_cfg, max_chunk, "64MiB", 1, CM_WIRE_MAX_DATA, "largest chunk accepted"),
     CM_OPT_STR(struct fns_cfg, log_level, "info", "debug | info | warn | error"),
     CM_OPT_INT(struct fns_cfg, heartbeat_ms, "1000", 10, 600000, "heartbeat interval"),
-    CM_OPT_U64(struct fns_cfg, arena_segment, "32MiB", 0, 1ull << 30,
+    CM_OPT_U64(struct fns_cfg, arena_segment, "8MiB", 0, 1ull << 30,
                "chunk memory segment size, a multiple of 2MiB (0 = malloc per chunk)"),
-    CM_OPT_INT(struct fns_cfg, arena_keep, "4", 0, 1 << 20,
+    CM_OPT_INT(struct fns_cfg, arena_keep, "16", 0, 1 << 20,
                "empty chunk memory segments kept for reuse"),
 };
 
