@@ -277,7 +277,8 @@ int
 gw_meta_open(const char *dir, size_t map_size, struct gw_meta **out)
 {
     struct gw_meta *m = cm_calloc(1, sizeof(*m));
-    int rc = cm_kv_open(dir, map_size, table_names, T_COUNT, 0, &m->kv);
+    /* Every acknowledged PUT waits for a commit: one flush, not two. */
+    int rc = cm_kv_open(dir, map_size, table_names, T_COUNT, CM_KV_REDO, &m->kv);
 
     if (rc != 0) {
         free(m);

@@ -15,9 +15,11 @@ struct cm_kv;
 struct cm_kv_txn;
 
 /* Creates dir if needed. map_size in bytes (0 = 4 GiB). tables: ntables
- * names, borrowed for the call. flags: CM_KV_NOSYNC to skip fsync on
- * commit (only for data that can be rebuilt). */
+ * names, borrowed for the call (at most 256). flags: CM_KV_NOSYNC to skip
+ * fsync on commit (only for data that can be rebuilt); CM_KV_REDO for one
+ * flush per commit instead of two, through a redo log in dir (cm_kv.c). */
 #define CM_KV_NOSYNC 1
+#define CM_KV_REDO 2
 int cm_kv_open(const char *dir, size_t map_size, const char *const *tables, int ntables,
                int flags, struct cm_kv **out);
 void cm_kv_close(struct cm_kv *kv); /* NULL is a no-op */

@@ -8,24 +8,52 @@
  * it, as cm_kv.h says). LMDB error codes are mapped into the cm_err space
  * here; MDB_MAP_FULL becomes -ENOSPC so callers can abort the txn and
  * report the store as full instead of crashing.
+ *
+ * CM_KV_REDO: one flush per commit instead of LMDB's two (its data pages,
+ * then its meta page). The env runs with MDB_NOMETASYNC: a commit flushes
+ * the data pages and writes the meta page without a flush, which keeps the
+ * store consistent, but a crash of the machine may undo the last commit
+ * (the next commit's flush covers the meta page). So before LMDB commits,
+ * the transaction's puts and deletes go to a redo log beside it
+ * (DIR/redo.log) with O_DIRECT: the write has reached the device when
+ * pwrite returns, and the flush that follows for the data pages, a flush of
+ * the device's cache on the same file system, makes it durable too. The
+ * log has two slots, by the parity of the txn id, so the record of the
+ * commit that may be undone is never the one being overwritten. At open,
+ * records newer than the store's last transaction are replayed, the store
+ * is synced and the log zeroed. A record larger than a slot, or a file
+ * system without O_DIRECT, falls back to LMDB's two flushes.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <lmdb.h>
 
 #include "cm_buf.h"
+#include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_kv.h"
 #include "cm_log.h"
 
 #define KV_DEFAULT_MAP ((size_t)4 << 30)
 
+#define REDO_SLOT ((size_t)1 << 20) /* bytes per slot; the log holds two */
+#define REDO_ALIGN ((size_t)4096)   /* of O_DIRECT offsets, lengths, buffers */
+#define REDO_MAGIC 0x4f445253u      /* "SRDO" */
+#define REDO_HDR 20                 /* magic, crc, txn id, payload length */
+enum { REDO_PUT = 1, REDO_DEL = 2 };
+
 struct cm_kv {
     MDB_env *env;
+    int redo_fd;    /* O_DIRECT; -1: no redo log */
+    uint8_t *block; /* REDO_SLOT bytes, aligned: the record being written */
     int ntables;
     MDB_dbi dbi[];
 };
@@ -33,6 +61,7 @@ struct cm_kv {
 struct cm_kv_txn {
     struct cm_kv *kv;
     MDB_txn *txn;
+    struct cm_buf redo; /* this write txn's ops, when the store has a log */
 };
 
 static int
@@ -83,17 +112,239 @@ out:
     return ret;
 }
 
+/* ---- the redo log (CM_KV_REDO) ----------------------------------------- */
+
+static void
+le32_put(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static uint32_t
+le32_get(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void
+le64_put(uint8_t *p, uint64_t v)
+{
+    le32_put(p, (uint32_t)v);
+    le32_put(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint64_t
+le64_get(const uint8_t *p)
+{
+    return (uint64_t)le32_get(p) | (uint64_t)le32_get(p + 4) << 32;
+}
+
+/* Records one op of a write txn: op, table, klen, vlen, key, value. */
+static void
+redo_add(struct cm_kv_txn *txn, int op, int table, const void *key, size_t klen, const void *val,
+         size_t vlen)
+{
+    uint8_t h[10];
+
+    h[0] = (uint8_t)op;
+    h[1] = (uint8_t)table;
+    le32_put(h + 2, (uint32_t)klen);
+    le32_put(h + 6, (uint32_t)vlen);
+    cm_buf_append(&txn->redo, h, sizeof(h));
+    cm_buf_append(&txn->redo, key, klen);
+    cm_buf_append(&txn->redo, val, vlen);
+}
+
+/* Writes txn's record into its slot: 0, 1 when it does not fit (the
+ * caller syncs in full instead), or -errno. */
+static int
+redo_write(struct cm_kv *kv, uint64_t txnid, const struct cm_buf *ops)
+{
+    size_t total = REDO_HDR + ops->len;
+    size_t n = (total + REDO_ALIGN - 1) & ~(REDO_ALIGN - 1);
+    uint8_t *b = kv->block;
+    ssize_t w;
+
+    if (n > REDO_SLOT) {
+        return 1;
+    }
+    le32_put(b, REDO_MAGIC);
+    le64_put(b + 8, txnid);
+    le32_put(b + 16, (uint32_t)ops->len);
+    memcpy(b + REDO_HDR, ops->p, ops->len);
+    memset(b + total, 0, n - total);
+    le32_put(b + 4, cm_crc32c(0, b + 8, total - 8));
+    w = pwrite(kv->redo_fd, b, n, (off_t)((txnid & 1) * REDO_SLOT));
+    if (w != (ssize_t)n) {
+        return w < 0 ? -errno : -EIO;
+    }
+    return 0;
+}
+
+/* The txn id of the valid record in slot s of log[2 * REDO_SLOT], or 0. */
+static uint64_t
+redo_valid(const uint8_t *log, int s, size_t *len)
+{
+    const uint8_t *b = log + (size_t)s * REDO_SLOT;
+
+    *len = le32_get(b + 16);
+    if (le32_get(b) != REDO_MAGIC || *len > REDO_SLOT - REDO_HDR ||
+        le32_get(b + 4) != cm_crc32c(0, b + 8, REDO_HDR - 8 + *len)) {
+        return 0;
+    }
+    return le64_get(b + 8);
+}
+
+/* Applies one record's ops in a write txn of its own, synced. */
+static int
+redo_apply(struct cm_kv *kv, const uint8_t *p, size_t len)
+{
+    const uint8_t *end = p + len;
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(kv->env, NULL, 0, &txn);
+
+    while (rc == 0 && p < end) {
+        if (end - p < 10) {
+            rc = MDB_CORRUPTED;
+            break;
+        }
+        int op = p[0], table = p[1];
+        size_t klen = le32_get(p + 2), vlen = le32_get(p + 6);
+        p += 10;
+        if (table >= kv->ntables || klen > (size_t)(end - p) || vlen > (size_t)(end - p) - klen) {
+            rc = MDB_CORRUPTED;
+            break;
+        }
+        MDB_val k = {klen, (void *)(uintptr_t)p}, v = {vlen, (void *)(uintptr_t)(p + klen)};
+        if (op == REDO_PUT) {
+            rc = mdb_put(txn, kv->dbi[table], &k, &v, 0);
+        } else if (op == REDO_DEL) {
+            rc = mdb_del(txn, kv->dbi[table], &k, NULL);
+            rc = rc == MDB_NOTFOUND ? 0 : rc;
+        } else {
+            rc = MDB_CORRUPTED;
+        }
+        p += klen + vlen;
+    }
+    if (rc != 0) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    rc = mdb_txn_commit(txn);
+    return rc == 0 ? mdb_env_sync(kv->env, 1) : rc;
+}
+
+/* Zero-fills path's two slots and makes them durable, so that later
+ * O_DIRECT writes overwrite allocated blocks (no metadata to flush). */
+static int
+redo_reset(const char *path, const char *dir)
+{
+    uint8_t *zero = cm_calloc(1, REDO_SLOT);
+    int fd, ret = 0;
+
+    fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        free(zero);
+        return -errno;
+    }
+    if (ftruncate(fd, (off_t)(2 * REDO_SLOT)) != 0 ||
+        pwrite(fd, zero, REDO_SLOT, 0) != (ssize_t)REDO_SLOT ||
+        pwrite(fd, zero, REDO_SLOT, (off_t)REDO_SLOT) != (ssize_t)REDO_SLOT || fsync(fd) != 0) {
+        ret = -errno;
+    }
+    close(fd);
+    free(zero);
+    fd = ret == 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        ret = fsync(fd) != 0 ? -errno : 0;
+        close(fd);
+    }
+    return ret;
+}
+
+/*
+ * Replays the records newer than last (the store's last txn before open),
+ * syncs the store, zeroes the log and opens it for O_DIRECT writes. 0 (with
+ * redo_fd -1 when the file system has no O_DIRECT), or an LMDB or errno
+ * code.
+ */
+static int
+redo_open(struct cm_kv *kv, const char *dir, uint64_t last)
+{
+    char path[PATH_MAX];
+    uint8_t *log;
+    ssize_t got = 0;
+    int fd, rc = 0, replayed = 0;
+
+    if ((size_t)snprintf(path, sizeof(path), "%s/redo.log", dir) >= sizeof(path)) {
+        return ENAMETOOLONG;
+    }
+    log = cm_calloc(2, REDO_SLOT);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        got = pread(fd, log, 2 * REDO_SLOT, 0);
+        close(fd);
+    }
+    if (got == (ssize_t)(2 * REDO_SLOT)) {
+        size_t len[2];
+        uint64_t t[2] = {redo_valid(log, 0, &len[0]), redo_valid(log, 1, &len[1])};
+        int first = t[0] <= t[1] ? 0 : 1;
+        for (int i = 0; i < 2 && rc == 0; i++) {
+            int s = i == 0 ? first : 1 - first;
+            if (t[s] <= last) {
+                continue;
+            }
+            if (t[s] != last + 1) {
+                CM_WARN("kv: redo record of txn %llu does not follow the store's %llu dir=%s",
+                        (unsigned long long)t[s], (unsigned long long)last, dir);
+                break;
+            }
+            rc = redo_apply(kv, log + (size_t)s * REDO_SLOT + REDO_HDR, len[s]);
+            last = t[s];
+            replayed++;
+        }
+    }
+    free(log);
+    if (rc != 0) {
+        CM_ERROR("kv: redo replay failed dir=%s err=%s", dir, mdb_strerror(rc));
+        return rc;
+    }
+    if (replayed > 0) {
+        CM_INFO("kv: replayed %d transaction(s) from the redo log dir=%s", replayed, dir);
+    }
+    rc = mdb_env_sync(kv->env, 1);
+    if (rc == 0) {
+        rc = redo_reset(path, dir);
+        rc = rc < 0 ? -rc : rc;
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    kv->redo_fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+    if (kv->redo_fd < 0) {
+        return errno == EINVAL ? 0 : errno;
+    }
+    if (posix_memalign((void **)&kv->block, REDO_ALIGN, REDO_SLOT) != 0) {
+        kv->block = NULL;
+        return ENOMEM;
+    }
+    return 0;
+}
+
 int
 cm_kv_open(const char *dir, size_t map_size, const char *const *tables, int ntables, int flags,
            struct cm_kv **out)
 {
     struct cm_kv *kv = NULL;
     MDB_txn *txn = NULL;
+    MDB_envinfo info;
     unsigned int envflags = MDB_NOTLS;
     int rc, ret, i;
 
     *out = NULL;
-    if (dir == NULL || dir[0] == '\0' || ntables < 1 || tables == NULL) {
+    if (dir == NULL || dir[0] == '\0' || ntables < 1 || ntables > 256 || tables == NULL) {
         return CM_E_BADARG;
     }
     ret = mkdir_p(dir);
@@ -103,9 +354,12 @@ cm_kv_open(const char *dir, size_t map_size, const char *const *tables, int ntab
     }
     if (flags & CM_KV_NOSYNC) {
         envflags |= MDB_NOSYNC;
+    } else if (flags & CM_KV_REDO) {
+        envflags |= MDB_NOMETASYNC;
     }
     kv = cm_calloc(1, sizeof(*kv) + (size_t)ntables * sizeof(MDB_dbi));
     kv->ntables = ntables;
+    kv->redo_fd = -1;
     rc = mdb_env_create(&kv->env);
     if (rc != 0) {
         kv->env = NULL;
@@ -119,6 +373,9 @@ cm_kv_open(const char *dir, size_t map_size, const char *const *tables, int ntab
         rc = mdb_env_open(kv->env, dir, envflags, 0644);
     }
     if (rc == 0) {
+        rc = mdb_env_info(kv->env, &info);
+    }
+    if (rc == 0) {
         rc = mdb_txn_begin(kv->env, NULL, 0, &txn);
     }
     for (i = 0; rc == 0 && i < ntables; i++) {
@@ -127,6 +384,13 @@ cm_kv_open(const char *dir, size_t map_size, const char *const *tables, int ntab
     if (rc == 0) {
         rc = mdb_txn_commit(txn);
         txn = NULL;
+    }
+    if (rc == 0 && (envflags & MDB_NOMETASYNC)) {
+        rc = redo_open(kv, dir, info.me_last_txnid);
+        if (rc == 0 && kv->redo_fd < 0) {
+            CM_WARN("kv: no O_DIRECT for the redo log, commits flush twice dir=%s", dir);
+            rc = mdb_env_set_flags(kv->env, MDB_NOMETASYNC, 0);
+        }
     }
     if (rc != 0) {
         goto fail;
@@ -141,6 +405,10 @@ fail:
     if (kv->env != NULL) {
         mdb_env_close(kv->env);
     }
+    if (kv->redo_fd >= 0) {
+        close(kv->redo_fd);
+    }
+    free(kv->block);
     free(kv);
     return kv_err(rc);
 }
@@ -152,6 +420,10 @@ cm_kv_close(struct cm_kv *kv)
         return;
     }
     mdb_env_close(kv->env);
+    if (kv->redo_fd >= 0) {
+        close(kv->redo_fd);
+    }
+    free(kv->block);
     free(kv);
 }
 
@@ -170,6 +442,7 @@ cm_kv_begin(struct cm_kv *kv, int write, struct cm_kv_txn **out)
     *out = NULL;
     t = cm_malloc(sizeof(*t));
     t->kv = kv;
+    cm_buf_init(&t->redo);
     rc = mdb_txn_begin(kv->env, NULL, write ? 0 : MDB_RDONLY, &t->txn);
     if (rc != 0) {
         CM_ERROR("kv: begin failed err=%s", mdb_strerror(rc));
@@ -183,13 +456,34 @@ cm_kv_begin(struct cm_kv *kv, int write, struct cm_kv_txn **out)
 int
 cm_kv_commit(struct cm_kv_txn *txn)
 {
-    int rc = mdb_txn_commit(txn->txn);
+    struct cm_kv *kv = txn->kv;
+    int rc = 0, full = 0;
 
-    if (rc != 0) {
-        CM_ERROR("kv: commit failed err=%s", mdb_strerror(rc));
+    if (txn->redo.len > 0) {
+        rc = redo_write(kv, mdb_txn_id(txn->txn), &txn->redo);
+        full = rc == 1;
     }
+    if (rc < 0) {
+        CM_ERROR("kv: redo log write failed err=%s", cm_errname(rc));
+        mdb_txn_abort(txn->txn);
+    } else {
+        uint64_t id = mdb_txn_id(txn->txn);
+        rc = mdb_txn_commit(txn->txn);
+        if (rc == 0 && full) {
+            rc = mdb_env_sync(kv->env, 1); /* too big for the log: flush the meta page */
+        } else if (rc != 0 && txn->redo.len > 0 && !full) {
+            /* Failed: its record must not be replayed after a crash. */
+            memset(kv->block, 0, REDO_ALIGN);
+            (void)!pwrite(kv->redo_fd, kv->block, REDO_ALIGN, (off_t)((id & 1) * REDO_SLOT));
+        }
+        if (rc != 0) {
+            CM_ERROR("kv: commit failed err=%s", mdb_strerror(rc));
+        }
+        rc = kv_err(rc);
+    }
+    cm_buf_fini(&txn->redo);
     free(txn);
-    return kv_err(rc);
+    return rc;
 }
 
 void
@@ -199,6 +493,7 @@ cm_kv_abort(struct cm_kv_txn *txn)
         return;
     }
     mdb_txn_abort(txn->txn);
+    cm_buf_fini(&txn->redo);
     free(txn);
 }
 
@@ -245,6 +540,9 @@ cm_kv_put(struct cm_kv_txn *txn, int table, const void *key, size_t klen, const 
         }
         return kv_err(rc);
     }
+    if (txn->kv->redo_fd >= 0) {
+        redo_add(txn, REDO_PUT, table, key, klen, val, vlen);
+    }
     return 0;
 }
 
@@ -252,11 +550,16 @@ int
 cm_kv_del(struct cm_kv_txn *txn, int table, const void *key, size_t klen)
 {
     MDB_val k = {klen, (void *)(uintptr_t)key};
+    int rc;
 
     if (check_table(txn, table) != 0 || klen == 0) {
         return CM_E_BADARG;
     }
-    return kv_err(mdb_del(txn->txn, txn->kv->dbi[table], &k, NULL));
+    rc = mdb_del(txn->txn, txn->kv->dbi[table], &k, NULL);
+    if (rc == 0 && txn->kv->redo_fd >= 0) {
+        redo_add(txn, REDO_DEL, table, key, klen, NULL, 0);
+    }
+    return kv_err(rc);
 }
 
 int
