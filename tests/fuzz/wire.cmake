@@ -9,3 +9,6 @@ target_include_directories(fuzz_pack PRIVATE ${SHOAL_SOURCE_DIR}/fnstore)
 shoal_fuzz(fuzz_conn SOURCES ${SHOAL_SOURCE_DIR}/fnstore/fns_conn.c ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_conn.c
            LIBS fnstore_core)
 target_include_directories(fuzz_conn PRIVATE ${SHOAL_SOURCE_DIR}/fnstore)
+# Redo log replay of the LMDB adapter (common/src/cm_kv.c), through cm_kv_open.
+shoal_fuzz(fuzz_redo SOURCES ${SHOAL_SOURCE_DIR}/common/src/cm_kv.c
+           ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_redo.c LIBS common)
