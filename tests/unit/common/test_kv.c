@@ -48,16 +48,24 @@ copy_file(const char *from, const char *to)
     close(out);
 }
 
-/* get of key in table 1 as a string, or NULL when absent. */
-static const char *
-get1(struct cm_kv_txn *t, const char *key)
+/* key in table 1 holds val (a string), or is absent when val is NULL. */
+static void
+expect(struct cm_kv *kv, const char *key, const char *val)
 {
+    struct cm_kv_txn *t;
     const void *v;
     size_t vl;
-    int rc = cm_kv_get(t, 1, key, strlen(key), &v, &vl);
+    int rc;
 
-    CHECK(rc == 0 || rc == CM_E_NOTFOUND);
-    return rc == 0 ? v : NULL;
+    CHECK_EQ_INT(cm_kv_begin(kv, 0, &t), 0);
+    rc = cm_kv_get(t, 1, key, strlen(key), &v, &vl);
+    if (val == NULL) {
+        CHECK_EQ_INT(rc, CM_E_NOTFOUND);
+    } else {
+        CHECK_EQ_INT(rc, 0);
+        CHECK_EQ_STR(v, val);
+    }
+    cm_kv_abort(t);
 }
 
 static void
@@ -107,10 +115,9 @@ test_redo(const char *dir)
 
     /* A clean reopen finds the store as it was. */
     CHECK_EQ_INT(cm_kv_open(path, 0, tables, 2, CM_KV_REDO, &kv), 0);
-    CHECK_EQ_INT(cm_kv_begin(kv, 0, &t), 0);
-    CHECK(get1(t, "a") == NULL && strcmp(get1(t, "b"), "2") == 0 &&
-          strcmp(get1(t, "c"), "3") == 0);
-    cm_kv_abort(t);
+    expect(kv, "a", NULL);
+    expect(kv, "b", "2");
+    expect(kv, "c", "3");
     cm_kv_close(kv);
 
     /* The crash: the data file as of "b", the log as it was. */
@@ -118,18 +125,15 @@ test_redo(const char *dir)
     copy_file(logsave, log);
     unlink(lock);
     CHECK_EQ_INT(cm_kv_open(path, 0, tables, 2, CM_KV_REDO, &kv), 0);
-    CHECK_EQ_INT(cm_kv_begin(kv, 0, &t), 0);
-    CHECK(get1(t, "a") == NULL && strcmp(get1(t, "b"), "2") == 0 &&
-          strcmp(get1(t, "c"), "3") == 0);
-    cm_kv_abort(t);
+    expect(kv, "a", NULL);
+    expect(kv, "b", "2");
+    expect(kv, "c", "3");
     /* Commits go on after a replay, and survive a reopen. */
     put_del(kv, "d", "4", "b");
     cm_kv_close(kv);
     CHECK_EQ_INT(cm_kv_open(path, 0, tables, 2, CM_KV_REDO, &kv), 0);
-    CHECK_EQ_INT(cm_kv_begin(kv, 0, &t), 0);
-    CHECK(get1(t, "b") == NULL && strcmp(get1(t, "c"), "3") == 0 &&
-          strcmp(get1(t, "d"), "4") == 0);
-    cm_kv_abort(t);
+    expect(kv, "b", NULL);
+    expect(kv, "d", "4");
     cm_kv_close(kv);
 
     /* A damaged record is not applied: the store stays as of "b". */
@@ -148,9 +152,8 @@ test_redo(const char *dir)
         close(fd);
     }
     CHECK_EQ_INT(cm_kv_open(path, 0, tables, 2, CM_KV_REDO, &kv), 0);
-    CHECK_EQ_INT(cm_kv_begin(kv, 0, &t), 0);
-    CHECK(strcmp(get1(t, "a"), "1") == 0 && get1(t, "c") == NULL);
-    cm_kv_abort(t);
+    expect(kv, "a", "1");
+    expect(kv, "c", NULL);
 
     /* A transaction too big for a slot commits with a full sync and leaves
      * the log alone; the older record there must not be replayed over it
@@ -167,9 +170,8 @@ test_redo(const char *dir)
     CHECK_EQ_INT(cm_kv_commit(t), 0);
     cm_kv_close(kv);
     CHECK_EQ_INT(cm_kv_open(path, 0, tables, 2, CM_KV_REDO, &kv), 0);
-    CHECK_EQ_INT(cm_kv_begin(kv, 0, &t), 0);
-    CHECK(strcmp(get1(t, "e"), "5") == 0 && get1(t, "g") == NULL);
-    cm_kv_abort(t);
+    expect(kv, "e", "5");
+    expect(kv, "g", NULL);
     cm_kv_close(kv);
 
     /* On tmpfs (O_DIRECT only since Linux 6.6; without it the store flushes
@@ -181,9 +183,7 @@ test_redo(const char *dir)
         put_del(kv, "f", "6", NULL);
         cm_kv_close(kv);
         CHECK_EQ_INT(cm_kv_open(shm, 0, tables, 2, CM_KV_REDO, &kv), 0);
-        CHECK_EQ_INT(cm_kv_begin(kv, 0, &t), 0);
-        CHECK(strcmp(get1(t, "f"), "6") == 0);
-        cm_kv_abort(t);
+        expect(kv, "f", "6");
         cm_kv_close(kv);
         t_rmtree(strdup(shm)); /* takes a malloc'd path */
     }
