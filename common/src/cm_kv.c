@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,8 +53,9 @@ enum { REDO_PUT = 1, REDO_DEL = 2 };
 
 struct cm_kv {
     MDB_env *env;
-    int redo_fd;    /* O_DIRECT; -1: no redo log */
-    uint8_t *block; /* REDO_SLOT bytes, aligned: the record being written */
+    int redo_fd;          /* O_DIRECT; -1: no redo log */
+    pthread_mutex_t redo; /* a commit's log writes, up to a failed commit's undo */
+    uint8_t *block;       /* REDO_SLOT bytes, aligned: the record being written */
     int ntables;
     MDB_dbi dbi[];
 };
@@ -360,6 +362,7 @@ cm_kv_open(const char *dir, size_t map_size, const char *const *tables, int ntab
     kv = cm_calloc(1, sizeof(*kv) + (size_t)ntables * sizeof(MDB_dbi));
     kv->ntables = ntables;
     kv->redo_fd = -1;
+    pthread_mutex_init(&kv->redo, NULL);
     rc = mdb_env_create(&kv->env);
     if (rc != 0) {
         kv->env = NULL;
@@ -408,6 +411,7 @@ fail:
     if (kv->redo_fd >= 0) {
         close(kv->redo_fd);
     }
+    pthread_mutex_destroy(&kv->redo);
     free(kv->block);
     free(kv);
     return kv_err(rc);
@@ -423,6 +427,7 @@ cm_kv_close(struct cm_kv *kv)
     if (kv->redo_fd >= 0) {
         close(kv->redo_fd);
     }
+    pthread_mutex_destroy(&kv->redo);
     free(kv->block);
     free(kv);
 }
@@ -457,9 +462,13 @@ int
 cm_kv_commit(struct cm_kv_txn *txn)
 {
     struct cm_kv *kv = txn->kv;
-    int rc = 0, full = 0;
+    int rc = 0, full = 0, logged = txn->redo.len > 0;
 
-    if (txn->redo.len > 0) {
+    /* A failed commit releases LMDB's writer lock before its record is
+     * undone: the next writer, which gets the same txn id and slot, waits
+     * here for that. */
+    if (logged) {
+        pthread_mutex_lock(&kv->redo);
         rc = redo_write(kv, mdb_txn_id(txn->txn), &txn->redo);
         full = rc == 1;
     }
@@ -471,7 +480,7 @@ cm_kv_commit(struct cm_kv_txn *txn)
         rc = mdb_txn_commit(txn->txn);
         if (rc == 0 && full) {
             rc = mdb_env_sync(kv->env, 1); /* too big for the log: flush the meta page */
-        } else if (rc != 0 && txn->redo.len > 0 && !full) {
+        } else if (rc != 0 && logged && !full) {
             /* Failed: its record must not be replayed after a crash. */
             memset(kv->block, 0, REDO_ALIGN);
             (void)!pwrite(kv->redo_fd, kv->block, REDO_ALIGN, (off_t)((id & 1) * REDO_SLOT));
@@ -480,6 +489,9 @@ cm_kv_commit(struct cm_kv_txn *txn)
             CM_ERROR("kv: commit failed err=%s", mdb_strerror(rc));
         }
         rc = kv_err(rc);
+    }
+    if (logged) {
+        pthread_mutex_unlock(&kv->redo);
     }
     cm_buf_fini(&txn->redo);
     free(txn);
