@@ -96,8 +96,9 @@ void gw_engine_put(struct gw_engine *e, uint32_t tenant, const uint32_t *placeme
 /*
  * Reads bytes [off, off + len) of the object (len may be 0). Fetches data
  * chunks from their holders, replacing a holder that errs or is slower than
- * slow_ms by parity (decode). cb runs once with a malloc'd buffer of len
- * bytes (transferred), or a negative status (CM_E_UNAVAIL, CM_E_BUSY).
+ * slow_ms by parity (decode). cb runs once with a buffer of len bytes
+ * (TRANSFERRED: release with cm_free_big), or a negative status
+ * (CM_E_UNAVAIL, CM_E_BUSY).
  */
 typedef void (*gw_get_cb)(void *arg, int status, void *buf, size_t len);
 void gw_engine_get(struct gw_engine *e, const struct gw_layout *layout, uint64_t off,

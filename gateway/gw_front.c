@@ -849,7 +849,7 @@ handle_list(struct req *q)
     X(parity_reads_total, "counter", "GET stripes served by decoding parity")                      \
     X(persist_notices_total, "counter", "Chunks a node announced persisted in COS")                \
     X(persist_stats_total, "counter", "STATs sent because a persisted notice was late or lost")    \
-    X(buffer_cache_bytes, "gauge", "Freed big buffers kept for reuse (--buffer-cache)")          \
+    X(buffer_cache_bytes, "gauge", "Freed big buffers kept for reuse (--buffer-cache)")            \
     X(buffer_cache_hits_total, "counter", "Big buffers taken from the cache")                      \
     X(buffer_cache_misses_total, "counter", "Big buffers allocated because none cached fit")       \
     X(inflight_requests, "gauge", "Suspended requests waiting on chunk I/O or a commit")           \

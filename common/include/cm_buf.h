@@ -44,7 +44,8 @@ void *cm_malloc_big(size_t n);
  * is unmapped once empty). Off (0) until set; any thread.
  *
  * A cached buffer serves a request of len bytes when it holds at least len
- * and at most len + len/2; the smallest such, the newest on a tie. Past
+ * and at most len/2 + 2 MiB more (glibc's own 2 MiB-aligned mappings hold
+ * up to 2 MiB extra); the smallest such, the newest on a tie. Past
  * max_bytes (or CM_BIG_CACHE_SLOTS buffers) the oldest are freed.
  */
 #define CM_BIG_CACHE_SLOTS 64

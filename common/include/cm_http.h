@@ -68,9 +68,9 @@ void cm_http_add_header(struct cm_http_req *r, const char *name, const char *val
 void cm_http_suspend(struct cm_http_req *r);
 
 enum cm_http_mem {
-    CM_HTTP_COPY,     /* body copied */
-    CM_HTTP_FREE,     /* body transferred; freed with cm_free_big when sent */
-    CM_HTTP_STATIC,   /* body borrowed for the process lifetime */
+    CM_HTTP_COPY,   /* body copied */
+    CM_HTTP_FREE,   /* body transferred; freed with cm_free_big when sent */
+    CM_HTTP_STATIC, /* body borrowed for the process lifetime */
 };
 /* Thread-safe once r is suspended. For HEAD requests the body is not sent
  * but its length is announced. */

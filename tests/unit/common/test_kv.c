@@ -108,7 +108,7 @@ test_redo(const char *dir)
     CHECK_EQ_INT(cm_kv_open(path, 0, tables, 2, CM_KV_REDO, &kv), 0);
     put_del(kv, "a", "1", NULL);
     put_del(kv, "b", "2", NULL);
-    copy_file(data, before); /* the store as of "b" */
+    copy_file(data, before);    /* the store as of "b" */
     put_del(kv, "c", "3", "a"); /* the commit the crash will undo */
     cm_kv_close(kv);
     copy_file(log, logsave);
