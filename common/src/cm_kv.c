@@ -269,8 +269,7 @@ redo_reset(const char *path, const char *dir)
 /*
  * Replays the records newer than last (the store's last txn before open),
  * syncs the store, zeroes the log and opens it for O_DIRECT writes. 0 (with
- * redo_fd -1 when the file system has no O_DIRECT), or an LMDB or errno
- * code.
+ * redo_fd -1 when it cannot be opened so), or an LMDB or errno code.
  */
 static int
 redo_open(struct cm_kv *kv, const char *dir, uint64_t last)
@@ -326,7 +325,7 @@ redo_open(struct cm_kv *kv, const char *dir, uint64_t last)
     }
     kv->redo_fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
     if (kv->redo_fd < 0) {
-        return errno == EINVAL ? 0 : errno;
+        return 0; /* no O_DIRECT here: the caller goes without the log */
     }
     if (posix_memalign((void **)&kv->block, REDO_ALIGN, REDO_SLOT) != 0) {
         kv->block = NULL;
@@ -462,40 +461,39 @@ int
 cm_kv_commit(struct cm_kv_txn *txn)
 {
     struct cm_kv *kv = txn->kv;
-    int rc = 0, full = 0, logged = txn->redo.len > 0;
+    uint64_t id = mdb_txn_id(txn->txn);
+    int rc, full = 0, logged = txn->redo.len > 0;
 
     /* A failed commit releases LMDB's writer lock before its record is
      * undone: the next writer, which gets the same txn id and slot, waits
      * here for that. */
     if (logged) {
         pthread_mutex_lock(&kv->redo);
-        rc = redo_write(kv, mdb_txn_id(txn->txn), &txn->redo);
-        full = rc == 1;
+        rc = redo_write(kv, id, &txn->redo);
+        if (rc < 0) {
+            /* Durable the slow way instead. The slot holds a torn record,
+             * which its CRC rejects, or an older one, never replayed. */
+            CM_WARN("kv: redo log write failed, flushing twice err=%s", cm_errname(rc));
+        }
+        full = rc != 0; /* too big for a slot, or not written */
     }
-    if (rc < 0) {
-        CM_ERROR("kv: redo log write failed err=%s", cm_errname(rc));
-        mdb_txn_abort(txn->txn);
-    } else {
-        uint64_t id = mdb_txn_id(txn->txn);
-        rc = mdb_txn_commit(txn->txn);
-        if (rc == 0 && full) {
-            rc = mdb_env_sync(kv->env, 1); /* too big for the log: flush the meta page */
-        } else if (rc != 0 && logged && !full) {
-            /* Failed: its record must not be replayed after a crash. */
-            memset(kv->block, 0, REDO_ALIGN);
-            (void)!pwrite(kv->redo_fd, kv->block, REDO_ALIGN, (off_t)((id & 1) * REDO_SLOT));
-        }
-        if (rc != 0) {
-            CM_ERROR("kv: commit failed err=%s", mdb_strerror(rc));
-        }
-        rc = kv_err(rc);
+    rc = mdb_txn_commit(txn->txn);
+    if (rc == 0 && full) {
+        rc = mdb_env_sync(kv->env, 1); /* not in the log: flush the meta page */
+    } else if (rc != 0 && logged) {
+        /* Failed: its record must not be replayed after a crash. */
+        memset(kv->block, 0, REDO_ALIGN);
+        (void)!pwrite(kv->redo_fd, kv->block, REDO_ALIGN, (off_t)((id & 1) * REDO_SLOT));
+    }
+    if (rc != 0) {
+        CM_ERROR("kv: commit failed err=%s", mdb_strerror(rc));
     }
     if (logged) {
         pthread_mutex_unlock(&kv->redo);
     }
     cm_buf_fini(&txn->redo);
     free(txn);
-    return rc;
+    return kv_err(rc);
 }
 
 void
