@@ -21,8 +21,9 @@
  * log has two slots, by the parity of the txn id, so the record of the
  * commit that may be undone is never the one being overwritten. At open,
  * records newer than the store's last transaction are replayed, the store
- * is synced and the log zeroed. A record larger than a slot, or a file
- * system without O_DIRECT, falls back to LMDB's two flushes.
+ * is synced and the log zeroed. A record larger than a slot, a failed
+ * record write, or a file system without O_DIRECT falls back to LMDB's two
+ * flushes.
  */
 #include <errno.h>
 #include <fcntl.h>
