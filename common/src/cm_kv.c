@@ -39,6 +39,7 @@
 #include <lmdb.h>
 
 #include "cm_buf.h"
+#include "cm_bytes.h"
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_kv.h"
@@ -117,33 +118,6 @@ out:
 
 /* ---- the redo log (CM_KV_REDO) ----------------------------------------- */
 
-static void
-le32_put(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static uint32_t
-le32_get(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void
-le64_put(uint8_t *p, uint64_t v)
-{
-    le32_put(p, (uint32_t)v);
-    le32_put(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint64_t
-le64_get(const uint8_t *p)
-{
-    return (uint64_t)le32_get(p) | (uint64_t)le32_get(p + 4) << 32;
-}
-
 /* Records one op of a write txn: op, table, klen, vlen, key, value. */
 static void
 redo_add(struct cm_kv_txn *txn, int op, int table, const void *key, size_t klen, const void *val,
@@ -153,8 +127,8 @@ redo_add(struct cm_kv_txn *txn, int op, int table, const void *key, size_t klen,
 
     h[0] = (uint8_t)op;
     h[1] = (uint8_t)table;
-    le32_put(h + 2, (uint32_t)klen);
-    le32_put(h + 6, (uint32_t)vlen);
+    cm_put_le32(h + 2, (uint32_t)klen);
+    cm_put_le32(h + 6, (uint32_t)vlen);
     cm_buf_append(&txn->redo, h, sizeof(h));
     cm_buf_append(&txn->redo, key, klen);
     cm_buf_append(&txn->redo, val, vlen);
@@ -173,12 +147,12 @@ redo_write(struct cm_kv *kv, uint64_t txnid, const struct cm_buf *ops)
     if (n > REDO_SLOT) {
         return 1;
     }
-    le32_put(b, REDO_MAGIC);
-    le64_put(b + 8, txnid);
-    le32_put(b + 16, (uint32_t)ops->len);
+    cm_put_le32(b, REDO_MAGIC);
+    cm_put_le64(b + 8, txnid);
+    cm_put_le32(b + 16, (uint32_t)ops->len);
     memcpy(b + REDO_HDR, ops->p, ops->len);
     memset(b + total, 0, n - total);
-    le32_put(b + 4, cm_crc32c(0, b + 8, total - 8));
+    cm_put_le32(b + 4, cm_crc32c(0, b + 8, total - 8));
     w = pwrite(kv->redo_fd, b, n, (off_t)((txnid & 1) * REDO_SLOT));
     if (w != (ssize_t)n) {
         return w < 0 ? -errno : -EIO;
@@ -192,12 +166,12 @@ redo_valid(const uint8_t *log, int s, size_t *len)
 {
     const uint8_t *b = log + (size_t)s * REDO_SLOT;
 
-    *len = le32_get(b + 16);
-    if (le32_get(b) != REDO_MAGIC || *len > REDO_SLOT - REDO_HDR ||
-        le32_get(b + 4) != cm_crc32c(0, b + 8, REDO_HDR - 8 + *len)) {
+    *len = cm_get_le32(b + 16);
+    if (cm_get_le32(b) != REDO_MAGIC || *len > REDO_SLOT - REDO_HDR ||
+        cm_get_le32(b + 4) != cm_crc32c(0, b + 8, REDO_HDR - 8 + *len)) {
         return 0;
     }
-    return le64_get(b + 8);
+    return cm_get_le64(b + 8);
 }
 
 /* Applies one record's ops in a write txn of its own, synced. */
@@ -214,7 +188,7 @@ redo_apply(struct cm_kv *kv, const uint8_t *p, size_t len)
             break;
         }
         int op = p[0], table = p[1];
-        size_t klen = le32_get(p + 2), vlen = le32_get(p + 6);
+        size_t klen = cm_get_le32(p + 2), vlen = cm_get_le32(p + 6);
         p += 10;
         if (table >= kv->ntables || klen > (size_t)(end - p) || vlen > (size_t)(end - p) - klen) {
             rc = MDB_CORRUPTED;

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cm_bytes.h"
 #include "cm_ec.h"
 #include "cm_kv.h"
 #include "cm_log.h"
@@ -32,14 +33,6 @@ static uint8_t *slots;
 static unsigned char *image;
 static ssize_t image_len;
 static uint64_t next_txn;
-
-static void
-le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
 
 static int
 scan_cb(void *arg, const void *k, size_t kl, const void *v, size_t vl)
@@ -57,6 +50,34 @@ cleanup(void)
     unlink(log_path);
     rmdir(store);
     rmdir(dir);
+}
+
+static void
+write_file(const char *path, const void *buf, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+    if (fd < 0 || write(fd, buf, len) != (ssize_t)len) {
+        abort();
+    }
+    close(fd);
+}
+
+/* The saved store, and a log holding ops[len] as a valid record of the
+ * transaction after the store's last. */
+static void
+put_back(const uint8_t *ops, size_t len)
+{
+    uint8_t *b = slots + (next_txn & 1) * SLOT;
+
+    memset(slots, 0, 2 * SLOT);
+    cm_put_le32(b, 0x4f445253u);
+    cm_put_le64(b + 8, next_txn);
+    cm_put_le32(b + 16, (uint32_t)len);
+    memcpy(b + 20, ops, len);
+    cm_put_le32(b + 4, cm_crc32c(0, b + 8, 12 + len));
+    write_file(data_path, image, (size_t)image_len);
+    write_file(log_path, slots, 2 * SLOT);
 }
 
 /* A store with two committed transactions; its data file is kept in memory
@@ -97,17 +118,19 @@ setup(void)
     }
     close(fd);
     slots = malloc(2 * SLOT);
-}
 
-static void
-write_file(const char *path, const void *buf, size_t len)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-    if (fd < 0 || write(fd, buf, len) != (ssize_t)len) {
+    /* A record put to table 1 as the next transaction must replay; else
+     * next_txn is wrong and no input would reach the ops parser. */
+    static const uint8_t probe[] = {1, 1, 5, 0, 0, 0, 1, 0, 0, 0, 'p', 'r', 'o', 'b', 'e', 'y'};
+    const void *v;
+    size_t vl;
+    put_back(probe, sizeof(probe));
+    if (cm_kv_open(store, 1 << 20, tables, 2, CM_KV_REDO, &kv) != 0 ||
+        cm_kv_begin(kv, 0, &t) != 0 || cm_kv_get(t, 1, "probe", 5, &v, &vl) != 0 || vl != 1) {
         abort();
     }
-    close(fd);
+    cm_kv_abort(t);
+    cm_kv_close(kv);
 }
 
 int
@@ -122,19 +145,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1 || size - 1 > SLOT - 20) {
         return 0;
     }
-    memset(slots, 0, 2 * SLOT);
     if (data[0] & 1) {
+        memset(slots, 0, 2 * SLOT);
         memcpy(slots, data + 1, size - 1);
+        write_file(data_path, image, (size_t)image_len);
+        write_file(log_path, slots, 2 * SLOT);
     } else {
-        uint8_t *b = slots + (next_txn & 1) * SLOT;
-        le32(b, 0x4f445253u);
-        le32(b + 8, (uint32_t)next_txn);
-        le32(b + 16, (uint32_t)(size - 1));
-        memcpy(b + 20, data + 1, size - 1);
-        le32(b + 4, cm_crc32c(0, b + 8, 12 + size - 1));
+        put_back(data + 1, size - 1);
     }
-    write_file(data_path, image, (size_t)image_len);
-    write_file(log_path, slots, 2 * SLOT);
     if (cm_kv_open(store, 1 << 20, tables, 2, CM_KV_REDO, &kv) == 0) {
         if (cm_kv_begin(kv, 0, &t) != 0 || cm_kv_scan(t, 0, NULL, 0, scan_cb, NULL) != 0 ||
             cm_kv_scan(t, 1, NULL, 0, scan_cb, NULL) != 0) {
