@@ -11,6 +11,7 @@ Pairs (A = Shoal side, B = baseline), each run A B A B ... --runs times, medians
   put-10m/100m        PUT through the gateway          vs the gateway's GET of the same size (when get runs too)
   ec-4+2/10+2         shoal-ecbench encode, decode     vs memcpy of the same bytes
   client              shoal-bench --url                vs wrk, both on nginx 1 KiB
+Every run's result is logged (stderr) as it finishes, the table has medians.
 Every client is shoal-bench at the same concurrency unless named. The
 cluster is deploy/local/shoal-cluster on ports shifted into 15000-15999.
 Exit 1 when a step fails; with --strict also when shoal-bench < 0.9x wrk.
@@ -281,12 +282,19 @@ def _median(xs):
     return statistics.median(xs)
 
 
+def _value(x):
+    return x["mb_per_s"] if isinstance(x, dict) else x
+
+
 def alternate(runs, fa, fb):
+    """Runs A B A B ...; logs every run, so the spread behind each median shows."""
     a, b = [], []
-    for _ in range(runs):
+    for i in range(runs):
         a.append(fa())
         if fb is not None:
             b.append(fb())
+        log("  run %d/%d: A %.1f%s" % (i + 1, runs, _value(a[-1]),
+                                      ", B %.1f" % _value(b[-1]) if fb is not None else ""))
     return _median(a), (_median(b) if b else None), a, b
 
 
