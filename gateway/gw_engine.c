@@ -909,8 +909,13 @@ obj_step(struct gw_obj *o)
             if (!sl->need_move) {
                 continue;
             }
+            /* A put keeps the rule choose_holders() applied: at least k
+             * usable nodes, whether a dead node was noticed before the put
+             * began or only by its failed chunk. */
+            uint32_t ids[256];
             int64_t node = pick_node(o, j);
-            if (node < 0 || (o->state == OBJ_PUTTING && ++sl->moves > ndir + 1)) {
+            if (node < 0 || (o->state == OBJ_PUTTING && (++sl->moves > ndir + 1 ||
+                                                          candidates(o, ids, 256) < l->k))) {
                 if (o->state == OBJ_PUTTING) {
                     obj_finish(o, CM_E_UNAVAIL);
                     return;

@@ -6,6 +6,7 @@ table's code and an X-Request-Id; successes carry X-Request-Id too.
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import threading
@@ -327,6 +328,33 @@ def check_admin(t, c):
     st.log("admin input ok")
 
 
+def check_unavailable_unnoticed(t, c, g):
+    # Nodes that stop answering without closing their connections (SIGSTOP) look
+    # usable when the PUT begins; the gateway learns they are gone only from its
+    # chunks' timeouts. Moving those chunks onto the 3 nodes left would store the
+    # object on fewer than k nodes, so the PUT must still be refused.
+    stopped = ("fnstore-1", "fnstore-3", "fnstore-5")
+    for p in stopped:
+        c.kill(p, signal.SIGSTOP, wait=False)
+    try:
+        r = g.put("unnoticed/new", os.urandom(3 << 20), timeout=120)
+        t.api_error(r, 503, "unavailable", "PUT with 3 of 6 nodes stopped")
+        t.api_error(g.get("unnoticed/new"), 404, "not_found", "the refused PUT left nothing")
+    finally:
+        for p in stopped:
+            c.kill(p, signal.SIGCONT, wait=False)
+        # The gateway trusts a node again a little after it answers again.
+        deadline = time.time() + 30
+        while True:
+            r = g.put("unnoticed/after", b"y" * (3 << 20), timeout=120)
+            if r.status != 503 or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        time.sleep(2.5)  # every node past the gateway's 2 s suspicion window
+    t.status(r, 201, "PUT once the stopped nodes run again")
+    st.log("503 with unnoticed dead nodes ok")
+
+
 def check_unavailable(t, c, g):
     # Store a striped object while everything is up, then take 3 of 6 nodes away:
     # fewer than k=4 holders remain, so neither a new PUT nor that GET can be served.
@@ -407,6 +435,7 @@ def main(t):
     t.section(check_413_curl, g)
     t.section(check_request_ids, g)
     t.section(check_admin, c)
+    t.section(check_unavailable_unnoticed, c, g)
     t.section(check_unavailable, c, g)
     c.stop()
     t.section(check_429, c)
