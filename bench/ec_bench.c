@@ -3,6 +3,7 @@
  * decode (after losing m chunks) against memcpy of the same bytes.
  *
  *   shoal-ecbench [--k K --m M] [--size BYTES] [--seconds S] [--json]
+ *                 [--config FILE]
  *
  * With no --k/--m it runs RS(4+2) and RS(10+2). Throughput is object bytes
  * (k data chunks) per second, so encode and memcpy compare directly.
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cm_config.h"
 #include "cm_ec.h"
 
 static double
@@ -23,32 +25,22 @@ now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void
-usage(FILE *f)
-{
-    fputs("usage: shoal-ecbench [--k K --m M] [--size BYTES] [--seconds S] [--json]\n"
-          "Single-core Reed-Solomon (cm_ec) encode and decode-after-losing-m-chunks\n"
-          "throughput vs memcpy. Default: RS(4+2) and RS(10+2), 1 MiB objects, 1 s each.\n"
-          "  --k K        data chunks (1..32)\n"
-          "  --m M        parity chunks (1..8)\n"
-          "  --size B     object size in bytes [1048576]\n"
-          "  --seconds S  time per measurement [1]\n"
-          "  --json       one JSON object per line instead of a table\n"
-          "  --help, --version\n",
-          f);
-}
+struct ecb_cfg {
+    int k, m;
+    uint64_t size;
+    double seconds;
+    int json;
+};
 
-static int
-arg_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
+#define T struct ecb_cfg
+static const struct cm_opt opts[] = {
+    CM_OPT_INT(T, k, "0", 0, CM_EC_MAX_K, "data chunks (0: RS(4+2) and RS(10+2))"),
+    CM_OPT_INT(T, m, "0", 0, CM_EC_MAX_M, "parity chunks (with --k)"),
+    CM_OPT_U64(T, size, "1MiB", 1, 1ull << 30, "object size"),
+    CM_OPT_DBL(T, seconds, "1", 0.001, 600, "time per measurement"),
+    CM_OPT_BOOL(T, json, "false", "one JSON object per line instead of a table"),
+};
+#undef T
 
 struct res {
     double enc, dec, cpy; /* bytes/s of object data */
@@ -157,45 +149,11 @@ out:
 int
 main(int argc, char **argv)
 {
-    long k = 0, m = 0, size = 1 << 20, secs_ms = 1000;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--version") == 0) {
-            printf("shoal-ecbench %s\n", SHOAL_VERSION);
-            return 0;
-        } else if (strcmp(a, "--json") == 0) {
-            json = 1;
-            continue;
-        } else if (v == NULL) {
-            fprintf(stderr, "shoal-ecbench: bad or incomplete flag '%s'\n", a);
-            return 2;
-        }
-        int bad;
-        if (strcmp(a, "--k") == 0) {
-            bad = arg_long(v, 1, CM_EC_MAX_K, &k);
-        } else if (strcmp(a, "--m") == 0) {
-            bad = arg_long(v, 1, CM_EC_MAX_M, &m);
-        } else if (strcmp(a, "--size") == 0) {
-            bad = arg_long(v, 1, 1L << 30, &size);
-        } else if (strcmp(a, "--seconds") == 0) {
-            double d = strtod(v, NULL);
-            bad = !(d > 0 && d <= 600);
-            secs_ms = (long)(d * 1000);
-        } else {
-            fprintf(stderr, "shoal-ecbench: unknown flag '%s'\n", a);
-            return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "shoal-ecbench: bad value '%s' for %s\n", v, a);
-            return 2;
-        }
-        i++;
-    }
+    struct ecb_cfg cfg;
+    cm_config_load(opts, sizeof(opts) / sizeof(opts[0]), &cfg, argc, argv, "shoal-ecbench",
+                   "Single-core Reed-Solomon (cm_ec) encode and decode-after-losing-m-chunks\n"
+                   "throughput vs memcpy of the same bytes, one code or RS(4+2) and RS(10+2).");
+    int k = cfg.k, m = cfg.m, json = cfg.json;
     if ((k == 0) != (m == 0)) {
         fprintf(stderr, "shoal-ecbench: give both --k and --m\n");
         return 2;
@@ -203,8 +161,8 @@ main(int argc, char **argv)
     int codes[2][2] = {{4, 2}, {10, 2}};
     int ncodes = 2;
     if (k != 0) {
-        codes[0][0] = (int)k;
-        codes[0][1] = (int)m;
+        codes[0][0] = k;
+        codes[0][1] = m;
         ncodes = 1;
     }
     if (!json) {
@@ -213,19 +171,19 @@ main(int argc, char **argv)
     }
     for (int i = 0; i < ncodes; i++) {
         struct res r;
-        if (run_one(codes[i][0], codes[i][1], (size_t)size, (double)secs_ms / 1000.0, &r) != 0) {
+        if (run_one(codes[i][0], codes[i][1], (size_t)cfg.size, cfg.seconds, &r) != 0) {
             fprintf(stderr, "shoal-ecbench: RS(%d+%d) failed\n", codes[i][0], codes[i][1]);
             return 1;
         }
         if (json) {
             printf("{\"k\":%d,\"m\":%d,\"size\":%ld,\"encode_mb_s\":%.1f,\"decode_mb_s\":%.1f,"
                    "\"memcpy_mb_s\":%.1f}\n",
-                   codes[i][0], codes[i][1], size, r.enc / 1e6, r.dec / 1e6, r.cpy / 1e6);
+                   codes[i][0], codes[i][1], (long)cfg.size, r.enc / 1e6, r.dec / 1e6, r.cpy / 1e6);
         } else {
             char name[16];
             snprintf(name, sizeof(name), "RS(%d+%d)", codes[i][0], codes[i][1]);
-            printf("%-8s %10ld %12.0f %12.0f %12.0f %8.2f %8.2f\n", name, size, r.enc / 1e6,
-                   r.dec / 1e6, r.cpy / 1e6, r.enc / r.cpy, r.dec / r.cpy);
+            printf("%-8s %10ld %12.0f %12.0f %12.0f %8.2f %8.2f\n", name, (long)cfg.size,
+                   r.enc / 1e6, r.dec / 1e6, r.cpy / 1e6, r.enc / r.cpy, r.dec / r.cpy);
         }
     }
     return 0;

@@ -5,6 +5,7 @@
 Unknown flag: exit 2 and exactly one line on stderr. Also --config with a file,
 shoalctl's exit codes (2 usage, 3 controller unreachable) and its environment.
 """
+import json
 import os
 import re
 import socket
@@ -22,6 +23,8 @@ FLAGS = {
     "shoal-gateway": ["--listen", "--controller", "--admin-token-file", "--data-dir",
                       "--max-object-size", "--small-threshold", "--log-level", "--config",
                       "--help", "--version"],
+    "shoal-ecbench": ["--k", "--m", "--size", "--seconds", "--json", "--config", "--help",
+                      "--version"],
     "shoalctl": ["--controller", "--token-file", "--json", "--config", "tenant", "node", "placement",
                  "fairness", "create", "list", "show", "set-weight", "rotate-key", "delete"],
 }
@@ -128,6 +131,25 @@ def main(t):
     p = run([ctl, "--config", os.path.join(t.tmp, "missing.conf"), "tenant", "list"])
     t.eq(p.returncode, 2, "shoalctl --config missing-file: exit code")
     st.log("shoalctl exit codes ok")
+
+    # shoal-ecbench --config: the file sets the code, size and output; a flag overrides it.
+    ecb = t.binary("shoal-ecbench")
+    cfg = os.path.join(t.tmp, "ecbench.conf")
+    with open(cfg, "w") as f:
+        f.write("# one small code\nk = 3\nm = 2\nsize = 64KiB\nseconds = 0.01\njson = true\n")
+    for extra, size in (([], 65536), (["--size", "4096"], 4096)):
+        p = run([ecb, "--config", cfg] + extra)
+        t.eq(p.returncode, 0, "shoal-ecbench --config %s: exit code (%r)" % (extra, p.stderr[:300]))
+        rows = [json.loads(ln) for ln in p.stdout.decode().splitlines()]
+        t.eq([(r["k"], r["m"], r["size"]) for r in rows], [(3, 2, size)],
+             "shoal-ecbench --config %s: rows" % extra)
+        t.check(rows[0]["encode_mb_s"] > 0, "shoal-ecbench --config: no encode rate")
+    for bad in ("k = 0\nm = 2\n", "k = 99\nm = 2\n", "size = big\n"):
+        with open(cfg, "w") as f:
+            f.write(bad)
+        p = run([ecb, "--config", cfg])
+        t.eq(p.returncode, 2, "shoal-ecbench --config with %r: exit code" % bad)
+    st.log("shoal-ecbench --config ok")
 
     # A real process: --config sets the listen address; a flag overrides the file.
     path = t.binary("shoal-controller")
