@@ -50,46 +50,61 @@ count_write(int fd)
     }
 }
 
-/* One interposer per libc name a caller may bind to. */
-#define OPEN_SHIM(name)                                                                            \
-    int name(const char *path, int flags, ...);                                                    \
-    int name(const char *path, int flags, ...)                                                     \
-    {                                                                                              \
-        static int (*real)(const char *, int, ...);                                                \
-        va_list ap;                                                                                \
-        va_start(ap, flags);                                                                       \
-        mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;               \
-        va_end(ap);                                                                                \
-        if (refuse(flags)) {                                                                       \
-            return -1;                                                                             \
-        }                                                                                          \
-        if (real == NULL) {                                                                        \
-            real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, #name);                       \
-        }                                                                                          \
-        return real(path, flags, mode);                                                            \
+/* Every open goes through the real openat (as glibc's own open does). */
+static int
+shim_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+    static int (*real)(int, const char *, int, ...);
+    if (refuse(flags)) {
+        return -1;
     }
-OPEN_SHIM(open)
-OPEN_SHIM(open64)
+    if (real == NULL) {
+        real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
+    }
+    return real(dirfd, path, flags, mode);
+}
 
-#define OPENAT_SHIM(name)                                                                          \
-    int name(int dirfd, const char *path, int flags, ...);                                         \
-    int name(int dirfd, const char *path, int flags, ...)                                          \
-    {                                                                                              \
-        static int (*real)(int, const char *, int, ...);                                           \
-        va_list ap;                                                                                \
-        va_start(ap, flags);                                                                       \
-        mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;               \
-        va_end(ap);                                                                                \
-        if (refuse(flags)) {                                                                       \
-            return -1;                                                                             \
-        }                                                                                          \
-        if (real == NULL) {                                                                        \
-            real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, #name);                  \
-        }                                                                                          \
-        return real(dirfd, path, flags, mode);                                                     \
-    }
-OPENAT_SHIM(openat)
-OPENAT_SHIM(openat64)
+/* The mode argument, present only when the flags create a file. */
+#define MODE_ARG(flags, mode)                                                                      \
+    do {                                                                                           \
+        va_list ap_;                                                                               \
+        va_start(ap_, flags);                                                                      \
+        mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap_, int) : 0;                     \
+        va_end(ap_);                                                                               \
+    } while (0)
+
+/* One interposer per libc name a caller may bind to. */
+int
+open(const char *path, int flags, ...)
+{
+    mode_t mode;
+    MODE_ARG(flags, mode);
+    return shim_openat(AT_FDCWD, path, flags, mode);
+}
+
+int
+open64(const char *path, int flags, ...)
+{
+    mode_t mode;
+    MODE_ARG(flags, mode);
+    return shim_openat(AT_FDCWD, path, flags, mode);
+}
+
+int
+openat(int dirfd, const char *path, int flags, ...)
+{
+    mode_t mode;
+    MODE_ARG(flags, mode);
+    return shim_openat(dirfd, path, flags, mode);
+}
+
+int
+openat64(int dirfd, const char *path, int flags, ...)
+{
+    mode_t mode;
+    MODE_ARG(flags, mode);
+    return shim_openat(dirfd, path, flags, mode);
+}
 
 #define PWRITE_SHIM(name)                                                                          \
     ssize_t name(int fd, const void *buf, size_t n, off_t off);                                    \
