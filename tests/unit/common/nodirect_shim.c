@@ -1,10 +1,9 @@
 /*
  * nodirect_shim.c - LD_PRELOAD shim for test_kv_nodirect: a file system
- * without O_DIRECT, which this machine's (tmpfs has it since Linux 6.6)
- * cannot provide.
+ * without O_DIRECT, which none here is (even tmpfs has it since Linux 6.6).
  *
  * With NODIRECT_REFUSE=1 every open() asking for O_DIRECT fails with
- * EINVAL; without it opens pass and are only counted. Either way the shim
+ * EINVAL (and is counted); otherwise opens pass. Either way the shim
  * counts pwrite()s through descriptors opened O_DSYNC: LMDB writes its meta
  * page so when it flushes twice per commit, and not with MDB_NOMETASYNC.
  * The test reads the counters through nodirect_counts().
