@@ -2,7 +2,7 @@
 """perf.baseline: Shoal against plain baselines on this machine, loopback only.
 
     run.py --build BUILD [--runs 3] [--duration 5] [--conc 16] [--big-conc 4]
-           [--only NAME[,NAME...]] [--out FILE.json] [--strict]
+           [--only NAME[,NAME...]] [--out FILE.json] [--strict] [--tmp-root DIR]
 
 Pairs (A = Shoal side, B = baseline), each run A B A B ... --runs times, medians:
   get-1k/1m/10m/100m  GET through the gateway          vs nginx serving the same bytes
@@ -105,7 +105,7 @@ class Env:
 
     def __init__(self, args):
         self.args = args
-        self.tmp = tempfile.mkdtemp(prefix="shoal-perf.")
+        self.tmp = tempfile.mkdtemp(prefix="shoal-perf.", dir=args.tmp_root or None)
         os.chmod(self.tmp, 0o755)
         self.procs = []
         self.cluster_dir = None
@@ -313,6 +313,10 @@ def main():
     ap.add_argument("--strict", action="store_true")
     ap.add_argument("--allow-errors", action="store_true")
     ap.add_argument("--cluster-arg", dest="cluster_args", action="append", default=[])
+    ap.add_argument("--tmp-root", default="",
+                    help="where the run keeps cluster state, COS, nginx files and the AOF "
+                         "(default $TMPDIR); /dev/shm takes the disk out of every side, "
+                         "for measurement only")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(","))) or {"get", "put", "ec", "client"}
 
