@@ -105,7 +105,7 @@ class Env:
 
     def __init__(self, args):
         self.args = args
-        self.tmp = tempfile.mkdtemp(prefix="shoal-perf.", dir=args.tmp_root or None)
+        self.tmp = tempfile.mkdtemp(prefix="shoal-perf.", dir=args.tmp_root)
         os.chmod(self.tmp, 0o755)
         self.procs = []
         self.cluster_dir = None
@@ -313,7 +313,7 @@ def main():
     ap.add_argument("--strict", action="store_true")
     ap.add_argument("--allow-errors", action="store_true")
     ap.add_argument("--cluster-arg", dest="cluster_args", action="append", default=[])
-    ap.add_argument("--tmp-root", default="",
+    ap.add_argument("--tmp-root",
                     help="where the run keeps cluster state, COS, nginx files and the AOF "
                          "(default $TMPDIR); /dev/shm takes the disk out of every side, "
                          "for measurement only")
