@@ -6,6 +6,9 @@
 
 Pairs (A = Shoal side, B = baseline), each run A B A B ... --runs times, medians:
   get-1k/1m/10m/100m  GET through the gateway          vs nginx serving the same bytes
+  get-1k tail         GET 1 KiB at half of its peak     vs nginx at half of its own peak:
+                      open loop, p50, p99 and p99/p50 (the target: gateway <= 3x),
+                      after cyclictest's timer wake-up latency on the idle machine
   put-1k              PUT 1 KiB through the gateway    vs redis-benchmark SET 1 KiB (-P 1),
                       in memory (the target) and with appendfsync always (context)
   put-10m/100m        PUT through the gateway          vs the gateway's GET of the same size (when get runs too)
@@ -34,6 +37,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 KiB, MiB = 1024, 1024 * 1024
 SIZES = {"1k": KiB, "1m": MiB, "10m": 10 * MiB, "100m": 100 * MiB}
 NODE_CAPACITY = "2GiB"  # per node, unless --cluster-arg=--fnstore-args is given
+OPEN_CONNS = 64  # connection pool of the open-loop (tail) runs
 
 
 def log(msg):
@@ -255,6 +259,16 @@ http {
         return self.sb("--url", "http://127.0.0.1:%d/%s" % (self.nginx_port, name),
                        "--conc", str(conc), duration=duration)
 
+    # Open loop (Poisson arrivals, latency from the intended send time).
+    def sb_gateway_rate(self, size, rate, prefix):
+        spec = "name=perf,key=%s,rate=%d,conns=%d,keys=1,size=%d,read=1,zipf=0" % (
+            self.key, rate, OPEN_CONNS, size)
+        return self.sb("--gateway", self.gateway, "--tenant", spec, "--prefix", prefix)
+
+    def sb_url_rate(self, name, rate):
+        return self.sb("--url", "http://127.0.0.1:%d/%s" % (self.nginx_port, name),
+                       "--rate", str(rate), "--conns", str(OPEN_CONNS))
+
     def redis_set(self, port, conc, n):
         out = run(["/usr/bin/redis-benchmark", "-h", "127.0.0.1", "-p", str(port),
                    "-t", "set", "-d", "1024", "-c", str(conc), "-n", str(n), "-P", "1",
@@ -296,6 +310,60 @@ def alternate(runs, fa, fb):
         log("  run %d/%d: A %.1f%s" % (i + 1, runs, _value(a[-1]),
                                       ", B %.1f" % _value(b[-1]) if fb is not None else ""))
     return _median(a), (_median(b) if b else None), a, b
+
+
+def wakeup_rows(seconds):
+    """The machine's floor under the latency target: how late a sleeping
+    thread wakes on a timer (cyclictest, one SCHED_OTHER thread, 1 ms period)
+    while nothing else runs. Every hop of a request waits for such a wake-up."""
+    n = max(1000, int(seconds * 1000))
+    out = run(["/usr/bin/cyclictest", "-q", "-t", "1", "-i", "1000", "-l", str(n),
+               "-h", "20000"])
+    hist = []
+    for line in out.splitlines():
+        cells = line.split()
+        if len(cells) == 2 and cells[0].isdigit():
+            hist.append((int(cells[0]), int(cells[1])))
+        elif line.startswith("# Histogram Overflows:"):
+            hist.append((20000, int(cells[3])))
+
+    def pct(q):
+        seen, total = 0, sum(c for _, c in hist)
+        for us, c in hist:
+            seen += c
+            if seen >= q * total:
+                return us
+        raise RuntimeError("cannot parse cyclictest output:\n" + out[-2000:])
+    p50, p99 = pct(0.5), pct(0.99)
+    log("timer wake-up latency, idle: p50 %d us, p99 %d us (cyclictest, %d wake-ups)" % (
+        p50, p99, n))
+    return [("timer wake-up p50, idle", "cyclictest", p50, "-", None, "us"),
+            ("timer wake-up p99, idle", "cyclictest", p99, "-", None, "us"),
+            ("timer wake-up p99/p50", "cyclictest", p99 / max(p50, 1), "-", None, "x")]
+
+
+def tail_rows(env, peak_a, peak_b):
+    """The latency target: each side at half of its own closed-loop peak,
+    open loop, p50 and p99 (medians over the runs) and p99/p50."""
+    rows = wakeup_rows(env.args.duration)
+    ra, rb = int(peak_a / 2), int(peak_b / 2)
+    log("get 1k tail: gateway at %d req/s vs nginx at %d req/s (half of each peak), "
+        "open loop, %d connections" % (ra, rb, OPEN_CONNS))
+    a, b = [], []
+    for i in range(env.args.runs):
+        a.append(env.sb_gateway_rate(KiB, ra, "perf/get-1k-")["latency_us"])
+        b.append(env.sb_url_rate("1k", rb)["latency_us"])
+        log("  run %d/%d: A p50 %.0f p99 %.0f us, B p50 %.0f p99 %.0f us" % (
+            i + 1, env.args.runs, a[-1]["p50"], a[-1]["p99"], b[-1]["p50"], b[-1]["p99"]))
+
+    def med(xs, f):
+        return statistics.median(f(x) for x in xs)
+
+    rows += [("GET 1k %s at half peak" % q, "gateway", med(a, lambda x: x[q]), "nginx",
+              med(b, lambda x: x[q]), "us") for q in ("p50", "p99")]
+    rows.append(("GET 1k p99/p50 at half peak", "gateway", med(a, lambda x: x["p99"] / x["p50"]),
+                 "nginx", med(b, lambda x: x["p99"] / x["p50"]), "x"))
+    return rows
 
 
 def main():
@@ -364,6 +432,8 @@ def main():
                 rows.append(("GET %s p99 (conc %d)" % (name, conc), "gateway",
                              ma["latency_us"]["p99"] / 1000, "nginx",
                              mb["latency_us"]["p99"] / 1000, "ms"))
+                if name == "1k":
+                    rows += tail_rows(env, ma["ops_per_s"], mb["ops_per_s"])
         if "put" in only:
             redis = env.start_redis()
             redis_aof = env.start_redis(durable=True)
