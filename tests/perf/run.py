@@ -334,6 +334,7 @@ def wakeup_rows(seconds):
             if seen >= q * total:
                 return us
         raise RuntimeError("cannot parse cyclictest output:\n" + out[-2000:])
+
     p50, p99 = pct(0.5), pct(0.99)
     log("timer wake-up latency, idle: p50 %d us, p99 %d us (cyclictest, %d wake-ups)" % (
         p50, p99, n))
