@@ -244,30 +244,24 @@ http {
             raise RuntimeError("no request finished within %gs: %s" % (duration, " ".join(args)))
         return t
 
-    def sb_gateway(self, size, read, conc, keys, prefix, load):
+    def sb_gateway(self, size, read, conc, keys, prefix, load, rate=0):
+        """Closed loop with conc outstanding, or with rate > 0 open loop
+        (Poisson arrivals, latency from the intended send time)."""
         # Big objects need more time for several requests to finish in the window.
         duration = max(self.args.duration, 10) if size >= 10 * MiB and not load else None
-        spec = "name=perf,key=%s,conc=%d,keys=%d,size=%d,read=%g,zipf=0" % (
-            self.key, conc, keys, size, read)
+        loop = "rate=%d,conns=%d" % (rate, OPEN_CONNS) if rate else "conc=%d" % conc
+        spec = "name=perf,key=%s,%s,keys=%d,size=%d,read=%g,zipf=0" % (
+            self.key, loop, keys, size, read)
         args = ["--gateway", self.gateway, "--tenant", spec, "--prefix", prefix]
         if load:
             args.append("--load")
         return self.sb(*args, duration=duration)
 
-    def sb_url(self, name, conc):
+    def sb_url(self, name, conc, rate=0):
         duration = max(self.args.duration, 10) if SIZES[name] >= 10 * MiB else None
-        return self.sb("--url", "http://127.0.0.1:%d/%s" % (self.nginx_port, name),
-                       "--conc", str(conc), duration=duration)
-
-    # Open loop (Poisson arrivals, latency from the intended send time).
-    def sb_gateway_rate(self, size, rate, prefix):
-        spec = "name=perf,key=%s,rate=%d,conns=%d,keys=1,size=%d,read=1,zipf=0" % (
-            self.key, rate, OPEN_CONNS, size)
-        return self.sb("--gateway", self.gateway, "--tenant", spec, "--prefix", prefix)
-
-    def sb_url_rate(self, name, rate):
-        return self.sb("--url", "http://127.0.0.1:%d/%s" % (self.nginx_port, name),
-                       "--rate", str(rate), "--conns", str(OPEN_CONNS))
+        loop = ["--rate", str(rate), "--conns", str(OPEN_CONNS)] if rate else ["--conc", str(conc)]
+        return self.sb("--url", "http://127.0.0.1:%d/%s" % (self.nginx_port, name), *loop,
+                       duration=duration)
 
     def redis_set(self, port, conc, n):
         out = run(["/usr/bin/redis-benchmark", "-h", "127.0.0.1", "-p", str(port),
@@ -352,8 +346,8 @@ def tail_rows(env, peak_a, peak_b):
         "open loop, %d connections" % (ra, rb, OPEN_CONNS))
     a, b = [], []
     for i in range(env.args.runs):
-        a.append(env.sb_gateway_rate(KiB, ra, "perf/get-1k-")["latency_us"])
-        b.append(env.sb_url_rate("1k", rb)["latency_us"])
+        a.append(env.sb_gateway(KiB, 1.0, 0, 1, "perf/get-1k-", False, rate=ra)["latency_us"])
+        b.append(env.sb_url("1k", 0, rate=rb)["latency_us"])
         log("  run %d/%d: A p50 %.0f p99 %.0f us, B p50 %.0f p99 %.0f us" % (
             i + 1, env.args.runs, a[-1]["p50"], a[-1]["p99"], b[-1]["p50"], b[-1]["p99"]))
 
