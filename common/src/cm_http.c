@@ -15,7 +15,7 @@
  * exactly what the client sent (a %00 or %2F in a key matters); query
  * values are decoded here on demand.
  *
- * Invariant: r->lock guards resp/in_handler/suspend_wanted/suspended; a
+ * Invariant: r->lock guards the answer, in_handler, suspend_wanted, suspended; a
  * suspended request is never freed by MHD (it is not polled), so the thread
  * that responds owns the only live reference until it resumes it.
  */
@@ -41,18 +41,21 @@
 /* Per-connection memory of libmicrohttpd, and how much its read buffer
  * grows when full. An upload arrives in reads of about half the pool (a
  * recv and an epoll_wait each), but libmicrohttpd zeroes the whole pool
- * before every request on a kept-alive connection. 64 KiB: a 10 MiB PUT
- * takes ~340 reads instead of ~650 at 32 KiB and 14% less CPU, while a
- * 1 KiB GET pays for the larger memset within the noise; 256 KiB cost 11%
- * of the CPU of a 1 KiB GET run, 128 KiB about 4%. */
-#define HTTP_CONN_MEMORY ((size_t)64 << 10)
+ * before every request on a kept-alive connection. 32 KiB (session 12,
+ * docs/benchmarks.md): against 64 KiB a 1 KiB GET costs the gateway ~7%
+ * less CPU, and a 10 MiB PUT the same within the noise. (On a VM where
+ * each system call trapped to the hypervisor, 64 KiB had saved 10 MiB PUTs
+ * 14% of their CPU.) */
+#define HTTP_CONN_MEMORY ((size_t)32 << 10)
 #define HTTP_READ_INCREMENT ((size_t)16 << 10)
 
 struct cm_http_kv {
     struct cm_http_kv *next;
-    char *name;
     char *value;
 };
+
+/* Room for a typical answer's headers inside the request: no allocation. */
+#define HTTP_HDRS_INLINE 320
 
 struct cm_http_server {
     struct MHD_Daemon *d;
@@ -74,15 +77,25 @@ struct cm_http_req {
     int dispatched;     /* request() has been called */
     int early;          /* answered before the body was read */
     void *user;
-    struct cm_http_kv *resp_headers;
     struct cm_http_kv *query_cache; /* decoded query values handed out */
 
     pthread_mutex_t lock;
-    struct MHD_Response *resp;
-    unsigned resp_status;
     int in_handler;
     int suspend_wanted;
     int suspended;
+
+    /* The answer, as recorded by whichever thread responds. The HTTP thread
+     * that sends it builds the libmicrohttpd response (queue_stored), so the
+     * response's allocations are made and freed on one thread. */
+    int answered;
+    int head;           /* cm_http_respond_head(): announce resp_len, no body */
+    unsigned status;
+    char *resp_body;    /* cm_free_big'd once sent, unless resp_static */
+    int resp_static;
+    uint64_t resp_len;
+    char *hdrs;         /* "name\0value\0" pairs in the order added */
+    size_t hdrs_len, hdrs_cap;
+    char hdrs_inline[HTTP_HDRS_INLINE];
 };
 
 static size_t
@@ -96,7 +109,6 @@ kv_free(struct cm_http_kv *kv)
 {
     while (kv != NULL) {
         struct cm_http_kv *next = kv->next;
-        free(kv->name);
         free(kv->value);
         free(kv);
         kv = next;
@@ -109,10 +121,12 @@ req_free(struct cm_http_req *r)
     if (r == NULL) {
         return;
     }
-    if (r->resp != NULL) {
-        MHD_destroy_response(r->resp);
+    if (r->answered && !r->resp_static) {
+        cm_free_big(r->resp_body); /* answered, never sent */
     }
-    kv_free(r->resp_headers);
+    if (r->hdrs != r->hdrs_inline) {
+        free(r->hdrs);
+    }
     kv_free(r->query_cache);
     cm_free_big(r->body);
     pthread_mutex_destroy(&r->lock);
@@ -164,22 +178,60 @@ respond_error(struct cm_http_req *r, int status, const char *code, const char *m
     cm_http_respond(r, status, "application/json", body, len, CM_HTTP_FREE);
 }
 
+static ssize_t
+head_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    return MHD_CONTENT_READER_END_WITH_ERROR; /* never called for HEAD */
+}
+
+/* The stored answer as a libmicrohttpd response; takes the body. */
+static struct MHD_Response *
+build_response(struct cm_http_req *r)
+{
+    struct MHD_Response *resp;
+
+    if (r->head) {
+        resp = MHD_create_response_from_callback(r->resp_len, 4096, head_reader, NULL, NULL);
+    } else if (r->resp_static) {
+        resp = MHD_create_response_from_buffer((size_t)r->resp_len, r->resp_body,
+                                               MHD_RESPMEM_PERSISTENT);
+    } else {
+        resp = MHD_create_response_from_buffer_with_free_callback((size_t)r->resp_len,
+                                                                  r->resp_body, cm_free_big);
+    }
+    if (resp == NULL) {
+        abort(); /* only on out-of-memory */
+    }
+    r->resp_body = NULL;
+    for (size_t off = 0; off < r->hdrs_len;) {
+        const char *name = r->hdrs + off;
+        const char *value = name + strlen(name) + 1;
+
+        MHD_add_response_header(resp, name, value);
+        off = (size_t)(value + strlen(value) + 1 - r->hdrs);
+    }
+    if (atomic_load(&r->srv->stopping)) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    }
+    return resp;
+}
+
 static enum MHD_Result
 queue_stored(struct cm_http_req *r)
 {
     struct MHD_Response *resp;
-    unsigned status;
     enum MHD_Result ret;
+    int answered;
 
     pthread_mutex_lock(&r->lock);
-    resp = r->resp;
-    status = r->resp_status;
-    r->resp = NULL;
+    answered = r->answered;
+    r->answered = 0;
     pthread_mutex_unlock(&r->lock);
-    if (resp == NULL) {
+    if (!answered) {
         return MHD_YES; /* woken without an answer: keep waiting */
     }
-    ret = MHD_queue_response(r->conn, status, resp);
+    resp = build_response(r);
+    ret = MHD_queue_response(r->conn, r->status, resp);
     MHD_destroy_response(resp);
     return ret;
 }
@@ -275,7 +327,7 @@ http_dispatch(struct cm_http_req *r)
 
     pthread_mutex_lock(&r->lock);
     r->in_handler = 0;
-    if (r->resp == NULL && r->suspend_wanted) {
+    if (!r->answered && r->suspend_wanted) {
         r->suspended = 1;
         MHD_suspend_connection(r->conn);
         suspend = 1;
@@ -284,7 +336,7 @@ http_dispatch(struct cm_http_req *r)
     if (suspend) {
         return MHD_YES;
     }
-    if (r->resp == NULL) {
+    if (!r->answered) {
         CM_ERROR("http handler returned without an answer method=%s path=%s", r->method,
                  r->path);
         respond_error(r, 500, "internal", "no response");
@@ -509,13 +561,27 @@ cm_http_user(const struct cm_http_req *r)
 void
 cm_http_add_header(struct cm_http_req *r, const char *name, const char *value)
 {
-    struct cm_http_kv *kv = cm_calloc(1, sizeof(*kv));
+    size_t nl = strlen(name) + 1, vl = strlen(value) + 1;
 
-    kv->name = cm_strdup(name);
-    kv->value = cm_strdup(value);
     pthread_mutex_lock(&r->lock);
-    kv->next = r->resp_headers;
-    r->resp_headers = kv;
+    if (r->hdrs == NULL) {
+        r->hdrs = r->hdrs_inline;
+        r->hdrs_cap = sizeof(r->hdrs_inline);
+    }
+    if (r->hdrs_len + nl + vl > r->hdrs_cap) {
+        size_t cap = 2 * (r->hdrs_len + nl + vl);
+        char *h = cm_malloc(cap);
+
+        memcpy(h, r->hdrs, r->hdrs_len);
+        if (r->hdrs != r->hdrs_inline) {
+            free(r->hdrs);
+        }
+        r->hdrs = h;
+        r->hdrs_cap = cap;
+    }
+    memcpy(r->hdrs + r->hdrs_len, name, nl);
+    memcpy(r->hdrs + r->hdrs_len + nl, value, vl);
+    r->hdrs_len += nl + vl;
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -527,31 +593,32 @@ cm_http_suspend(struct cm_http_req *r)
     pthread_mutex_unlock(&r->lock);
 }
 
+/* Records the answer and resumes r if it waits for one; the HTTP thread
+ * then queues it (queue_stored). body per resp_static. */
 static void
-store_response(struct cm_http_req *r, int status, const char *content_type,
-               struct MHD_Response *resp)
+store_response(struct cm_http_req *r, int status, const char *content_type, int head,
+               void *body, int is_static, uint64_t len)
 {
-    struct cm_http_kv *kv;
     int resumed = 0;
 
     if (content_type != NULL) {
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    }
-    if (atomic_load(&r->srv->stopping)) {
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+        cm_http_add_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     }
     pthread_mutex_lock(&r->lock);
-    for (kv = r->resp_headers; kv != NULL; kv = kv->next) {
-        MHD_add_response_header(resp, kv->name, kv->value);
-    }
-    if (r->resp != NULL) {
+    if (r->answered) {
         CM_ERROR("http second response dropped status=%d path=%s", status, r->path);
         pthread_mutex_unlock(&r->lock);
-        MHD_destroy_response(resp);
+        if (!is_static) {
+            cm_free_big(body);
+        }
         return;
     }
-    r->resp = resp;
-    r->resp_status = (unsigned)status;
+    r->answered = 1;
+    r->head = head;
+    r->status = (unsigned)status;
+    r->resp_body = body;
+    r->resp_static = is_static;
+    r->resp_len = len;
     if (r->suspended) {
         r->suspended = 0;
         resumed = 1;
@@ -568,40 +635,19 @@ void
 cm_http_respond(struct cm_http_req *r, int status, const char *content_type, void *body,
                 size_t len, enum cm_http_mem mem)
 {
-    struct MHD_Response *resp;
+    if (mem == CM_HTTP_COPY) {
+        void *copy = len ? cm_malloc(len) : NULL;
 
-    switch (mem) {
-    case CM_HTTP_FREE:
-        resp = MHD_create_response_from_buffer_with_free_callback(len, body, cm_free_big);
-        break;
-    case CM_HTTP_STATIC:
-        resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_PERSISTENT);
-        break;
-    case CM_HTTP_COPY:
-    default:
-        resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_COPY);
-        break;
+        if (len) {
+            memcpy(copy, body, len);
+        }
+        body = copy;
     }
-    if (resp == NULL) {
-        abort(); /* only on out-of-memory */
-    }
-    store_response(r, status, content_type, resp);
-}
-
-static ssize_t
-head_reader(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    return MHD_CONTENT_READER_END_WITH_ERROR; /* never called for HEAD */
+    store_response(r, status, content_type, 0, body, mem == CM_HTTP_STATIC, len);
 }
 
 void
 cm_http_respond_head(struct cm_http_req *r, int status, const char *content_type, uint64_t len)
 {
-    struct MHD_Response *resp;
-
-    resp = MHD_create_response_from_callback(len, 4096, head_reader, NULL, NULL);
-    if (resp == NULL) {
-        abort();
-    }
-    store_response(r, status, content_type, resp);
+    store_response(r, status, content_type, 1, NULL, 1, len);
 }
