@@ -558,12 +558,12 @@ cm_http_user(const struct cm_http_req *r)
     return r->user;
 }
 
-void
-cm_http_add_header(struct cm_http_req *r, const char *name, const char *value)
+/* Appends a header to the answer; r->lock held. */
+static void
+hdr_append(struct cm_http_req *r, const char *name, const char *value)
 {
     size_t nl = strlen(name) + 1, vl = strlen(value) + 1;
 
-    pthread_mutex_lock(&r->lock);
     if (r->hdrs == NULL) {
         r->hdrs = r->hdrs_inline;
         r->hdrs_cap = sizeof(r->hdrs_inline);
@@ -582,6 +582,13 @@ cm_http_add_header(struct cm_http_req *r, const char *name, const char *value)
     memcpy(r->hdrs + r->hdrs_len, name, nl);
     memcpy(r->hdrs + r->hdrs_len + nl, value, vl);
     r->hdrs_len += nl + vl;
+}
+
+void
+cm_http_add_header(struct cm_http_req *r, const char *name, const char *value)
+{
+    pthread_mutex_lock(&r->lock);
+    hdr_append(r, name, value);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -601,9 +608,6 @@ store_response(struct cm_http_req *r, int status, const char *content_type, int 
 {
     int resumed = 0;
 
-    if (content_type != NULL) {
-        cm_http_add_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    }
     pthread_mutex_lock(&r->lock);
     if (r->answered) {
         CM_ERROR("http second response dropped status=%d path=%s", status, r->path);
@@ -612,6 +616,9 @@ store_response(struct cm_http_req *r, int status, const char *content_type, int 
             cm_free_big(body);
         }
         return;
+    }
+    if (content_type != NULL) {
+        hdr_append(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     }
     r->answered = 1;
     r->head = head;
