@@ -25,7 +25,7 @@
  *     before the commit is answered (gw_grace), plus delete_delay_ms;
  *   - commit ops are applied in queue order; put_done and on_layout both
  *     queue from the engine thread, so an object's layout updates follow
- *     its commit;
+ *     its commit; updates alone wait (UPDATE_WAIT_MS) for a PUT or DELETE;
  *   - the committer is the only metadata writer besides tenant purges and
  *     state saves in gw_state.
  */
@@ -54,6 +54,10 @@
 #define OBJ_PREFIX "/v1/objects/"
 #define OBJ_PREFIX_LEN (sizeof(OBJ_PREFIX) - 1)
 #define E_TENANT_GONE (-EACCES) /* commit refused: the tenant was deleted */
+/* Layout updates queued alone wait this long for a PUT or DELETE to share
+ * their commit, or until this many are queued (see committer_main). */
+#define UPDATE_WAIT_MS 100
+#define UPDATE_BATCH_MAX 256
 
 enum op { OP_PUT, OP_GET, OP_HEAD, OP_DELETE, OP_LIST, OP_N, OP_NONE = -1 };
 static const char *const op_names[OP_N] = {"put", "get", "head", "delete", "list"};
@@ -105,7 +109,8 @@ struct gw_front {
     pthread_mutex_t mu; /* guards the queue, stop, busy, commit_time */
     pthread_cond_t work, idle;
     struct cop *head, *tail;
-    int stop, busy;
+    size_t queued, waited; /* ops queued; of them, ops an answer waits on */
+    int stop, busy, hurry; /* hurry: commit layout updates without waiting */
     struct cm_hist commit_time; /* one metadata transaction, with its fsyncs */
     pthread_t committer;
 };
@@ -509,6 +514,8 @@ enqueue(struct gw_front *f, struct cop *c)
 {
     pthread_mutex_lock(&f->mu);
     c->next = NULL;
+    f->queued++;
+    f->waited += c->kind != COP_UPDATE;
     if (f->tail != NULL) {
         f->tail->next = c;
     } else {
@@ -748,8 +755,26 @@ committer_main(void *arg)
         if (f->head == NULL) {
             break; /* stopping with nothing left */
         }
+        /*
+         * Layout updates are hints a restarted gateway could learn again
+         * (by STAT), yet each commit costs a flush that, with the COS on
+         * the same disk, waits for the chunk writes before it. Alone they
+         * wait for a PUT or DELETE to share its flush, or UPDATE_WAIT_MS.
+         */
+        if (f->waited == 0 && !f->stop && !f->hurry && f->queued < UPDATE_BATCH_MAX) {
+            struct timespec until;
+
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += UPDATE_WAIT_MS * 1000000L;
+            until.tv_sec += until.tv_nsec / 1000000000L;
+            until.tv_nsec %= 1000000000L;
+            while (f->waited == 0 && !f->stop && !f->hurry && f->queued < UPDATE_BATCH_MAX &&
+                   pthread_cond_timedwait(&f->work, &f->mu, &until) != ETIMEDOUT) {
+            }
+        }
         list = f->head;
         f->head = f->tail = NULL;
+        f->queued = f->waited = 0;
         f->busy = 1;
         pthread_mutex_unlock(&f->mu);
 
@@ -857,6 +882,7 @@ handle_list(struct req *q)
       "Replaced or deleted versions whose chunks wait for GETs")                                   \
     X(commit_batches_total, "counter", "Metadata write transactions of the group committer")       \
     X(commit_ops_total, "counter", "Metadata operations committed (puts, deletes, layouts)")       \
+    X(commit_queued_ops, "gauge", "Metadata operations waiting for the group committer")           \
     X(state_epoch, "gauge", "Epoch of the controller state in use")                                \
     X(controller_up, "gauge", "1 when the last controller state poll succeeded")                   \
     X(state_polls_failed_total, "counter", "Controller state polls that failed")                   \
@@ -901,6 +927,7 @@ handle_metrics(struct req *q)
     struct cm_hist commit_time = f->commit_time;
     v.commit_batches_total = atomic_load(&f->commit_batches);
     v.commit_ops_total = atomic_load(&f->commit_ops);
+    v.commit_queued_ops = f->queued;
     pthread_mutex_unlock(&f->mu);
     v.state_epoch = ss.epoch;
     v.controller_up = (uint64_t)ss.controller_up;
@@ -1003,6 +1030,7 @@ int
 gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_front **out)
 {
     struct gw_front *f = cm_calloc(1, sizeof(*f));
+    pthread_condattr_t ca;
     int rc;
 
     f->cfg = *cfg;
@@ -1014,7 +1042,10 @@ gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_
     atomic_init(&f->commit_batches, 0);
     atomic_init(&f->commit_ops, 0);
     pthread_mutex_init(&f->mu, NULL);
-    pthread_cond_init(&f->work, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* committer_main's timed wait */
+    pthread_cond_init(&f->work, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_cond_init(&f->idle, NULL);
     rc = pthread_create(&f->committer, NULL, committer_main, f);
     if (rc != 0) {
@@ -1067,6 +1098,8 @@ void
 gw_front_quiesce(struct gw_front *f)
 {
     pthread_mutex_lock(&f->mu);
+    f->hurry = 1;
+    pthread_cond_signal(&f->work);
     while (f->head != NULL || f->busy) {
         pthread_cond_wait(&f->idle, &f->mu);
     }

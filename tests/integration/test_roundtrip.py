@@ -371,6 +371,12 @@ def check_small_persistence(t, c):
             break
         t.check(time.time() < deadline, "objects still buffered after 30 s: %r" % m)
         time.sleep(0.1)
+    # The layout updates that follow (objects now wholly in COS) are queued
+    # with no PUT behind them: they wait at most 100 ms, not for the next PUT.
+    deadline = time.time() + 3
+    while gw_metrics(c).get("shoal_gateway_commit_queued_ops", -1) != 0:
+        t.check(time.time() < deadline, "layout updates still queued for the committer after 3 s")
+        time.sleep(0.05)
     tdir = os.path.join(c.dir, "cos", "t%d" % tenant["id"])
     t.check(not os.path.isdir(tdir) or not os.listdir(tdir),
             "small chunks stored as objects of their own: %r" % tdir)
