@@ -354,6 +354,23 @@ def segment_entries(cos):
     return out
 
 
+def check_committer_slice(t, c):
+    """The committer asks for a 100 us scheduler slice (EEVDF's latency
+    hint); the kernel shows it where it has scheduler debugging."""
+    pid = c.pid("gateway")
+    slices = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/sched" % (pid, tid)) as f:
+                slices += [int(l.split(":")[1]) for l in f if l.startswith("se.slice")]
+        except OSError:
+            pass
+    if not slices:
+        st.log("no se.slice in /proc/PID/task/*/sched here: committer slice not checked")
+        return
+    t.eq(slices.count(100000), 1, "gateway threads with a 100 us slice (slices %r)" % slices)
+
+
 def check_small_persistence(t, c):
     """Small objects are 1+m copies, each persisted by its node packed into a
     COS segment (not as an object of its own), and the gateway learns they are
@@ -377,6 +394,7 @@ def check_small_persistence(t, c):
     while gw_metrics(c).get("shoal_gateway_commit_queued_ops", -1) != 0:
         t.check(time.time() < deadline, "layout updates still queued for the committer after 3 s")
         time.sleep(0.05)
+    check_committer_slice(t, c)
     tdir = os.path.join(c.dir, "cos", "t%d" % tenant["id"])
     t.check(not os.path.isdir(tdir) or not os.listdir(tdir),
             "small chunks stored as objects of their own: %r" % tdir)
