@@ -111,7 +111,7 @@ struct gw_front {
     atomic_int draining;
     atomic_uint_fast64_t commit_batches, commit_ops;
 
-    pthread_mutex_t mu; /* guards the queue, stop, busy, commit_time */
+    pthread_mutex_t mu; /* guards the queue and its counts, the flags, commit_time */
     pthread_cond_t work, idle;
     struct cop *head, *tail;
     size_t queued, waited; /* ops queued; of them, ops an answer waits on */
