@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "t_common.h"
+#include "../t_net.h"
 
 #include "cm_http.h"
 #include "cm_log.h"
@@ -55,21 +56,6 @@ on_request(void *arg, struct cm_http_req *r)
     }
     add_headers(r);
     cm_http_respond(r, 200, "text/plain", (void *)"now", 3, CM_HTTP_STATIC);
-}
-
-static int
-free_port(void)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET};
-    socklen_t len = sizeof(sin);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
-    CHECK(getsockname(fd, (struct sockaddr *)&sin, &len) == 0);
-    port = ntohs(sin.sin_port);
-    close(fd);
-    return port;
 }
 
 /* One request on a new connection; the whole answer (the server closes). */
@@ -132,7 +118,7 @@ main(void)
     struct cm_http_cfg cfg = {0};
     struct cm_http_server *srv = NULL;
     char addr[64], resp[8192];
-    int port = free_port();
+    int port = t_free_port();
 
     cm_log_init("test", CM_LOG_WARN);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);

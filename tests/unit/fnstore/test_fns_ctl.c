@@ -21,25 +21,11 @@
 #include "fns_ctl.h"
 #include "fns_node.h"
 #include "fns_test.h"
+#include "../t_net.h"
 
 static atomic_int beats;
 static char last_auth[128];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-
-static int
-free_port(void)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET};
-    socklen_t len = sizeof(sin);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, (struct sockaddr *)&sin, sizeof(sin));
-    getsockname(fd, (struct sockaddr *)&sin, &len);
-    port = ntohs(sin.sin_port);
-    close(fd);
-    return port;
-}
 
 static void
 fake_request(void *arg, struct cm_http_req *r)
@@ -127,7 +113,7 @@ main(void)
     CHECK(fns_ctl_apply_answer(node, "{\"weights\":{\"4\":\"a\"}}") == CM_E_PROTO);
 
     /* Heartbeats against a fake controller. */
-    snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port());
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", t_free_port());
     hcfg.addr = addr;
     hcfg.threads = 1;
     hcfg.max_body = 1 << 20;
