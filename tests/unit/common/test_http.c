@@ -36,9 +36,8 @@ answer_later(void *arg)
 
     usleep(20 * 1000);
     add_headers(r);
+    /* Only once: the request may be sent and freed right after. */
     cm_http_respond(r, 201, "text/plain", (void *)"later", 5, CM_HTTP_STATIC);
-    /* A second answer is dropped, its Content-Type and body with it. */
-    cm_http_respond(r, 500, "application/json", (void *)"{}", 2, CM_HTTP_STATIC);
     return NULL;
 }
 
@@ -56,6 +55,9 @@ on_request(void *arg, struct cm_http_req *r)
     }
     add_headers(r);
     cm_http_respond(r, 200, "text/plain", (void *)"now", 3, CM_HTTP_STATIC);
+    /* A second answer is dropped, its Content-Type and body with it (safe
+     * here: the request lives until this callback returns). */
+    cm_http_respond(r, 500, "application/json", (void *)"{}", 2, CM_HTTP_STATIC);
 }
 
 /* One request on a new connection; the whole answer (the server closes). */
