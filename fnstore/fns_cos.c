@@ -17,6 +17,7 @@
 #include "cm_cos.h"
 #include "cm_err.h"
 #include "cm_log.h"
+#include "cm_time.h"
 #include "fns_cos.h"
 
 #define FNS_COS_WRITE_TRIES 4
@@ -326,16 +327,12 @@ static void
 fns_cos_linger(struct fns_cos *p, struct fns_cos_worker *w)
 {
     struct timespec dl;
-    uint64_t ns;
 
     if (!p->pack || w != &p->w[0] || p->linger_ns == 0 || w->head->op != FNS_COS_WRITE ||
         fns_chunk_blob_len(w->head->chunk) > FNS_PACK_BLOB_MAX) {
         return; /* only small writes wait (reads and big writes queued behind may too) */
     }
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    ns = (uint64_t)dl.tv_nsec + p->linger_ns;
-    dl.tv_sec += (time_t)(ns / 1000000000u);
-    dl.tv_nsec = (long)(ns % 1000000000u);
+    dl = cm_deadline(CLOCK_MONOTONIC, p->linger_ns);
     w->lingering = 1;
     while (w->nq < FNS_COS_BATCH_MAX && !p->stopping) {
         if (pthread_cond_timedwait(&w->cond, &p->mu, &dl) == ETIMEDOUT) {

@@ -17,6 +17,7 @@
 #include "cm_err.h"
 #include "cm_httpc.h"
 #include "cm_log.h"
+#include "cm_time.h"
 #include "cm_token.h"
 #include "fns_ctl.h"
 #include "fns_node.h"
@@ -203,13 +204,7 @@ fns_ctl_main(void *arg)
         pthread_mutex_unlock(&c->mu);
         fns_ctl_beat(c);
         pthread_mutex_lock(&c->mu);
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += c->interval_ms / 1000;
-        ts.tv_nsec += (long)(c->interval_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        ts = cm_deadline(CLOCK_REALTIME, (uint64_t)c->interval_ms * 1000000u);
         while (!c->stop && pthread_cond_timedwait(&c->cond, &c->mu, &ts) != ETIMEDOUT) {
         }
     }

@@ -766,7 +766,7 @@ ask_short_slice(void)
     } a = {.size = sizeof(a), .sched_policy = SCHED_OTHER};
 
     errno = 0;
-    a.sched_nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)); /* keep it */
+    a.sched_nice = getpriority(PRIO_PROCESS, (id_t)gettid()); /* keep it */
     a.sched_runtime = COMMITTER_SLICE_NS;
     if (errno != 0 || syscall(SYS_sched_setattr, 0, &a, 0) != 0) {
         CM_DEBUG("committer keeps the default scheduler slice err=%s", strerror(errno));
@@ -797,12 +797,8 @@ committer_main(void *arg)
          * wait for a PUT or DELETE to share its flush, or UPDATE_WAIT_MS.
          */
         if (f->waited == 0 && !f->stop && !f->hurry && f->queued < UPDATE_BATCH_MAX) {
-            struct timespec until;
+            struct timespec until = cm_deadline(CLOCK_MONOTONIC, UPDATE_WAIT_MS * 1000000ull);
 
-            clock_gettime(CLOCK_MONOTONIC, &until);
-            until.tv_nsec += UPDATE_WAIT_MS * 1000000L;
-            until.tv_sec += until.tv_nsec / 1000000000L;
-            until.tv_nsec %= 1000000000L;
             while (f->waited == 0 && !f->stop && !f->hurry && f->queued < UPDATE_BATCH_MAX &&
                    pthread_cond_timedwait(&f->work, &f->mu, &until) != ETIMEDOUT) {
             }

@@ -27,6 +27,7 @@
 #include "cm_hash.h"
 #include "cm_httpc.h"
 #include "cm_log.h"
+#include "cm_time.h"
 #include "cm_token.h"
 #include "gw_meta.h"
 
@@ -566,13 +567,7 @@ state_main(void *arg)
     for (;;) {
         struct timespec ts;
         poll_once(st);
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += st->cfg.poll_ms / 1000;
-        ts.tv_nsec += (long)(st->cfg.poll_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        ts = cm_deadline(CLOCK_REALTIME, (uint64_t)st->cfg.poll_ms * 1000000u);
         pthread_mutex_lock(&st->mu);
         while (!st->stop) {
             if (pthread_cond_timedwait(&st->cv, &st->mu, &ts) != 0) {

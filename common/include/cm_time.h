@@ -13,6 +13,19 @@ cm_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The time ns from now on clock clk, as pthread_cond_timedwait wants it
+ * (CLOCK_REALTIME, or the clock set with pthread_condattr_setclock). */
+static inline struct timespec
+cm_deadline(clockid_t clk, uint64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    ns += (uint64_t)ts.tv_nsec;
+    ts.tv_sec += (time_t)(ns / 1000000000u);
+    ts.tv_nsec = (long)(ns % 1000000000u);
+    return ts;
+}
+
 static inline uint64_t
 cm_wall_ms(void)
 {
