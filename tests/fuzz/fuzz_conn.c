@@ -3,8 +3,10 @@
  * (fnstore/fns_conn.c): the byte stream a peer sends, cut into writes of
  * varying size, over a real socket and the node's real event loop.
  *
- * Input: byte 0 picks the write sizes, the rest is the stream. Whatever the
- * stream, every delivered frame must obey the frame contract (a payload
+ * Input: byte 0 picks the write sizes (bits 0-2) and whether the stream's
+ * CRCs are made right first (bit 6 the headers', bit 7 the payloads' too:
+ * fuzz_crc.h); the rest is the stream. Whatever the stream, every
+ * delivered frame must obey the frame contract (a payload
  * exactly when status is 0 and data_len > 0, its CRC checked, oversized ones
  * refused with CM_E_TOOBIG), and after the peer's EOF the connection must
  * close exactly once (answered and flushed, or on a bad or truncated frame).
@@ -23,6 +25,7 @@
 #include "fns_arena.h"
 #include "fns_conn.h"
 #include "fns_loop.h"
+#include "fuzz_crc.h"
 
 #define MAX_PAYLOAD 4096u /* small, so oversized frames are common */
 
@@ -79,6 +82,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct fns_conn_list list = {0};
     struct fns_conn *c;
     size_t step, off = 1;
+    uint8_t *copy = NULL;
     int sv[2];
 
     if (l == NULL && fns_loop_create(&l) != 0) {
@@ -88,6 +92,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     step = 1 + (size_t)(data[0] % 8) * 37; /* 1 .. 260 bytes per write */
+    if (data[0] & 0x40) {
+        copy = malloc(size);
+        memcpy(copy, data, size);
+        fuzz_fix_frames(copy + 1, size - 1, data[0] & 0x80);
+        data = copy;
+    }
     closed_calls = 0;
     if (fns_conn_create(l, sv[0], MAX_PAYLOAD, &ops, NULL, &list, &c) != 0) {
         abort();
@@ -111,5 +121,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort(); /* an EOF must end the connection exactly once */
     }
     close(sv[1]);
+    free(copy);
     return 0;
 }
