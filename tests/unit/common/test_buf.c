@@ -1,5 +1,5 @@
 /* test_buf.c - growth, printf, take; the big-buffer cache. */
-#include "t_common.h"
+#include "t_check.h"
 
 #include <malloc.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sys/wait.h>
 
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_config.h"
 #include "cm_err.h"

@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_cos.h"
 #include "cm_err.h"

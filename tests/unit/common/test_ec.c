@@ -4,7 +4,7 @@
  * gf_gen_cauchy1_matrix), with random profiles, lengths and erasures;
  * CRC32C and CRC64 against known vectors and a bitwise reference.
  */
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_ec.h"
 #include "cm_err.h"

@@ -1,7 +1,7 @@
 /* test_err.c - names and messages of project codes and -errno values. */
 #include <errno.h>
 
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_err.h"
 

@@ -1,7 +1,7 @@
 /* test_hash.c - SHA-256 known vectors, random hex, XXH64 vectors. */
 #include <ctype.h>
 
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_hash.h"
 

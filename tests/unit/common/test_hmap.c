@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "cm_hmap.h"
-#include "t_common.h"
+#include "t_check.h"
 
 struct rec {
     struct cm_hnode hn;

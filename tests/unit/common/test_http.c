@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <sys/socket.h>
 
-#include "t_common.h"
+#include "t_check.h"
 #include "../t_net.h"
 
 #include "cm_http.h"

@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_err.h"
 #include "cm_kv.h"

@@ -10,7 +10,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_err.h"
 #include "cm_kv.h"

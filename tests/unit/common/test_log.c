@@ -2,7 +2,7 @@
 #include <fcntl.h>
 #include <regex.h>
 
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_err.h"
 #include "cm_log.h"

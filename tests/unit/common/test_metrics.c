@@ -4,7 +4,7 @@
  */
 #include <pthread.h>
 
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_metrics.h"
 

@@ -1,5 +1,5 @@
 /* test_time.c - cm_deadline: normalized, and as far ahead as asked. */
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_time.h"
 

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <sys/stat.h>
 
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_err.h"
 #include "cm_token.h"

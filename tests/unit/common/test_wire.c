@@ -5,7 +5,7 @@
  */
 #include <errno.h>
 
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_ec.h"
 #include "cm_err.h"

@@ -1,5 +1,5 @@
 /* test_fair.c - min-max ratio, Jain's index and weight shares. */
-#include "t_common.h"
+#include "t_check.h"
 
 #include <math.h>
 

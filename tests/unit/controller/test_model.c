@@ -1,5 +1,5 @@
 /* test_model.c - tenant-name, weight, EC and address checks; key minting. */
-#include "t_common.h"
+#include "t_check.h"
 
 #include <math.h>
 

@@ -3,7 +3,7 @@
  * match a brute-force sort of every node's score, and adding or removing
  * a node moves only the rows it enters or leaves.
  */
-#include "t_common.h"
+#include "t_check.h"
 
 #include "ctl_place.h"
 

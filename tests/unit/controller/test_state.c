@@ -3,7 +3,7 @@
  * cycle, uniqueness, ids never reused, epoch growth, persistence across a
  * reopen, node liveness and rates driven by a fake clock.
  */
-#include "t_common.h"
+#include "t_check.h"
 
 #include <math.h>
 

@@ -1,6 +1,6 @@
 /* test_grace.c - unit.gateway.grace: deferred actions wait for exactly the
  * readers that entered before them. */
-#include "t_common.h"
+#include "t_check.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

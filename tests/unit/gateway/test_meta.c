@@ -1,7 +1,7 @@
 /* test_meta.c - unit.gateway.meta: the LMDB metadata tables, checked
  * against a brute-force model (versions, LIST order, long-key buckets,
  * pending, purge, state cache, reopen). */
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_err.h"
 #include "gw_meta.h"

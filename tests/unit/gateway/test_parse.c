@@ -1,5 +1,5 @@
 /* test_parse.c - unit.gateway.parse: keys, Range, Bearer, LIST query. */
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_err.h"
 #include "gw_parse.h"

@@ -1,7 +1,7 @@
 /* test_state.c - unit.gateway.state: parsing the controller state into a
  * snapshot (auth by key hash, placement rows, bad input), and the cached
  * state being served when the controller is unreachable. */
-#include "t_common.h"
+#include "t_check.h"
 
 #include "cm_err.h"
 #include "cm_hash.h"

@@ -1,10 +1,11 @@
 /*
- * t_common.h - the whole "framework" of the common unit tests: a check
- * macro that prints file:line and exits 1, a seeded PRNG (the seed is
- * printed so a failure can be replayed with T_SEED=<n>), and temp dirs.
+ * t_check.h - the whole "framework" of the C unit tests, for every
+ * component: check macros that print file:line and exit 1, a seeded PRNG
+ * (the seed is printed so a failure can be replayed with T_SEED=<n>), and
+ * temp dirs. A test that must clean up on failure registers it with atexit().
  */
-#ifndef T_COMMON_H
-#define T_COMMON_H
+#ifndef T_CHECK_H
+#define T_CHECK_H
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
@@ -41,6 +42,16 @@
         if (a_ == NULL || b_ == NULL || strcmp(a_, b_) != 0) {                                     \
             fprintf(stderr, "%s:%d: CHECK failed: %s == %s (\"%s\" != \"%s\")\n", __FILE__,        \
                     __LINE__, #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)");                     \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_NEAR(a, b, tol)                                                                      \
+    do {                                                                                           \
+        double a_ = (double)(a), b_ = (double)(b), t_ = (double)(tol);                             \
+        if (!(a_ - b_ <= t_ && b_ - a_ <= t_)) {                                                   \
+            fprintf(stderr, "%s:%d: CHECK failed: %s ~ %s (%g vs %g, tolerance %g)\n", __FILE__,   \
+                    __LINE__, #a, #b, a_, b_, t_);                                                 \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
