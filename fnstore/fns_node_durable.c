@@ -1,0 +1,391 @@
+/*
+ * fns_node_durable.c - what the node's requests need from COS: write, read
+ * and delete jobs on the COS pool and their reap on the loop thread, the
+ * persisted flag, PERSISTED notices, reloads of chunks not in memory, and
+ * the packed chunks' tombstones and held segments (see fns_pack.h).
+ *
+ * Threads: loop thread, but fns_node_cos_notify (a COS worker). Invariants:
+ * a job's req is answered once, when the job is reaped; a packed chunk is
+ * indexed only while the store still holds the chunk its write carried, so
+ * a DEL is never undone; segment deletes all run on one worker, in order.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_buf.h"
+#include "cm_ec.h"
+#include "cm_err.h"
+#include "cm_log.h"
+#include "cm_wire.h"
+#include "fns_cos.h"
+#include "fns_loop.h"
+#include "fns_node_impl.h"
+#include "fns_pack.h"
+#include "fns_store.h"
+
+#define FNS_NOTE_MAX 4096                      /* records per PERSISTED notice */
+#define FNS_TOMB_FLUSH_NS (1000ull * 1000000u) /* tombstones wait this long for a chunk write */
+
+/* PERSISTED records gathered for one connection during a COS reap. */
+struct fns_notes {
+    struct fns_conn *conn; /* reference */
+    uint8_t *buf;
+    size_t n, cap;
+};
+
+/* A new COS job for req (may be NULL), stamped with the DEL sequence. */
+static struct fns_cos_job *
+fns_node_job(struct fns_node *n, enum fns_cos_op op, const struct fns_key *key, struct fns_req *req)
+{
+    struct fns_cos_job *job = cm_calloc(1, sizeof(*job));
+
+    job->op = op;
+    job->key = *key;
+    job->arg = req;
+    job->tag = n->del_seq;
+    return job;
+}
+
+static void
+fns_node_job_free(struct fns_cos_job *job)
+{
+    if (job->arg2 != NULL) {
+        fns_conn_unref(job->arg2);
+    }
+    fns_chunk_unref(job->chunk);
+    free(job->tomb_targets);
+    free(job);
+}
+
+void
+fns_node_submit(struct fns_node *n, enum fns_cos_op op, const struct fns_key *key,
+                struct fns_chunk *chunk, struct fns_req *req, struct fns_conn *notify)
+{
+    struct fns_cos_job *job = fns_node_job(n, op, key, req);
+
+    if (chunk != NULL) {
+        fns_chunk_ref(chunk);
+        job->chunk = chunk;
+    }
+    if (notify != NULL) {
+        fns_conn_ref(notify);
+        job->arg2 = notify;
+    }
+    fns_cos_submit(n->pool, job);
+}
+
+/* A COS job on a packed chunk (read) or on a whole segment (delete). */
+static void
+fns_node_submit_packed(struct fns_node *n, enum fns_cos_op op, const struct fns_key *key,
+                       const struct fns_pack_loc *loc, struct fns_req *req)
+{
+    struct fns_cos_job *job = fns_node_job(n, op, key, req);
+
+    job->loc = *loc;
+    fns_cos_submit(n->pool, job);
+}
+
+/* Tombstones ride in the next segment of chunks; when none comes within
+ * FNS_TOMB_FLUSH_NS they get a segment of their own (until then, a node
+ * killed would bring their chunks back into its index). */
+static void
+fns_node_tombs_later(struct fns_node *n)
+{
+    if (!n->tombs_armed) {
+        n->tombs_armed = 1;
+        fns_loop_ev_after(n->ev_tombs, FNS_TOMB_FLUSH_NS);
+    }
+}
+
+void
+fns_node_tombs_cb(void *arg)
+{
+    struct fns_node *n = arg;
+    struct fns_key none = {0};
+
+    n->tombs_armed = 0;
+    fns_node_submit(n, FNS_COS_TOMBS, &none, NULL, NULL, NULL);
+}
+
+static void
+fns_node_tomb(struct fns_node *n, const struct fns_key *key, uint64_t seg)
+{
+    fns_cos_tomb(n->pool, key, seg);
+    fns_node_tombs_later(n);
+}
+
+/* Deletes segment seg from COS. Segment deletes all go to one worker (the
+ * same key), so they run in the order issued: a held segment's delete
+ * follows that of the segment it waited for. */
+static void
+fns_node_delete_segment(void *arg, uint64_t seg)
+{
+    struct fns_node *n = arg;
+    struct fns_key none = {0};
+    struct fns_pack_loc loc = {.seg = seg};
+
+    fns_node_submit_packed(n, FNS_COS_DELETE, &none, &loc, NULL);
+}
+
+/* seg was forgotten by the index: delete it, and the held segments that
+ * were waiting only for it. */
+static void
+fns_node_drop_segment(struct fns_node *n, uint64_t seg)
+{
+    fns_node_delete_segment(n, seg);
+    if (fns_pack_index_held(n->pack) > 0) {
+        (void)fns_pack_index_drop_held(n->pack, fns_node_delete_segment, n);
+    }
+}
+
+/* GET or STAT of a chunk not in memory: from its segment, or its object. */
+void
+fns_node_reload(struct fns_node *n, struct fns_req *req, const struct fns_key *key)
+{
+    struct fns_pack_loc loc;
+
+    if (fns_pack_index_get(n->pack, key, &loc) != 0) {
+        fns_node_submit(n, FNS_COS_READ, key, NULL, req, NULL);
+    } else if (req->hdr.op == CM_OP_STAT) {
+        fns_node_answer(n, req, 0, CM_WF_PERSISTED, NULL);
+    } else {
+        fns_node_submit_packed(n, FNS_COS_READ, key, &loc, req);
+    }
+}
+
+/* Adds key to the PERSISTED notice for c (sent by fns_node_notes_flush). */
+static void
+fns_node_note(struct fns_node *n, struct fns_conn *c, const struct fns_key *key)
+{
+    struct cm_wire_note rec = {.tenant = key->tenant, .index = key->index, .object = key->object};
+    struct fns_notes *nt = NULL;
+    size_t i;
+
+    if (fns_conn_is_closed(c)) {
+        return;
+    }
+    for (i = 0; i < n->nnotes && nt == NULL; i++) {
+        nt = n->notes[i].conn == c ? &n->notes[i] : NULL;
+    }
+    if (nt == NULL) {
+        if (n->nnotes == n->capnotes) {
+            n->capnotes = n->capnotes ? 2 * n->capnotes : 4;
+            n->notes = cm_realloc(n->notes, n->capnotes * sizeof(*n->notes));
+        }
+        nt = &n->notes[n->nnotes++];
+        memset(nt, 0, sizeof(*nt));
+        fns_conn_ref(c);
+        nt->conn = c;
+    }
+    if (nt->n == nt->cap) {
+        nt->cap = nt->cap ? 2 * nt->cap : 64;
+        nt->buf = cm_realloc(nt->buf, nt->cap * CM_WIRE_NOTE_LEN);
+    }
+    cm_wire_note_encode(&rec, nt->buf + nt->n++ * CM_WIRE_NOTE_LEN);
+}
+
+/* Sends every gathered notice, FNS_NOTE_MAX records per frame. */
+static void
+fns_node_notes_flush(struct fns_node *n)
+{
+    for (size_t i = 0; i < n->nnotes; i++) {
+        struct fns_notes *nt = &n->notes[i];
+
+        for (size_t off = 0; off < nt->n; off += FNS_NOTE_MAX) {
+            size_t cnt = nt->n - off < FNS_NOTE_MAX ? nt->n - off : FNS_NOTE_MAX;
+            const uint8_t *p = nt->buf + off * CM_WIRE_NOTE_LEN;
+            struct cm_wire_hdr h = {
+                .op = CM_OP_PERSISTED | CM_OP_RESPONSE,
+                .incarnation = n->cfg.incarnation,
+                .data_len = (uint32_t)(cnt * CM_WIRE_NOTE_LEN),
+                .data_crc = cm_crc32c(0, p, cnt * CM_WIRE_NOTE_LEN),
+            };
+
+            fns_conn_notice(nt->conn, &h, p, cnt * CM_WIRE_NOTE_LEN);
+        }
+        fns_conn_unref(nt->conn);
+        free(nt->buf);
+    }
+    n->nnotes = 0;
+}
+
+void
+fns_node_forget(struct fns_node *n, const struct fns_key *key)
+{
+    uint64_t emptied, packed;
+
+    emptied = fns_pack_index_del(n->pack, key, &packed);
+    if (packed != 0) {
+        fns_node_tomb(n, key, packed);
+    }
+    if (emptied != 0) {
+        fns_node_drop_segment(n, emptied);
+    }
+    if (!packed) {
+        /* Its COS write may still be queued: the disk need not take a
+         * chunk that is gone. Then its object, if any, goes too; the
+         * answer does not wait for that, as a packed chunk's does not
+         * wait for its tombstone (a COS backlog must not look like a
+         * dead node to the gateway). */
+        struct fns_cos_job *job = fns_cos_cancel_writes(n->pool, key), *next;
+
+        for (; job != NULL; job = next) {
+            next = job->next;
+            fns_node_job_free(job);
+        }
+        fns_node_submit(n, FNS_COS_DELETE, key, NULL, NULL, NULL);
+    }
+}
+
+/* A COS read finished for req (GET or STAT). */
+static void
+fns_node_read_done(struct fns_node *n, struct fns_cos_job *job)
+{
+    struct fns_req *req = job->arg;
+    struct fns_chunk *cur = fns_store_get(n->store, &job->key);
+
+    if (job->status != 0) {
+        if (cur != NULL) {
+            /* A PUT landed while we looked in COS: memory is newer. */
+            fns_node_answer(n, req, 0, fns_persisted_flag(cur),
+                            req->hdr.op == CM_OP_GET ? cur : NULL);
+        } else {
+            fns_node_answer(n, req, job->status, 0, NULL);
+        }
+        return;
+    }
+    job->chunk->persisted = 1;
+    if (req->hdr.op == CM_OP_STAT) {
+        fns_node_answer(n, req, 0, CM_WF_PERSISTED, NULL);
+        return;
+    }
+    if (cur == NULL && job->tag == n->del_seq) {
+        int rc = fns_store_put(n->store, job->chunk);
+
+        if (rc != 0) {
+            CM_DEBUG("reloaded chunk not kept tenant=%u err=%s", job->key.tenant, cm_errname(rc));
+        }
+        fns_node_publish(n);
+    }
+    if (cur != NULL) {
+        fns_node_answer(n, req, 0, (uint16_t)(fns_persisted_flag(cur) | CM_WF_FROM_COS), cur);
+    } else {
+        fns_node_answer(n, req, 0, CM_WF_PERSISTED | CM_WF_FROM_COS, job->chunk);
+    }
+}
+
+/*
+ * A write landed in segment job->loc.seg: index it if the chunk is still
+ * the one held. A chunk deleted meanwhile gets a tombstone instead (a
+ * replaced one is indexed by its newer write), and its segment is checked
+ * once the whole reap is done (*maybe_empty).
+ */
+static void
+fns_node_packed(struct fns_node *n, struct fns_cos_job *job, uint64_t *maybe_empty)
+{
+    struct fns_chunk *cur = fns_store_get(n->store, &job->key);
+    uint64_t emptied;
+
+    if (cur == job->chunk) {
+        emptied = fns_pack_index_put(n->pack, &job->key, &job->loc);
+        if (emptied != 0) {
+            fns_node_drop_segment(n, emptied);
+        }
+        return;
+    }
+    if (cur == NULL) {
+        fns_node_tomb(n, &job->key, job->loc.seg);
+    }
+    fns_pack_index_add_seg(n->pack, job->loc.seg);
+    *maybe_empty = job->loc.seg;
+}
+
+void
+fns_node_cos_cb(void *arg)
+{
+    struct fns_node *n = arg;
+    struct fns_cos_job *job, *next;
+    uint64_t maybe_empty[64];
+    size_t nempty = 0;
+
+    for (job = fns_cos_reap(n->pool); job != NULL; job = next) {
+        next = job->next;
+        if (job->ntomb_targets > 0) { /* segment loc.seg carried tombstones */
+            fns_pack_index_add_seg(n->pack, job->loc.seg);
+            for (size_t i = 0; i < job->ntomb_targets; i++) {
+                fns_pack_index_hold(n->pack, job->loc.seg, job->tomb_targets[i]);
+            }
+        }
+        switch (job->op) {
+        case FNS_COS_TOMBS:
+            if (job->status != 0) {
+                fns_node_tombs_later(n); /* they are queued again */
+            } else if (job->loc.seg != 0 && nempty < 64) {
+                maybe_empty[nempty++] = job->loc.seg; /* held while its targets live */
+            }
+            break;
+        case FNS_COS_WRITE:
+            if (job->status == 0) {
+                job->chunk->persisted = 1;
+                if (job->loc.seg != 0) {
+                    uint64_t seg = 0;
+
+                    fns_node_packed(n, job, &seg);
+                    /* A batch's jobs are adjacent. Past 64 segments the
+                     * check waits for the next replay (a restart). */
+                    if (seg != 0 && nempty < 64 &&
+                        (nempty == 0 || maybe_empty[nempty - 1] != seg)) {
+                        maybe_empty[nempty++] = seg;
+                    }
+                }
+                if (job->arg2 != NULL) {
+                    fns_node_note(n, job->arg2, &job->key);
+                }
+            } else if (job->arg == NULL && !n->stopping &&
+                       fns_store_get(n->store, &job->key) == job->chunk) {
+                /* Acknowledged and still held: keep trying (each round
+                 * backs off in the worker) until COS takes it. */
+                CM_WARN("chunk not persisted yet, retrying tenant=%u object=%llx index=%u "
+                        "err=%s",
+                        job->key.tenant, (unsigned long long)job->key.object, job->key.index,
+                        cm_errname(job->status));
+                fns_node_submit(n, FNS_COS_WRITE, &job->key, job->chunk, NULL, job->arg2);
+            } else {
+                CM_ERROR("chunk not persisted tenant=%u object=%llx version=%llu index=%u "
+                         "err=%s",
+                         job->key.tenant, (unsigned long long)job->key.object,
+                         (unsigned long long)job->key.version, job->key.index,
+                         cm_errname(job->status));
+            }
+            if (job->arg != NULL) {
+                fns_node_answer(n, job->arg, job->status, job->status == 0 ? CM_WF_PERSISTED : 0,
+                                NULL);
+            }
+            break;
+        case FNS_COS_READ:
+            fns_node_read_done(n, job);
+            break;
+        case FNS_COS_DELETE:
+            if (job->arg != NULL) {
+                fns_node_answer(n, job->arg, job->status, 0, NULL);
+            }
+            break;
+        }
+        fns_node_job_free(job);
+    }
+    for (size_t i = 0; i < nempty; i++) {
+        if (fns_pack_index_drop_if_empty(n->pack, maybe_empty[i])) {
+            fns_node_drop_segment(n, maybe_empty[i]);
+        }
+    }
+    fns_node_notes_flush(n);
+}
+
+void
+fns_node_cos_notify(void *arg)
+{
+    struct fns_node *n = arg;
+
+    fns_loop_ev_wake(n->ev_cos);
+}

@@ -1,0 +1,136 @@
+/*
+ * fns_node_impl.h - the node's state, shared by the four files behind
+ * fns_node.h (private to them):
+ *
+ *   fns_node.c          lifecycle and the request pipeline: frame -> FQ ->
+ *                       dispatch -> exec -> answer
+ *   fns_node_durable.c  COS jobs and their reap: persisted flags, PERSISTED
+ *                       notices, reloads, tombstones, held segments
+ *   fns_node_replay.c   startup: the packed-chunk index rebuilt from this
+ *                       node's COS segments
+ *   fns_node_report.c   what heartbeats and /metrics read: stats, per-tenant
+ *                       snapshots, and the weights they bring back
+ *
+ * struct fns_node owns the event loop, the listener and its connections, the
+ * FQ scheduler, the chunk store, the COS pool, and every in-flight request
+ * (struct fns_req, freed when answered). Loop thread only, except the fields
+ * under `mu` (snapshots and pending weights) and the atomics (stats).
+ *
+ * Invariants: inflight counts requests created and not yet answered; every
+ * request holds a conn reference; a request in the scheduler is answered
+ * only after dequeue (dispatched), and complete() is called once per
+ * dispatched request. del_seq counts DELs so a COS reload that raced a DEL
+ * does not put the deleted chunk back in memory.
+ */
+#ifndef FNS_NODE_IMPL_H
+#define FNS_NODE_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "cm_wire.h"
+#include "fns_chunk.h"
+#include "fns_conn.h"
+#include "fns_cos.h"
+#include "fns_node.h"
+#include "fns_rate.h"
+#include "pol_fq.h"
+
+struct fns_notes;
+
+struct fns_req {
+    struct pol_fq_item fq;
+    struct fns_conn *conn; /* reference */
+    struct cm_wire_hdr hdr;
+    struct fns_chunk *chunk; /* PUT payload (reference) */
+    uint64_t t0;
+    int dispatched;
+};
+
+struct fns_node {
+    struct fns_node_cfg cfg;
+    struct cm_cos *cos;
+    struct fns_loop *loop;
+    struct fns_loop_listener *listener;
+    struct fns_conn_list conns;
+    struct fns_loop_ev *ev_dispatch, *ev_rate, *ev_cos, *ev_stop, *ev_tick, *ev_weights;
+    struct fns_loop_ev *ev_tombs; /* writes tombstones no chunk write carried */
+    int tombs_armed;
+    struct fns_loop_ev *ev_sigterm, *ev_sigint;
+    const struct pol_fq_ops *fq_ops;
+    struct pol_fq *fq;
+    struct fns_store *store;
+    struct fns_arena *arena; /* chunk memory of PUTs; NULL: malloc */
+    struct fns_cos *pool;
+    struct fns_pack_index *pack; /* small chunks persisted in COS segments */
+    struct cm_reqstats *rs;
+    struct fns_rate rate_ops, rate_bytes;
+    int limited, rate_armed, stopping;
+    uint64_t stop_deadline;
+    uint64_t inflight;
+    uint64_t del_seq;
+    uint16_t port;
+    struct fns_notes *notes; /* one per connection with records, during a reap */
+    size_t nnotes, capnotes;
+
+    atomic_uint_fast64_t used, nchunks, bad_frames;
+    atomic_uint_fast64_t segments, packed, held; /* of the pack index, per tick */
+
+    pthread_mutex_t mu;
+    struct fns_node_tenant *snap; /* under mu */
+    size_t nsnap, capsnap;
+    uint32_t *w_tenants; /* pending weights, under mu */
+    double *w_values;
+    size_t nw;
+};
+
+static inline uint16_t
+fns_persisted_flag(const struct fns_chunk *c)
+{
+    return c->persisted ? CM_WF_PERSISTED : 0;
+}
+
+/* ---- fns_node.c (loop thread) ---- */
+
+/* Answers req and frees it. chunk (borrowed; may be NULL) becomes the
+ * payload. Completes the request in the scheduler if it was dispatched. */
+void fns_node_answer(struct fns_node *n, struct fns_req *req, int status, uint16_t flags,
+                     struct fns_chunk *chunk);
+/* Publishes the store's figures for fns_node_stats. */
+void fns_node_publish(struct fns_node *n);
+
+/* ---- fns_node_durable.c (loop thread, but cos_notify) ---- */
+
+/* A COS job for key: chunk (borrowed; a reference is taken) for a write;
+ * req (transferred; may be NULL) is answered when the job is reaped;
+ * notify (borrowed; a reference is taken; may be NULL) gets a PERSISTED
+ * notice once the write is persisted. */
+void fns_node_submit(struct fns_node *n, enum fns_cos_op op, const struct fns_key *key,
+                     struct fns_chunk *chunk, struct fns_req *req, struct fns_conn *notify);
+/* GET or STAT of a chunk not in memory: from its segment, or its object.
+ * req transferred (answered when the read is reaped). */
+void fns_node_reload(struct fns_node *n, struct fns_req *req, const struct fns_key *key);
+/* The COS side of a DEL of key (the chunk already left the store). */
+void fns_node_forget(struct fns_node *n, const struct fns_key *key);
+/* ev_cos: reaps finished COS jobs, answers their requests, sends notices. */
+void fns_node_cos_cb(void *arg);
+/* The COS pool's notify: wakes ev_cos. Any thread. */
+void fns_node_cos_notify(void *arg);
+/* ev_tombs: writes pending tombstones in a segment of their own. */
+void fns_node_tombs_cb(void *arg);
+
+/* ---- fns_node_replay.c (create, before the loop runs) ---- */
+
+/* Rebuilds the packed-chunk index from this node's segments, deletes the
+ * ones left empty, and turns packing on above the newest. */
+int fns_node_replay(struct fns_node *n);
+
+/* ---- fns_node_report.c (loop thread) ---- */
+
+/* Takes the per-tenant snapshot and the pack index gauges (every tick). */
+void fns_node_report_tick(struct fns_node *n);
+/* ev_weights: applies the weights fns_node_set_weights left. */
+void fns_node_weights_cb(void *arg);
+
+#endif

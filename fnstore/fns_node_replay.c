@@ -1,0 +1,136 @@
+/*
+ * fns_node_replay.c - startup: the node's packed-chunk index rebuilt from
+ * its COS segments (seg/n<id>/<seq>), replayed in sequence order, each one's
+ * tombstones before its chunks, so a chunk deleted after it was packed does
+ * not come back. Segments left empty are deleted; packing then resumes above
+ * the newest sequence.
+ *
+ * Threads: runs in fns_node_create, before the loop and the COS workers have
+ * anything to do; its COS calls are synchronous.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cm_buf.h"
+#include "cm_cos.h"
+#include "cm_err.h"
+#include "cm_log.h"
+#include "fns_cos.h"
+#include "fns_node_impl.h"
+#include "fns_pack.h"
+
+struct seg_list {
+    uint32_t node;
+    uint64_t *seqs;
+    size_t n, cap;
+};
+
+static int
+fns_node_seg_found(void *arg, const char *name)
+{
+    struct seg_list *l = arg;
+    uint64_t seq;
+
+    if (fns_pack_parse_name(name, l->node, &seq) == 0) {
+        if (l->n == l->cap) {
+            l->cap = l->cap ? 2 * l->cap : 64;
+            l->seqs = cm_realloc(l->seqs, l->cap * sizeof(*l->seqs));
+        }
+        l->seqs[l->n++] = seq;
+    }
+    return 0;
+}
+
+static int
+fns_node_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static void
+fns_node_delete_seg_now(void *arg, uint64_t seq)
+{
+    struct fns_node *n = arg;
+    char name[FNS_PACK_NAME_MAX];
+
+    fns_pack_name(name, sizeof(name), n->cfg.id, seq);
+    (void)cm_cos_delete(n->cos, name);
+}
+
+/* Applies one segment to the index: its tombstones, then its chunks. */
+static void
+fns_node_replay_one(struct fns_node *n, uint64_t seq)
+{
+    char name[FNS_PACK_NAME_MAX];
+    struct fns_pack_ent *ents;
+    struct fns_key *tombs;
+    size_t len, ne, nt, i;
+    uint64_t from, emptied;
+    void *blob;
+    int rc;
+
+    fns_pack_name(name, sizeof(name), n->cfg.id, seq);
+    rc = cm_cos_get(n->cos, name, &blob, &len);
+    if (rc == 0) {
+        rc = fns_pack_decode(blob, len, len, &ents, &ne, &tombs, &nt);
+        free(blob);
+    }
+    if (rc != 0) {
+        CM_ERROR("cos segment unreadable, kept name=%s err=%s", name, cm_errname(rc));
+        return;
+    }
+    fns_pack_index_add_seg(n->pack, seq);
+    /* A segment its tombstones or newer chunks empty goes now: later
+     * segments can only add chunks of their own. */
+    for (i = 0; i < nt; i++) {
+        emptied = fns_pack_index_del(n->pack, &tombs[i], &from);
+        if (from != 0) {
+            fns_pack_index_hold(n->pack, seq, from);
+        }
+        if (emptied != 0) {
+            fns_node_delete_seg_now(n, emptied);
+        }
+    }
+    for (i = 0; i < ne; i++) {
+        struct fns_pack_loc loc = {.seg = seq, .off = ents[i].off, .len = ents[i].len};
+
+        emptied = fns_pack_index_put(n->pack, &ents[i].key, &loc);
+        if (emptied != 0) {
+            fns_node_delete_seg_now(n, emptied);
+        }
+    }
+    free(ents);
+    free(tombs);
+}
+
+int
+fns_node_replay(struct fns_node *n)
+{
+    struct seg_list l = {.node = n->cfg.id};
+    char prefix[FNS_PACK_NAME_MAX];
+    size_t i;
+    int rc;
+
+    snprintf(prefix, sizeof(prefix), "seg/n%u/", n->cfg.id);
+    rc = cm_cos_list(n->cos, prefix, fns_node_seg_found, &l);
+    if (rc != 0 && rc != CM_E_NOTFOUND) {
+        CM_ERROR("cannot list cos segments prefix=%s err=%s", prefix, cm_errname(rc));
+        free(l.seqs);
+        return rc;
+    }
+    if (l.n > 1) {
+        qsort(l.seqs, l.n, sizeof(*l.seqs), fns_node_cmp_u64);
+    }
+    for (i = 0; i < l.n; i++) {
+        fns_node_replay_one(n, l.seqs[i]);
+    }
+    fns_pack_index_drop_empty(n->pack, fns_node_delete_seg_now, n);
+    CM_INFO("cos segments replayed segments=%zu live=%zu chunks=%zu", l.n,
+            fns_pack_index_segments(n->pack), fns_pack_index_chunks(n->pack));
+    fns_cos_set_packing(n->pool, n->cfg.id, l.n ? l.seqs[l.n - 1] + 1 : 1, n->cfg.cos_linger_ms);
+    free(l.seqs);
+    return 0;
+}
