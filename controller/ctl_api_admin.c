@@ -1,0 +1,373 @@
+/*
+ * ctl_api_admin.c - the admin API of API.md: tenants (create, list, show,
+ * change weight, delete), key rotation, and the nodes, placement and
+ * fairness views. Inputs are checked here (400 with a message naming the
+ * field); ctl_state does the writes.
+ *
+ * Threads: the cm_http threads; every handler answers its call once.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_buf.h"
+#include "cm_ec.h"
+#include "cm_err.h"
+#include "cm_time.h"
+#include "ctl_api_impl.h"
+#include "ctl_model.h"
+#include "ctl_place.h"
+#include "ctl_state.h"
+
+/* Maps a ctl_state error to an answer. */
+static void
+reply_state_error(struct ctl_call *c, int rc, const char *name)
+{
+    if (rc == CM_E_NOTFOUND) {
+        ctl_reply_error(c, 404, "not_found", "no tenant named %s", name);
+    } else if (rc == CM_E_EXISTS) {
+        ctl_reply_error(c, 409, "conflict", "tenant %s already exists", name);
+    } else {
+        ctl_reply_error(c, 500, "internal", "state update failed: %s", cm_strerror(rc));
+    }
+}
+
+/* ---- input ---- */
+
+/* 0 with *w from o["weight"] (def if absent and def > 0), or -1 after
+ * answering 400. */
+static int
+get_weight(struct ctl_call *c, json_t *o, double def, double *w)
+{
+    json_t *v = json_object_get(o, "weight");
+
+    if (v == NULL && def > 0) {
+        *w = def;
+        return 0;
+    }
+    if (v == NULL) {
+        ctl_reply_error(c, 400, "bad_request", "weight is required");
+        return -1;
+    }
+    if (!json_is_number(v) || !ctl_valid_weight(json_number_value(v))) {
+        ctl_reply_error(c, 400, "bad_request", "weight must be a number > 0 and <= %g",
+                        CTL_WEIGHT_MAX);
+        return -1;
+    }
+    *w = json_number_value(v);
+    return 0;
+}
+
+/* 0 with *out (dflt if absent), or -1 after answering 400. */
+static int
+get_int(struct ctl_call *c, json_t *o, const char *key, long lo, long hi, long dflt, long *out)
+{
+    json_t *v = json_object_get(o, key);
+
+    *out = dflt;
+    if (v == NULL) {
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        ctl_reply_error(c, 400, "bad_request", "%s must be an integer in [%ld, %ld]", key, lo, hi);
+        return -1;
+    }
+    *out = (long)json_integer_value(v);
+    return 0;
+}
+
+/* ---- rendering ---- */
+
+static json_t *
+tenant_brief(const struct ctl_tenant *t)
+{
+    return json_pack("{s:s, s:I, s:f}", "name", t->name, "id", (json_int_t)t->id, "weight",
+                     t->weight);
+}
+
+static json_t *
+tenant_full(const struct ctl_snapshot *s, const struct ctl_tenant_view *tv)
+{
+    struct ctl_api_fair f;
+    size_t i = (size_t)(tv - s->tenants);
+    json_t *j;
+
+    ctl_api_fair_init(&f, s);
+    j = json_pack("{s:s, s:I, s:f, s:i, s:i, s:I, s:i, s:f, s:f, s:f, s:f, s:f}", "name",
+                  tv->t.name, "id", (json_int_t)tv->t.id, "weight", tv->t.weight, "ec_k",
+                  tv->t.ec_k, "ec_m", tv->t.ec_m, "created_ms", (json_int_t)tv->t.created_ms,
+                  "keys", tv->t.nkeys, "served_requests_per_second", tv->req_rate,
+                  "served_bytes_per_second", tv->byte_rate, "queued", tv->queued, "demand",
+                  f.demand[i], "allocation", f.alloc[i]);
+    ctl_api_fair_fini(&f);
+    return j;
+}
+
+/* Node ids of every registered node (up or down), caller frees. */
+static uint32_t *
+node_ids(const struct ctl_snapshot *s)
+{
+    uint32_t *ids = cm_calloc(s->nnodes + 1, sizeof(*ids));
+
+    for (size_t i = 0; i < s->nnodes; i++) {
+        ids[i] = s->nodes[i].n.id;
+    }
+    return ids;
+}
+
+static json_t *
+placement_rows(const struct ctl_snapshot *s, const struct ctl_tenant *t, const uint32_t *ids)
+{
+    json_t *rows = json_array();
+    uint32_t row[CTL_PLACE_MAX_WIDTH];
+
+    for (uint32_t p = 0; p < s->partitions; p++) {
+        size_t n = ctl_place_row(t->id, p, ids, s->nnodes, (size_t)(t->ec_k + t->ec_m), row);
+        json_t *jr = json_array();
+
+        for (size_t i = 0; i < n; i++) {
+            json_array_append_new(jr, json_integer(row[i]));
+        }
+        json_array_append_new(rows, jr);
+    }
+    return rows;
+}
+
+json_t *
+ctl_render_placement(const struct ctl_snapshot *s, int internal)
+{
+    uint32_t *ids = node_ids(s);
+    json_t *tenants = json_array();
+    json_t *j;
+
+    for (size_t i = 0; i < s->ntenants; i++) {
+        const struct ctl_tenant *t = &s->tenants[i].t;
+        json_t *jt =
+            json_pack("{s:s, s:I, s:i, s:i, s:o}", "name", t->name, "id", (json_int_t)t->id, "ec_k",
+                      t->ec_k, "ec_m", t->ec_m, "placement", placement_rows(s, t, ids));
+
+        if (internal) {
+            json_t *h = json_array();
+
+            for (int k = 0; k < t->nkeys; k++) {
+                json_array_append_new(h, json_string(t->key_hash[k]));
+            }
+            json_object_set_new(jt, "weight", json_real(t->weight));
+            json_object_set_new(jt, "key_hashes", h);
+        }
+        json_array_append_new(tenants, jt);
+    }
+    free(ids);
+    j = json_pack("{s:I, s:I, s:o}", "epoch", (json_int_t)s->epoch, "partitions",
+                  (json_int_t)s->partitions, "tenants", tenants);
+    if (internal) {
+        json_t *nodes = json_array();
+
+        for (size_t i = 0; i < s->nnodes; i++) {
+            const struct ctl_node_view *nv = &s->nodes[i];
+
+            json_array_append_new(nodes,
+                                  json_pack("{s:I, s:s, s:s, s:s, s:I}", "id", (json_int_t)nv->n.id,
+                                            "addr", nv->n.addr, "metrics_addr", nv->n.metrics_addr,
+                                            "state", nv->up ? "up" : "down", "incarnation",
+                                            (json_int_t)nv->n.incarnation));
+        }
+        json_object_set_new(j, "nodes", nodes);
+    }
+    return j;
+}
+
+static json_t *
+render_nodes(const struct ctl_snapshot *s)
+{
+    json_t *nodes = json_array();
+
+    for (size_t i = 0; i < s->nnodes; i++) {
+        const struct ctl_node_view *nv = &s->nodes[i];
+        json_t *jn = json_pack(
+            "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:f}", "id", (json_int_t)nv->n.id,
+            "addr", nv->n.addr, "metrics_addr", nv->n.metrics_addr, "state", nv->up ? "up" : "down",
+            "capacity_bytes", (json_int_t)nv->n.capacity_bytes, "used_bytes",
+            (json_int_t)nv->used_bytes, "instances", (json_int_t)nv->instances, "incarnation",
+            (json_int_t)nv->n.incarnation, "load", nv->load, "bytes_per_second", nv->byte_load);
+
+        json_object_set_new(jn, "last_seen_ms_ago",
+                            nv->seen_ms_ago < 0 ? json_null() : json_integer(nv->seen_ms_ago));
+        json_array_append_new(nodes, jn);
+    }
+    return json_pack("{s:o}", "nodes", nodes);
+}
+
+static json_t *
+maybe_real(int valid, double v)
+{
+    return valid ? json_real(v) : json_null();
+}
+
+static json_t *
+render_fairness(const struct ctl_snapshot *s)
+{
+    struct ctl_api_fair f;
+    json_t *tenants = json_array();
+    json_t *j;
+
+    ctl_api_fair_init(&f, s);
+    for (size_t i = 0; i < s->ntenants; i++) {
+        const struct ctl_tenant_view *tv = &s->tenants[i];
+
+        json_array_append_new(
+            tenants, json_pack("{s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "name", tv->t.name, "id",
+                               (json_int_t)tv->t.id, "weight", tv->t.weight, "demand", f.demand[i],
+                               "allocation", f.alloc[i], "served_requests_per_second", tv->req_rate,
+                               "served_bytes_per_second", tv->byte_rate, "queued", tv->queued));
+    }
+    j = json_pack("{s:o, s:o, s:o, s:I, s:I}", "tenants", tenants, "min_max_ratio",
+                  maybe_real(f.sum.mmr_valid, f.sum.mmr), "jain_index",
+                  maybe_real(f.sum.jain_valid, f.sum.jain), "active_tenants",
+                  (json_int_t)f.sum.active, "epoch", (json_int_t)s->epoch);
+    ctl_api_fair_fini(&f);
+    return j;
+}
+
+/* ---- handlers ---- */
+
+void
+ctl_admin_tenants_create(struct ctl_call *c)
+{
+    json_t *o = ctl_body_object(c);
+    json_t *jn;
+    struct ctl_tenant t;
+    char key[CTL_KEY_LEN + 1], name[CTL_NAME_MAX + 1];
+    double w;
+    long k, m;
+    int rc;
+
+    if (o == NULL) {
+        return;
+    }
+    jn = json_object_get(o, "name");
+    if (!json_is_string(jn) || !ctl_valid_name(json_string_value(jn), json_string_length(jn))) {
+        ctl_reply_error(c, 400, "bad_request", "name must match [a-z0-9][a-z0-9-]{0,62}");
+        goto out;
+    }
+    snprintf(name, sizeof(name), "%s", json_string_value(jn));
+    if (get_weight(c, o, 1.0, &w) < 0 || get_int(c, o, "ec_k", 1, CM_EC_MAX_K, 0, &k) < 0 ||
+        get_int(c, o, "ec_m", 0, CM_EC_MAX_M, -1, &m) < 0) {
+        goto out;
+    }
+    rc = ctl_state_tenant_create(c->a->st, name, w, (int)k, (int)m, cm_wall_ms(), key, &t);
+    if (rc < 0) {
+        reply_state_error(c, rc, name);
+        goto out;
+    }
+    ctl_reply_json(c, 201,
+                   json_pack("{s:s, s:I, s:f, s:s, s:i, s:i}", "name", t.name, "id",
+                             (json_int_t)t.id, "weight", t.weight, "key", key, "ec_k", t.ec_k,
+                             "ec_m", t.ec_m));
+out:
+    json_decref(o);
+}
+
+void
+ctl_admin_tenants_list(struct ctl_call *c)
+{
+    struct ctl_snapshot s;
+    json_t *arr = json_array();
+
+    ctl_state_snapshot(c->a->st, cm_now_ns(), &s);
+    for (size_t i = 0; i < s.ntenants; i++) {
+        json_array_append_new(arr, tenant_brief(&s.tenants[i].t));
+    }
+    ctl_snapshot_fini(&s);
+    ctl_reply_json(c, 200, json_pack("{s:o}", "tenants", arr));
+}
+
+void
+ctl_admin_tenant_show(struct ctl_call *c, const char *name)
+{
+    struct ctl_snapshot s;
+    const struct ctl_tenant_view *tv;
+
+    ctl_state_snapshot(c->a->st, cm_now_ns(), &s);
+    tv = ctl_snapshot_tenant(&s, name);
+    if (tv == NULL) {
+        reply_state_error(c, CM_E_NOTFOUND, name);
+    } else {
+        ctl_reply_json(c, 200, tenant_full(&s, tv));
+    }
+    ctl_snapshot_fini(&s);
+}
+
+void
+ctl_admin_tenant_patch(struct ctl_call *c, const char *name)
+{
+    json_t *o = ctl_body_object(c);
+    double w;
+    int rc;
+
+    if (o == NULL) {
+        return;
+    }
+    if (get_weight(c, o, 0.0, &w) < 0) {
+        goto out;
+    }
+    rc = ctl_state_tenant_set_weight(c->a->st, name, w, NULL);
+    if (rc < 0) {
+        reply_state_error(c, rc, name);
+        goto out;
+    }
+    ctl_admin_tenant_show(c, name);
+out:
+    json_decref(o);
+}
+
+void
+ctl_admin_tenant_delete(struct ctl_call *c, const char *name)
+{
+    int rc = ctl_state_tenant_delete(c->a->st, name);
+
+    if (rc < 0) {
+        reply_state_error(c, rc, name);
+        return;
+    }
+    ctl_reply_raw(c, 204, "application/json", NULL, 0);
+}
+
+void
+ctl_admin_tenant_rotate(struct ctl_call *c, const char *name)
+{
+    char key[CTL_KEY_LEN + 1];
+    struct ctl_tenant t;
+    int rc = ctl_state_tenant_rotate_key(c->a->st, name, key, &t);
+
+    if (rc < 0) {
+        reply_state_error(c, rc, name);
+        return;
+    }
+    ctl_reply_json(
+        c, 201, json_pack("{s:s, s:s, s:I}", "key", key, "name", t.name, "id", (json_int_t)t.id));
+}
+
+static json_t *
+render_placement_admin(const struct ctl_snapshot *s)
+{
+    return ctl_render_placement(s, 0);
+}
+
+void
+ctl_admin_nodes(struct ctl_call *c)
+{
+    ctl_reply_snapshot(c, render_nodes);
+}
+
+void
+ctl_admin_placement(struct ctl_call *c)
+{
+    ctl_reply_snapshot(c, render_placement_admin);
+}
+
+void
+ctl_admin_fairness(struct ctl_call *c)
+{
+    ctl_reply_snapshot(c, render_fairness);
+}
