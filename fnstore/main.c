@@ -16,7 +16,7 @@
 #include "cm_err.h"
 #include "cm_log.h"
 #include "cm_wire.h"
-#include "fns_ctl.h"
+#include "fns_heartbeat.h"
 #include "fns_incarn.h"
 #include "fns_metrics.h"
 #include "fns_node.h"
@@ -88,11 +88,11 @@ main(int argc, char **argv)
 {
     struct fns_cfg cfg = {0};
     struct fns_node_cfg ncfg = {0};
-    struct fns_ctl_cfg ccfg = {0};
+    struct fns_heartbeat_cfg hbcfg = {0};
     struct cm_cos *cos = NULL;
     struct fns_node *node = NULL;
     struct fns_metrics *metrics = NULL;
-    struct fns_ctl *ctl = NULL;
+    struct fns_heartbeat *hb = NULL;
     struct fns_node_stats st;
     enum cm_log_level level;
     uint32_t incarnation = 0;
@@ -160,12 +160,12 @@ main(int argc, char **argv)
         snprintf(addr, sizeof(addr), "%.*s:%u", hostlen > 0 ? hostlen : 9,
                  hostlen > 0 ? cfg.listen : "127.0.0.1", st.port);
     }
-    ccfg.controller = cfg.controller;
-    ccfg.token_file = cfg.admin_token_file;
-    ccfg.addr = addr;
-    ccfg.metrics_addr = cfg.metrics_listen != NULL ? cfg.metrics_listen : "";
-    ccfg.interval_ms = cfg.heartbeat_ms;
-    rc = fns_ctl_create(&ccfg, node, &ctl);
+    hbcfg.controller = cfg.controller;
+    hbcfg.token_file = cfg.admin_token_file;
+    hbcfg.addr = addr;
+    hbcfg.metrics_addr = cfg.metrics_listen != NULL ? cfg.metrics_listen : "";
+    hbcfg.interval_ms = cfg.heartbeat_ms;
+    rc = fns_heartbeat_create(&hbcfg, node, &hb);
     if (rc != 0) {
         CM_ERROR("cannot start heartbeat err=%s", cm_errname(rc));
         goto out;
@@ -175,7 +175,7 @@ main(int argc, char **argv)
         status = 0;
     }
 out:
-    fns_ctl_destroy(ctl);
+    fns_heartbeat_destroy(hb);
     fns_metrics_stop(metrics);
     fns_node_destroy(node);
     cm_cos_close(cos);

@@ -1,5 +1,5 @@
 /*
- * test_fns_ctl.c - heartbeats: the JSON a node sends, the answers it
+ * test_fns_heartbeat.c - heartbeats: the JSON a node sends, the answers it
  * accepts, and the heartbeat thread against a fake controller (cm_http)
  * whose weights reach the node's scheduler.
  */
@@ -18,7 +18,7 @@
 #include "cm_err.h"
 #include "cm_http.h"
 #include "cm_log.h"
-#include "fns_ctl.h"
+#include "fns_heartbeat.h"
 #include "fns_node.h"
 #include "fns_test.h"
 #include "../t_net.h"
@@ -58,7 +58,7 @@ run_node(void *arg)
 int
 main(void)
 {
-    char dir[] = "/tmp/test-fns-ctl-XXXXXX";
+    char dir[] = "/tmp/test-fns-heartbeat-XXXXXX";
     char tokfile[256], addr[64];
     struct cm_cos *cos = NULL;
     struct fns_node *node = NULL;
@@ -71,8 +71,8 @@ main(void)
                                 .cos_threads = 1,
                                 .incarnation = 7,
                                 .id = 3};
-    struct fns_ctl_cfg ccfg = {0};
-    struct fns_ctl *ctl = NULL;
+    struct fns_heartbeat_cfg hbcfg = {0};
+    struct fns_heartbeat *hb = NULL;
     struct cm_http_server *http = NULL;
     struct cm_http_handlers h = {.request = fake_request};
     struct cm_http_cfg hcfg = {0};
@@ -90,7 +90,7 @@ main(void)
     CHECK(cm_cos_open(dir, &cos) == 0);
     CHECK(fns_node_create(&ncfg, cos, &node) == 0);
 
-    s = fns_ctl_heartbeat_json(node, "127.0.0.1:9", "127.0.0.1:10");
+    s = fns_heartbeat_json(node, "127.0.0.1:9", "127.0.0.1:10");
     j = json_loads(s, 0, &err);
     CHECK(j != NULL);
     CHECK(json_integer_value(json_object_get(json_object_get(j, "node"), "id")) == 3);
@@ -104,13 +104,13 @@ main(void)
     json_decref(j);
     free(s);
 
-    CHECK(fns_ctl_apply_answer(node, "{\"epoch\":1}") == 0);
-    CHECK(fns_ctl_apply_answer(node, "{\"epoch\":1,\"weights\":{}}") == 0);
-    CHECK(fns_ctl_apply_answer(node, "nope") == CM_E_PROTO);
-    CHECK(fns_ctl_apply_answer(node, "{\"weights\":[1]}") == CM_E_PROTO);
-    CHECK(fns_ctl_apply_answer(node, "{\"weights\":{\"x\":1}}") == CM_E_PROTO);
-    CHECK(fns_ctl_apply_answer(node, "{\"weights\":{\"99999999999\":1}}") == CM_E_PROTO);
-    CHECK(fns_ctl_apply_answer(node, "{\"weights\":{\"4\":\"a\"}}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"epoch\":1}") == 0);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"epoch\":1,\"weights\":{}}") == 0);
+    CHECK(fns_heartbeat_apply_answer(node, "nope") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"weights\":[1]}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"weights\":{\"x\":1}}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"weights\":{\"99999999999\":1}}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"weights\":{\"4\":\"a\"}}") == CM_E_PROTO);
 
     /* Heartbeats against a fake controller. */
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", t_free_port());
@@ -122,13 +122,13 @@ main(void)
     f = fopen(tokfile, "w");
     fputs("s3cret\n", f);
     fclose(f);
-    ccfg.controller = addr;
-    ccfg.token_file = tokfile;
-    ccfg.addr = "127.0.0.1:1";
-    ccfg.metrics_addr = "127.0.0.1:2";
-    ccfg.interval_ms = 50;
+    hbcfg.controller = addr;
+    hbcfg.token_file = tokfile;
+    hbcfg.addr = "127.0.0.1:1";
+    hbcfg.metrics_addr = "127.0.0.1:2";
+    hbcfg.interval_ms = 50;
     CHECK(pthread_create(&th, NULL, run_node, node) == 0);
-    CHECK(fns_ctl_create(&ccfg, node, &ctl) == 0 && ctl != NULL);
+    CHECK(fns_heartbeat_create(&hbcfg, node, &hb) == 0 && hb != NULL);
     for (spins = 0; spins < 400 && !found; spins++) {
         usleep(10000);
         n = fns_node_tenants(node, t, 16);
@@ -141,15 +141,15 @@ main(void)
     pthread_mutex_lock(&mu);
     CHECK(strcmp(last_auth, "Bearer s3cret") == 0);
     pthread_mutex_unlock(&mu);
-    fns_ctl_destroy(ctl);
+    fns_heartbeat_destroy(hb);
     fns_node_stop(node);
     pthread_join(th, NULL);
     cm_http_stop(http, 1000);
     fns_node_destroy(node);
 
     /* Disabled controller: no thread. */
-    ccfg.controller = "";
-    CHECK(fns_ctl_create(&ccfg, NULL, &ctl) == 0 && ctl == NULL);
+    hbcfg.controller = "";
+    CHECK(fns_heartbeat_create(&hbcfg, NULL, &hb) == 0 && hb == NULL);
     cm_cos_close(cos);
     snprintf(tokfile, sizeof(tokfile), "rm -rf '%s'", dir);
     CHECK(system(tokfile) == 0);

@@ -1,5 +1,5 @@
 /*
- * fns_ctl.c - heartbeat thread (cm_httpc + jansson); see fns_ctl.h.
+ * fns_heartbeat.c - heartbeat thread (cm_httpc + jansson); see fns_heartbeat.h.
  *
  * The thread sleeps on a condition variable so destroy wakes it at once.
  * Only the thread touches `reachable` and `token`.
@@ -19,13 +19,13 @@
 #include "cm_log.h"
 #include "cm_time.h"
 #include "cm_token.h"
-#include "fns_ctl.h"
+#include "fns_heartbeat.h"
 #include "fns_node.h"
 
-#define FNS_CTL_MAX_TENANTS 4096
-#define FNS_CTL_TIMEOUT_MS 2000
+#define FNS_HEARTBEAT_MAX_TENANTS 4096
+#define FNS_HEARTBEAT_TIMEOUT_MS 2000
 
-struct fns_ctl {
+struct fns_heartbeat {
     struct fns_node *node;
     char *url, *token_file, *addr, *metrics_addr;
     char token[256];
@@ -39,16 +39,16 @@ struct fns_ctl {
 };
 
 char *
-fns_ctl_heartbeat_json(struct fns_node *node, const char *addr, const char *metrics_addr)
+fns_heartbeat_json(struct fns_node *node, const char *addr, const char *metrics_addr)
 {
     struct fns_node_stats st;
-    struct fns_node_tenant *t = cm_malloc(FNS_CTL_MAX_TENANTS * sizeof(*t));
+    struct fns_node_tenant *t = cm_malloc(FNS_HEARTBEAT_MAX_TENANTS * sizeof(*t));
     size_t n, i;
     json_t *root, *jn, *jt;
     char *out, id[16];
 
     fns_node_stats(node, &st);
-    n = fns_node_tenants(node, t, FNS_CTL_MAX_TENANTS);
+    n = fns_node_tenants(node, t, FNS_HEARTBEAT_MAX_TENANTS);
     jn = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "id", (json_int_t)st.id, "addr", addr,
                    "metrics_addr", metrics_addr, "capacity_bytes", (json_int_t)st.capacity_bytes,
                    "used_bytes", (json_int_t)st.used_bytes, "instances", (json_int_t)st.instances,
@@ -76,7 +76,7 @@ fns_ctl_heartbeat_json(struct fns_node *node, const char *addr, const char *metr
 
 /* A tenant id key: decimal digits only, fits in u32. */
 static int
-fns_ctl_parse_id(const char *s, uint64_t *out)
+fns_heartbeat_parse_id(const char *s, uint64_t *out)
 {
     uint64_t v = 0;
 
@@ -97,7 +97,7 @@ fns_ctl_parse_id(const char *s, uint64_t *out)
 }
 
 int
-fns_ctl_apply_answer(struct fns_node *node, const char *body)
+fns_heartbeat_apply_answer(struct fns_node *node, const char *body)
 {
     json_error_t jerr;
     json_t *root = json_loads(body, 0, &jerr), *w, *v;
@@ -126,7 +126,7 @@ fns_ctl_apply_answer(struct fns_node *node, const char *body)
     {
         uint64_t id;
 
-        if (fns_ctl_parse_id(key, &id) != 0 || !json_is_number(v)) {
+        if (fns_heartbeat_parse_id(key, &id) != 0 || !json_is_number(v)) {
             rc = CM_E_PROTO;
             goto out;
         }
@@ -145,7 +145,7 @@ out:
 }
 
 static void
-fns_ctl_state(struct fns_ctl *c, int reachable, const char *why)
+fns_heartbeat_state(struct fns_heartbeat *c, int reachable, const char *why)
 {
     if (c->reachable == reachable) {
         return;
@@ -159,7 +159,7 @@ fns_ctl_state(struct fns_ctl *c, int reachable, const char *why)
 }
 
 static void
-fns_ctl_beat(struct fns_ctl *c)
+fns_heartbeat_beat(struct fns_heartbeat *c)
 {
     struct cm_httpc_resp resp = {0};
     char *body;
@@ -170,39 +170,39 @@ fns_ctl_beat(struct fns_ctl *c)
         if (cm_token_load(c->token_file, 0, c->token, sizeof(c->token)) == 0) {
             c->have_token = 1;
         } else {
-            fns_ctl_state(c, 0, "no admin token");
+            fns_heartbeat_state(c, 0, "no admin token");
             return;
         }
     }
-    body = fns_ctl_heartbeat_json(c->node, c->addr, c->metrics_addr);
-    rc = cm_httpc_request("POST", c->url, c->have_token ? c->token : NULL, body, FNS_CTL_TIMEOUT_MS,
-                          &resp);
+    body = fns_heartbeat_json(c->node, c->addr, c->metrics_addr);
+    rc = cm_httpc_request("POST", c->url, c->have_token ? c->token : NULL, body,
+                          FNS_HEARTBEAT_TIMEOUT_MS, &resp);
     free(body);
     if (rc != 0) {
-        fns_ctl_state(c, 0, cm_errname(rc));
+        fns_heartbeat_state(c, 0, cm_errname(rc));
         return;
     }
     if (resp.status != 200) {
         snprintf(why, sizeof(why), "http %d", resp.status);
-        fns_ctl_state(c, 0, why);
-    } else if (fns_ctl_apply_answer(c->node, resp.body != NULL ? resp.body : "") != 0) {
-        fns_ctl_state(c, 0, "bad answer");
+        fns_heartbeat_state(c, 0, why);
+    } else if (fns_heartbeat_apply_answer(c->node, resp.body != NULL ? resp.body : "") != 0) {
+        fns_heartbeat_state(c, 0, "bad answer");
     } else {
-        fns_ctl_state(c, 1, "");
+        fns_heartbeat_state(c, 1, "");
     }
     cm_httpc_resp_fini(&resp);
 }
 
 static void *
-fns_ctl_main(void *arg)
+fns_heartbeat_main(void *arg)
 {
-    struct fns_ctl *c = arg;
+    struct fns_heartbeat *c = arg;
     struct timespec ts;
 
     pthread_mutex_lock(&c->mu);
     while (!c->stop) {
         pthread_mutex_unlock(&c->mu);
-        fns_ctl_beat(c);
+        fns_heartbeat_beat(c);
         pthread_mutex_lock(&c->mu);
         ts = cm_deadline(CLOCK_REALTIME, (uint64_t)c->interval_ms * 1000000u);
         while (!c->stop && pthread_cond_timedwait(&c->cond, &c->mu, &ts) != ETIMEDOUT) {
@@ -213,7 +213,7 @@ fns_ctl_main(void *arg)
 }
 
 static void
-fns_ctl_free(struct fns_ctl *c)
+fns_heartbeat_free(struct fns_heartbeat *c)
 {
     pthread_cond_destroy(&c->cond);
     pthread_mutex_destroy(&c->mu);
@@ -225,9 +225,10 @@ fns_ctl_free(struct fns_ctl *c)
 }
 
 int
-fns_ctl_create(const struct fns_ctl_cfg *cfg, struct fns_node *node, struct fns_ctl **out)
+fns_heartbeat_create(const struct fns_heartbeat_cfg *cfg, struct fns_node *node,
+                     struct fns_heartbeat **out)
 {
-    struct fns_ctl *c;
+    struct fns_heartbeat *c;
     struct cm_buf url;
     int rc;
 
@@ -257,9 +258,9 @@ fns_ctl_create(const struct fns_ctl_cfg *cfg, struct fns_node *node, struct fns_
     c->reachable = -1;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cond, NULL);
-    rc = pthread_create(&c->thread, NULL, fns_ctl_main, c);
+    rc = pthread_create(&c->thread, NULL, fns_heartbeat_main, c);
     if (rc != 0) {
-        fns_ctl_free(c);
+        fns_heartbeat_free(c);
         return -rc;
     }
     *out = c;
@@ -267,7 +268,7 @@ fns_ctl_create(const struct fns_ctl_cfg *cfg, struct fns_node *node, struct fns_
 }
 
 void
-fns_ctl_destroy(struct fns_ctl *c)
+fns_heartbeat_destroy(struct fns_heartbeat *c)
 {
     if (c == NULL) {
         return;
@@ -277,5 +278,5 @@ fns_ctl_destroy(struct fns_ctl *c)
     pthread_cond_signal(&c->cond);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->thread, NULL);
-    fns_ctl_free(c);
+    fns_heartbeat_free(c);
 }
