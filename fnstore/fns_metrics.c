@@ -26,19 +26,19 @@
     X(cos_segments, "gauge", "COS segments holding this node's packed chunks.", cos_segments)      \
     X(cos_packed_chunks, "gauge", "Chunks persisted packed in COS segments.", cos_packed_chunks)   \
     X(cos_segments_held, "gauge",                                                                  \
-      "Empty COS segments kept until the older segments their tombstones point into go.",        \
+      "Empty COS segments kept until the older segments their tombstones point into go.",          \
       cos_segments_held)                                                                           \
     X(bad_frames_total, "counter", "Connections closed on a malformed frame.", bad_frames_total)   \
-    X(incarnation, "gauge", "Incarnation number of this node.", incarnation)                      \
-    X(arena_held_bytes, "gauge", "Chunk arena segment bytes in use or kept warm.",               \
+    X(incarnation, "gauge", "Incarnation number of this node.", incarnation)                       \
+    X(arena_held_bytes, "gauge", "Chunk arena segment bytes in use or kept warm.",                 \
       arena.held_bytes)                                                                            \
-    X(arena_segments, "gauge", "Chunk arena segments holding chunks.", arena.segs_in_use)         \
-    X(arena_warm_segments, "gauge", "Empty chunk arena segments kept for reuse.",                \
-      arena.segs_warm)                                                                             \
-    X(arena_buffers, "gauge", "Chunk buffers live in the arena.", arena.live_buffers)             \
-    X(arena_segment_reuses_total, "counter", "Arena segments reused after emptying.",            \
-      arena.segs_reused_total)                                                                     \
-    X(arena_fallbacks_total, "counter", "Chunk buffers malloc'd: arena reservation full.",        \
+    X(arena_segments, "gauge", "Chunk arena segments holding chunks.", arena.slabs_in_use)         \
+    X(arena_warm_segments, "gauge", "Empty chunk arena segments kept for reuse.",                  \
+      arena.slabs_warm)                                                                            \
+    X(arena_buffers, "gauge", "Chunk buffers live in the arena.", arena.live_buffers)              \
+    X(arena_segment_reuses_total, "counter", "Arena segments reused after emptying.",              \
+      arena.slabs_reused_total)                                                                    \
+    X(arena_fallbacks_total, "counter", "Chunk buffers malloc'd: arena reservation full.",         \
       arena.fallbacks_total)
 
 struct fns_metrics {

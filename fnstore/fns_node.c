@@ -359,7 +359,7 @@ fns_node_stop_cb(void *arg)
 }
 
 /*
- * Chunk memory: reserves room for twice the capacity (segments pinned by a
+ * Chunk memory: reserves room for twice the capacity (slabs pinned by a
  * few live chunks) plus the warm ones; past that the arena falls back to
  * malloc, so the reservation bounds nothing but the fast path.
  */
@@ -369,13 +369,13 @@ fns_node_arena_create(struct fns_node *n)
     struct fns_arena_cfg ac = {0};
     int rc;
 
-    if (n->cfg.arena_segment == 0) {
+    if (n->cfg.arena_slab == 0) {
         return 0;
     }
-    ac.seg_bytes = n->cfg.arena_segment;
-    ac.keep_segs = n->cfg.arena_keep;
+    ac.slab_bytes = n->cfg.arena_slab;
+    ac.keep_slabs = n->cfg.arena_keep;
     ac.min_alloc = FNS_NODE_ARENA_MIN;
-    ac.reserve_bytes = 2 * n->cfg.capacity + ((size_t)n->cfg.arena_keep + 2) * ac.seg_bytes;
+    ac.reserve_bytes = 2 * n->cfg.capacity + ((size_t)n->cfg.arena_keep + 2) * ac.slab_bytes;
     rc = fns_arena_create(&ac, &n->arena);
     if (rc == -ENOMEM || rc == -EMFILE) {
         /* No address space for it (e.g. strict overcommit): chunks are
@@ -385,7 +385,7 @@ fns_node_arena_create(struct fns_node *n)
         return 0;
     }
     if (rc != 0) {
-        CM_ERROR("cannot create chunk arena segment=%llu err=%s", (unsigned long long)ac.seg_bytes,
+        CM_ERROR("cannot create chunk arena segment=%llu err=%s", (unsigned long long)ac.slab_bytes,
                  cm_errname(rc));
         return rc;
     }

@@ -42,9 +42,9 @@ struct fns_node_cfg {
     int cos_threads;
     int cos_linger_ms; /* small writes gather this long into one COS segment */
     uint32_t incarnation;
-    int handle_signals; /* SIGTERM/SIGINT start a clean shutdown */
-    uint64_t arena_segment; /* chunk memory segment bytes (fns_arena); 0 = malloc per chunk */
-    uint32_t arena_keep;    /* empty segments kept for reuse */
+    int handle_signals;  /* SIGTERM/SIGINT start a clean shutdown */
+    uint64_t arena_slab; /* chunk memory slab bytes (fns_arena); 0 = malloc per chunk */
+    uint32_t arena_keep; /* empty slabs kept for reuse */
 };
 
 struct fns_node_stats {
@@ -54,7 +54,7 @@ struct fns_node_stats {
     uint64_t cos_pending, cos_writes_total, cos_reloads_total, bad_frames_total;
     uint64_t cos_segments, cos_packed_chunks; /* small chunks packed in COS segments */
     uint64_t cos_segments_held;               /* of cos_segments: empty, kept for tombstones */
-    struct fns_arena_stats arena; /* zero without an arena */
+    struct fns_arena_stats arena;             /* zero without an arena */
 };
 
 struct fns_node_tenant {

@@ -41,7 +41,7 @@ struct fns_cfg {
     uint64_t max_chunk;
     const char *log_level;
     int heartbeat_ms;
-    uint64_t arena_segment;
+    uint64_t arena_segment; /* --arena-segment, the arena's slab size (the flag kept its name) */
     int arena_keep;
 };
 
@@ -110,7 +110,7 @@ main(int argc, char **argv)
     if (pol_fq_find(cfg.sched) == NULL) {
         fns_usage_error("--sched: unknown scheduler");
     }
-    if (cfg.arena_segment % FNS_ARENA_SEG_UNIT != 0) {
+    if (cfg.arena_segment % FNS_ARENA_SLAB_UNIT != 0) {
         fns_usage_error("--arena-segment must be a multiple of 2MiB");
     }
     cm_log_init("fnstore", level);
@@ -140,7 +140,7 @@ main(int argc, char **argv)
     ncfg.cos_linger_ms = cfg.cos_linger_ms;
     ncfg.incarnation = incarnation;
     ncfg.handle_signals = 1;
-    ncfg.arena_segment = cfg.arena_segment;
+    ncfg.arena_slab = cfg.arena_segment;
     ncfg.arena_keep = (uint32_t)cfg.arena_keep;
     rc = fns_node_create(&ncfg, cos, &node);
     if (rc != 0) {

@@ -1,4 +1,4 @@
-/* test_fns_arena.c - chunk memory segments: packing, reuse, the warm pool,
+/* test_fns_arena.c - chunk memory slabs: packing, reuse, the warm pool,
  * fallbacks, frees from other threads and the registry of arenas. */
 #include <errno.h>
 #include <pthread.h>
@@ -14,10 +14,10 @@
 #define CHUNK (MIB + 8) /* a default chunk with its COS trailer */
 
 static struct fns_arena *
-mk(size_t seg, size_t resv, uint32_t keep)
+mk(size_t slab, size_t resv, uint32_t keep)
 {
-    struct fns_arena_cfg cfg = {.seg_bytes = seg, .reserve_bytes = resv, .keep_segs = keep,
-                                .min_alloc = 64 << 10};
+    struct fns_arena_cfg cfg = {
+        .slab_bytes = slab, .reserve_bytes = resv, .keep_slabs = keep, .min_alloc = 64 << 10};
     struct fns_arena *a = NULL;
 
     CHECK(fns_arena_create(&cfg, &a) == 0);
@@ -34,14 +34,14 @@ stats(struct fns_arena *a, struct fns_arena_stats *st)
 static void
 test_bad_cfg(void)
 {
-    struct fns_arena_cfg cfg = {.seg_bytes = 3 * MIB, .reserve_bytes = 64 * MIB};
+    struct fns_arena_cfg cfg = {.slab_bytes = 3 * MIB, .reserve_bytes = 64 * MIB};
     struct fns_arena *a = (struct fns_arena *)&cfg;
 
     CHECK(fns_arena_create(&cfg, &a) == CM_E_BADARG && a == NULL);
-    cfg.seg_bytes = 0;
+    cfg.slab_bytes = 0;
     CHECK(fns_arena_create(&cfg, &a) == CM_E_BADARG);
-    cfg.seg_bytes = 8 * MIB;
-    cfg.reserve_bytes = 4 * MIB; /* less than a segment */
+    cfg.slab_bytes = 8 * MIB;
+    cfg.reserve_bytes = 4 * MIB; /* less than a slab */
     CHECK(fns_arena_create(&cfg, &a) == CM_E_BADARG);
     cfg.reserve_bytes = 64 * MIB;
     cfg.min_alloc = 9 * MIB; /* nothing could ever come from the arena */
@@ -50,8 +50,8 @@ test_bad_cfg(void)
     fns_arena_free(NULL);
 }
 
-/* Chunks are packed back to back, page aligned, in 2 MiB-aligned segments:
- * an 8 MiB segment holds seven 1 MiB + 8 chunks, the eighth opens a new one. */
+/* Chunks are packed back to back, page aligned, in 2 MiB-aligned slabs:
+ * an 8 MiB slab holds seven 1 MiB + 8 chunks, the eighth opens a new one. */
 static void
 test_packing(void)
 {
@@ -65,7 +65,7 @@ test_packing(void)
         CHECK(((uintptr_t)p[i] & (FNS_ARENA_ALIGN - 1)) == 0);
         memset(p[i], i, CHUNK);
     }
-    CHECK(((uintptr_t)p[0] & (FNS_ARENA_SEG_UNIT - 1)) == 0);
+    CHECK(((uintptr_t)p[0] & (FNS_ARENA_SLAB_UNIT - 1)) == 0);
     for (int i = 1; i < 7; i++) {
         CHECK(p[i] == p[i - 1] + CHUNK + (FNS_ARENA_ALIGN - 8));
     }
@@ -74,13 +74,13 @@ test_packing(void)
         CHECK(p[i][0] == i && p[i][CHUNK - 1] == i); /* no overlap */
     }
     stats(a, &st);
-    CHECK(st.live_buffers == 8 && st.segs_in_use == 2 && st.held_bytes == 16 * MIB);
+    CHECK(st.live_buffers == 8 && st.slabs_in_use == 2 && st.held_bytes == 16 * MIB);
     for (int i = 0; i < 8; i++) {
         fns_arena_free(p[i]);
     }
     stats(a, &st);
-    /* keep 0: the full segment's memory is returned; the current one stays. */
-    CHECK(st.live_buffers == 0 && st.segs_in_use == 1 && st.segs_warm == 0);
+    /* keep 0: the full slab's memory is returned; the current one stays. */
+    CHECK(st.live_buffers == 0 && st.slabs_in_use == 1 && st.slabs_warm == 0);
     CHECK(st.held_bytes == 8 * MIB);
     fns_arena_destroy(a);
 }
@@ -100,20 +100,20 @@ test_fallback_sizes(void)
     CHECK(none != NULL && !fns_arena_owns(none));
     memset(big, 1, 5 * MIB);
     stats(a, &st);
-    CHECK(st.live_buffers == 0 && st.segs_in_use == 0 && st.fallbacks_total == 0);
+    CHECK(st.live_buffers == 0 && st.slabs_in_use == 0 && st.fallbacks_total == 0);
     fns_arena_free(small);
     fns_arena_free(big);
     fns_arena_free(none);
     fns_arena_destroy(a);
 }
 
-/* A segment whose last chunk is freed is reused: warm first, up to keep;
+/* A slab whose last chunk is freed is reused: warm first, up to keep;
  * the rest are returned and their addresses reused too. The reservation
  * never grows past what is live. */
 static void
 test_reuse(void)
 {
-    struct fns_arena *a = mk(4 * MIB, 16 * MIB, 1); /* 4 segments of 3 chunks */
+    struct fns_arena *a = mk(4 * MIB, 16 * MIB, 1); /* 4 slabs of 3 chunks */
     struct fns_arena_stats st;
     uint8_t *p[12], *q[12];
 
@@ -122,29 +122,29 @@ test_reuse(void)
         CHECK(fns_arena_owns(p[i]));
     }
     stats(a, &st);
-    CHECK(st.segs_in_use == 4 && st.fallbacks_total == 0);
+    CHECK(st.slabs_in_use == 4 && st.fallbacks_total == 0);
     /* Reservation full: the next chunk is malloc'd, counted. */
     q[0] = fns_arena_alloc(a, CHUNK);
     CHECK(q[0] != NULL && !fns_arena_owns(q[0]));
     stats(a, &st);
     CHECK(st.fallbacks_total == 1);
     fns_arena_free(q[0]);
-    /* Free segments 0 and 1 entirely, one chunk of segment 2. */
+    /* Free slabs 0 and 1 entirely, one chunk of slab 2. */
     for (int i = 0; i < 7; i++) {
         fns_arena_free(p[i]);
     }
     stats(a, &st);
-    CHECK(st.live_buffers == 5 && st.segs_in_use == 2 && st.segs_warm == 1);
+    CHECK(st.live_buffers == 5 && st.slabs_in_use == 2 && st.slabs_warm == 1);
     CHECK(st.held_bytes == 12 * MIB);
-    /* Six new chunks fit in the two emptied segments: no fallback. */
+    /* Six new chunks fit in the two emptied slabs: no fallback. */
     for (int i = 0; i < 6; i++) {
         q[i] = fns_arena_alloc(a, CHUNK);
         CHECK(fns_arena_owns(q[i]));
         CHECK(q[i] >= p[0] && q[i] < p[0] + 8 * MIB);
     }
     stats(a, &st);
-    CHECK(st.segs_reused_total == 2 && st.fallbacks_total == 1 && st.segs_in_use == 4);
-    CHECK(st.segs_warm == 0 && st.live_buffers == 11);
+    CHECK(st.slabs_reused_total == 2 && st.fallbacks_total == 1 && st.slabs_in_use == 4);
+    CHECK(st.slabs_warm == 0 && st.live_buffers == 11);
     for (int i = 7; i < 12; i++) {
         fns_arena_free(p[i]);
     }
@@ -152,12 +152,12 @@ test_reuse(void)
         fns_arena_free(q[i]);
     }
     stats(a, &st);
-    CHECK(st.live_buffers == 0 && st.segs_warm == 1 && st.segs_in_use == 1);
+    CHECK(st.live_buffers == 0 && st.slabs_warm == 1 && st.slabs_in_use == 1);
     CHECK(st.held_bytes == 8 * MIB);
     fns_arena_destroy(a);
 }
 
-/* Freeing every chunk of the current segment rewinds it in place. */
+/* Freeing every chunk of the current slab rewinds it in place. */
 static void
 test_rewind_current(void)
 {
@@ -171,7 +171,7 @@ test_rewind_current(void)
     CHECK(q == p);
     fns_arena_free(q);
     stats(a, &st);
-    CHECK(st.segs_in_use == 1 && st.segs_reused_total == 0 && st.live_buffers == 0);
+    CHECK(st.slabs_in_use == 1 && st.slabs_reused_total == 0 && st.live_buffers == 0);
     fns_arena_destroy(a);
 }
 
@@ -222,7 +222,7 @@ test_threads(void)
         pthread_join(th[t], NULL);
     }
     stats(a, &st);
-    CHECK(st.live_buffers == 0 && st.segs_in_use <= 1 && st.segs_warm <= 2);
+    CHECK(st.live_buffers == 0 && st.slabs_in_use <= 1 && st.slabs_warm <= 2);
     fns_arena_destroy(a);
 }
 
