@@ -2,17 +2,18 @@
  * gw_meta.c - object metadata in LMDB (see gw_meta.h).
  *
  * LMDB keys are at most 511 bytes but object keys reach 1024, so the
- * objects and tombs tables are keyed by a *slot*: tenant u32 BE followed by
- * the first GW_META_INLINE bytes of the object key. A slot's value is a
- * bucket: the entries of every key that maps to it, sorted by full key:
+ * objects and tombs tables are keyed by a *group key*: tenant u32 BE
+ * followed by the first GW_META_INLINE bytes of the object key. Its value
+ * is the *group*: the members, one per object key that maps to it, sorted
+ * by full key:
  *
- *   entry := klen u16 LE | key[klen] | vlen u16 LE | value[vlen]
+ *   member := klen u16 LE | key[klen] | vlen u16 LE | value[vlen]
  *
- * Keys shorter than GW_META_INLINE have a slot of their own. Ordering
- * holds: comparing two slots bytewise orders their keys as the full keys
- * would be ordered (a key that is a prefix of another sorts first both
- * ways), and inside a slot the bucket is sorted. So a LIST is one cursor
- * scan, and all operations stay O(bucket), which is 1 except for many
+ * Keys shorter than GW_META_INLINE have a group of their own. Ordering
+ * holds: comparing two group keys bytewise orders their keys as the full
+ * keys would be ordered (a key that is a prefix of another sorts first both
+ * ways), and inside a group the members are sorted. So a LIST is one cursor
+ * scan, and all operations stay O(group size), which is 1 except for many
  * long keys sharing their first 480 bytes.
  *
  * Layout record (value in objects), little-endian:
@@ -39,7 +40,7 @@
 #include "gw_parse.h"
 
 #define GW_META_INLINE 480
-#define SLOT_MAX (4 + GW_META_INLINE)
+#define GROUP_KEY_MAX (4 + GW_META_INLINE)
 
 enum { T_OBJECTS, T_TOMBS, T_PENDING, T_STATE, T_COUNT };
 static const char *const table_names[T_COUNT] = {"objects", "tombs", "pending", "state"};
@@ -114,10 +115,10 @@ gw_layout_persisted(const struct gw_layout *l)
     return (l->persisted & full) == full;
 }
 
-/* ---- slots and buckets ---- */
+/* ---- groups ---- */
 
 static size_t
-slot_key(uint32_t tenant, const char *key, size_t klen, uint8_t *out)
+group_key(uint32_t tenant, const char *key, size_t klen, uint8_t *out)
 {
     size_t n = klen < GW_META_INLINE ? klen : GW_META_INLINE;
 
@@ -126,16 +127,16 @@ slot_key(uint32_t tenant, const char *key, size_t klen, uint8_t *out)
     return 4 + n;
 }
 
-struct entry {
+struct member {
     const char *key;
     size_t klen;
     const uint8_t *val;
     size_t vlen;
 };
 
-/* Iterates a bucket: 1 with *e filled, 0 at the end, CM_E_PROTO if torn. */
+/* Iterates a group: 1 with *e filled, 0 at the end, CM_E_PROTO if torn. */
 static int
-bucket_next(const uint8_t *b, size_t blen, size_t *pos, struct entry *e)
+group_next(const uint8_t *b, size_t blen, size_t *pos, struct member *e)
 {
     size_t p = *pos;
 
@@ -175,7 +176,7 @@ keycmp(const char *a, size_t alen, const char *b, size_t blen)
 }
 
 static void
-bucket_append(struct cm_buf *out, const char *key, size_t klen, const void *val, size_t vlen)
+group_append(struct cm_buf *out, const char *key, size_t klen, const void *val, size_t vlen)
 {
     uint8_t h[2];
 
@@ -189,24 +190,24 @@ bucket_append(struct cm_buf *out, const char *key, size_t klen, const void *val,
     cm_buf_append(out, val, vlen);
 }
 
-/* Finds key in the slot of table: 0 with *val and *vlen borrowed (txn), or
+/* Finds key in its group of table: 0 with *val and *vlen borrowed (txn), or
  * CM_E_NOTFOUND. */
 static int
-slot_get(struct cm_kv_txn *txn, int table, uint32_t tenant, const char *key, size_t klen,
-         const uint8_t **val, size_t *vlen)
+group_get(struct cm_kv_txn *txn, int table, uint32_t tenant, const char *key, size_t klen,
+          const uint8_t **val, size_t *vlen)
 {
-    uint8_t sk[SLOT_MAX];
-    size_t sklen = slot_key(tenant, key, klen, sk);
+    uint8_t gk[GROUP_KEY_MAX];
+    size_t gklen = group_key(tenant, key, klen, gk);
     const void *b;
     size_t blen, pos = 0;
-    struct entry e;
+    struct member e;
     int rc;
 
-    rc = cm_kv_get(txn, table, sk, sklen, &b, &blen);
+    rc = cm_kv_get(txn, table, gk, gklen, &b, &blen);
     if (rc != 0) {
         return rc;
     }
-    while ((rc = bucket_next(b, blen, &pos, &e)) == 1) {
+    while ((rc = group_next(b, blen, &pos, &e)) == 1) {
         if (keycmp(e.key, e.klen, key, klen) == 0) {
             *val = e.val;
             *vlen = e.vlen;
@@ -216,27 +217,27 @@ slot_get(struct cm_kv_txn *txn, int table, uint32_t tenant, const char *key, siz
     return rc < 0 ? rc : CM_E_NOTFOUND;
 }
 
-/* Sets (val != NULL) or removes key in its slot. Removing an absent key is
+/* Sets (val != NULL) or removes key in its group. Removing an absent key is
  * CM_E_NOTFOUND. */
 static int
-slot_set(struct cm_kv_txn *txn, int table, uint32_t tenant, const char *key, size_t klen,
-         const void *val, size_t vlen)
+group_set(struct cm_kv_txn *txn, int table, uint32_t tenant, const char *key, size_t klen,
+          const void *val, size_t vlen)
 {
-    uint8_t sk[SLOT_MAX];
-    size_t sklen = slot_key(tenant, key, klen, sk);
+    uint8_t gk[GROUP_KEY_MAX];
+    size_t gklen = group_key(tenant, key, klen, gk);
     const void *b = NULL;
     size_t blen = 0, pos = 0;
     struct cm_buf nb;
-    struct entry e;
+    struct member e;
     int rc, done = 0, found = 0;
 
-    rc = cm_kv_get(txn, table, sk, sklen, &b, &blen);
+    rc = cm_kv_get(txn, table, gk, gklen, &b, &blen);
     if (rc != 0 && rc != CM_E_NOTFOUND) {
         return rc;
     }
     cm_buf_init(&nb);
     if (rc == 0) {
-        while ((rc = bucket_next(b, blen, &pos, &e)) == 1) {
+        while ((rc = group_next(b, blen, &pos, &e)) == 1) {
             int c = keycmp(e.key, e.klen, key, klen);
             if (c == 0) {
                 found = 1;
@@ -244,27 +245,27 @@ slot_set(struct cm_kv_txn *txn, int table, uint32_t tenant, const char *key, siz
             }
             if (c > 0 && !done) {
                 if (val != NULL) {
-                    bucket_append(&nb, key, klen, val, vlen);
+                    group_append(&nb, key, klen, val, vlen);
                 }
                 done = 1;
             }
-            bucket_append(&nb, e.key, e.klen, e.val, e.vlen);
+            group_append(&nb, e.key, e.klen, e.val, e.vlen);
         }
         if (rc < 0) {
             goto out;
         }
     }
     if (!done && val != NULL) {
-        bucket_append(&nb, key, klen, val, vlen);
+        group_append(&nb, key, klen, val, vlen);
     }
     if (val == NULL && !found) {
         rc = CM_E_NOTFOUND;
         goto out;
     }
     if (nb.len == 0) {
-        rc = cm_kv_del(txn, table, sk, sklen);
+        rc = cm_kv_del(txn, table, gk, gklen);
     } else {
-        rc = cm_kv_put(txn, table, sk, sklen, nb.p, nb.len);
+        rc = cm_kv_put(txn, table, gk, gklen, nb.p, nb.len);
     }
 out:
     cm_buf_fini(&nb);
@@ -311,7 +312,7 @@ gw_meta_get(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen, st
     if (rc != 0) {
         return rc;
     }
-    rc = slot_get(txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
+    rc = group_get(txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
     if (rc == 0) {
         rc = gw_meta_decode(v, vlen, out);
     }
@@ -334,17 +335,17 @@ struct list_ctx {
 
 /* 1 = stop the scan. */
 static int
-list_slot(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+list_group(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
 {
     struct list_ctx *c = arg;
     size_t pos = 0;
-    struct entry e;
+    struct member e;
     int rc;
 
     if (klen < 4 || cm_get_be32(k) != c->tenant) {
         return 1;
     }
-    while ((rc = bucket_next(v, vlen, &pos, &e)) == 1) {
+    while ((rc = group_next(v, vlen, &pos, &e)) == 1) {
         struct gw_layout l;
         if (c->after != NULL && keycmp(e.key, e.klen, c->after, c->alen) <= 0) {
             continue;
@@ -379,20 +380,20 @@ gw_meta_list(struct gw_meta *m, uint32_t tenant, const char *prefix, size_t plen
 {
     struct list_ctx c = {tenant, prefix, plen, after, alen, limit, 0, cb, arg, 0, 0};
     struct cm_kv_txn *txn;
-    uint8_t sk[SLOT_MAX];
-    size_t sklen;
+    uint8_t gk[GROUP_KEY_MAX];
+    size_t gklen;
     int rc;
 
     if (after != NULL && keycmp(after, alen, prefix, plen) > 0) {
-        sklen = slot_key(tenant, after, alen, sk);
+        gklen = group_key(tenant, after, alen, gk);
     } else {
-        sklen = slot_key(tenant, prefix, plen, sk);
+        gklen = group_key(tenant, prefix, plen, gk);
     }
     rc = cm_kv_begin(m->kv, 0, &txn);
     if (rc != 0) {
         return rc;
     }
-    rc = cm_kv_scan(txn, T_OBJECTS, sk, sklen, list_slot, &c);
+    rc = cm_kv_scan(txn, T_OBJECTS, gk, gklen, list_group, &c);
     cm_kv_abort(txn);
     if (rc < 0) {
         return rc;
@@ -422,7 +423,8 @@ pending_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     for (int i = 0; i < 8; i++) {
         object = object << 8 | ((const uint8_t *)k)[i];
     }
-    if (slot_get(c->txn, T_OBJECTS, cm_get_be32(v), (const char *)v + 4, vlen - 4, &rec, &rlen) != 0 ||
+    if (group_get(c->txn, T_OBJECTS, cm_get_be32(v), (const char *)v + 4, vlen - 4, &rec, &rlen) !=
+            0 ||
         gw_meta_decode(rec, rlen, &l) != 0 || l.object != object) {
         return 0;
     }
@@ -477,12 +479,12 @@ gw_meta_tenants(struct gw_meta *m, void (*cb)(void *arg, uint32_t tenant), void 
         int have = 0;
         for (int t = 0; t < 2; t++) {
             struct tenant_ctx c = {0, 0};
-            uint8_t sk[4];
+            uint8_t gk[4];
             if (next[t] == UINT32_MAX) {
                 continue;
             }
-            cm_put_be32(sk, next[t]);
-            rc = cm_kv_scan(txn, t == 0 ? T_OBJECTS : T_TOMBS, sk, 4, first_tenant, &c);
+            cm_put_be32(gk, next[t]);
+            rc = cm_kv_scan(txn, t == 0 ? T_OBJECTS : T_TOMBS, gk, 4, first_tenant, &c);
             if (rc < 0) {
                 goto out;
             }
@@ -621,7 +623,7 @@ gw_meta_put(struct gw_meta_batch *b, const char *key, size_t klen, struct gw_lay
         return CM_E_BADARG;
     }
     *had_old = 0;
-    rc = slot_get(b->txn, T_OBJECTS, l->tenant, key, klen, &v, &vlen);
+    rc = group_get(b->txn, T_OBJECTS, l->tenant, key, klen, &v, &vlen);
     if (rc == 0) {
         rc = gw_meta_decode(v, vlen, old);
         if (rc != 0) {
@@ -634,10 +636,10 @@ gw_meta_put(struct gw_meta_batch *b, const char *key, size_t klen, struct gw_lay
             return rc;
         }
     } else if (rc == CM_E_NOTFOUND) {
-        rc = slot_get(b->txn, T_TOMBS, l->tenant, key, klen, &v, &vlen);
+        rc = group_get(b->txn, T_TOMBS, l->tenant, key, klen, &v, &vlen);
         if (rc == 0 && vlen == 8) {
             base = cm_get_le64(v);
-            rc = slot_set(b->txn, T_TOMBS, l->tenant, key, klen, NULL, 0);
+            rc = group_set(b->txn, T_TOMBS, l->tenant, key, klen, NULL, 0);
         }
         if (rc != 0 && rc != CM_E_NOTFOUND) {
             return rc;
@@ -647,7 +649,7 @@ gw_meta_put(struct gw_meta_batch *b, const char *key, size_t klen, struct gw_lay
     }
     l->version = base + 1;
     rlen = gw_meta_encode(l, rec);
-    rc = slot_set(b->txn, T_OBJECTS, l->tenant, key, klen, rec, rlen);
+    rc = group_set(b->txn, T_OBJECTS, l->tenant, key, klen, rec, rlen);
     if (rc == 0 && !gw_layout_persisted(l)) {
         rc = pending_set(b->txn, l->object, l->tenant, key, klen);
     }
@@ -663,7 +665,7 @@ gw_meta_delete(struct gw_meta_batch *b, uint32_t tenant, const char *key, size_t
     uint8_t ver[8];
     int rc;
 
-    rc = slot_get(b->txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
+    rc = group_get(b->txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
     if (rc != 0) {
         return rc;
     }
@@ -672,9 +674,9 @@ gw_meta_delete(struct gw_meta_batch *b, uint32_t tenant, const char *key, size_t
         return rc;
     }
     cm_put_le64(ver, old->version);
-    rc = slot_set(b->txn, T_OBJECTS, tenant, key, klen, NULL, 0);
+    rc = group_set(b->txn, T_OBJECTS, tenant, key, klen, NULL, 0);
     if (rc == 0) {
-        rc = slot_set(b->txn, T_TOMBS, tenant, key, klen, ver, 8);
+        rc = group_set(b->txn, T_TOMBS, tenant, key, klen, ver, 8);
     }
     if (rc == 0) {
         rc = pending_del(b->txn, old->object);
@@ -709,7 +711,7 @@ gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
     tenant = cm_get_be32(pv);
     klen = pvlen - 4;
     memcpy(key, (const char *)pv + 4, klen);
-    rc = slot_get(b->txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
+    rc = group_get(b->txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
     if (rc == 0) {
         rc = gw_meta_decode(v, vlen, &cur);
     }
@@ -733,7 +735,7 @@ gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
     memcpy(cur.holders, l->holders, sizeof(cur.holders));
     cur.persisted = l->persisted;
     rlen = gw_meta_encode(&cur, rec);
-    rc = slot_set(b->txn, T_OBJECTS, tenant, key, klen, rec, rlen);
+    rc = group_set(b->txn, T_OBJECTS, tenant, key, klen, rec, rlen);
     if (rc == 0 && gw_layout_persisted(&cur)) {
         rc = pending_del(b->txn, l->object);
     }
@@ -746,7 +748,7 @@ gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
 struct purge_ctx {
     uint32_t tenant;
     unsigned max, n;
-    struct cm_buf slots; /* concatenated: u16 len | slot key */
+    struct cm_buf group_keys; /* concatenated: u16 len | group key */
     int left;
 };
 
@@ -765,8 +767,8 @@ purge_collect(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     }
     h[0] = (uint8_t)klen;
     h[1] = (uint8_t)(klen >> 8);
-    cm_buf_append(&c->slots, h, 2);
-    cm_buf_append(&c->slots, k, klen);
+    cm_buf_append(&c->group_keys, h, 2);
+    cm_buf_append(&c->group_keys, k, klen);
     c->n++;
     return 0;
 }
@@ -784,31 +786,31 @@ gw_meta_purge(struct gw_meta_batch *b, uint32_t tenant, unsigned max,
         struct purge_ctx c = {tenant, max, 0, {NULL, 0, 0}, 0};
         size_t pos = 0;
 
-        cm_buf_init(&c.slots);
+        cm_buf_init(&c.group_keys);
         rc = cm_kv_scan(b->txn, t, start, 4, purge_collect, &c);
         if (rc < 0) {
-            cm_buf_fini(&c.slots);
+            cm_buf_fini(&c.group_keys);
             return rc;
         }
         rc = 0;
-        while (pos < c.slots.len && rc == 0) {
-            const uint8_t *sp = (const uint8_t *)c.slots.p + pos;
-            size_t sklen = (size_t)sp[0] | (size_t)sp[1] << 8;
+        while (pos < c.group_keys.len && rc == 0) {
+            const uint8_t *gp = (const uint8_t *)c.group_keys.p + pos;
+            size_t gklen = (size_t)gp[0] | (size_t)gp[1] << 8;
             const void *bv;
             size_t blen;
 
-            pos += 2 + sklen;
+            pos += 2 + gklen;
             if (t == T_OBJECTS) {
                 uint8_t *copy = NULL;
                 size_t bpos = 0;
-                struct entry e;
-                rc = cm_kv_get(b->txn, t, sp + 2, sklen, &bv, &blen);
+                struct member e;
+                rc = cm_kv_get(b->txn, t, gp + 2, gklen, &bv, &blen);
                 if (rc == 0) {
                     /* writes below may move the page bv points into */
                     copy = cm_malloc(blen + 1);
                     memcpy(copy, bv, blen);
                 }
-                while (rc == 0 && bucket_next(copy, blen, &bpos, &e) == 1) {
+                while (rc == 0 && group_next(copy, blen, &bpos, &e) == 1) {
                     struct gw_layout l;
                     if (gw_meta_decode(e.val, e.vlen, &l) == 0) {
                         rc = pending_del(b->txn, l.object);
@@ -820,10 +822,10 @@ gw_meta_purge(struct gw_meta_batch *b, uint32_t tenant, unsigned max,
                 free(copy);
             }
             if (rc == 0) {
-                rc = cm_kv_del(b->txn, t, sp + 2, sklen);
+                rc = cm_kv_del(b->txn, t, gp + 2, gklen);
             }
         }
-        cm_buf_fini(&c.slots);
+        cm_buf_fini(&c.group_keys);
         if (rc != 0) {
             return rc;
         }

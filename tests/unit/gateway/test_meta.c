@@ -1,5 +1,5 @@
 /* test_meta.c - unit.gateway.meta: the LMDB metadata tables, checked
- * against a brute-force model (versions, LIST order, long-key buckets,
+ * against a brute-force model (versions, LIST order, long-key groups,
  * pending, purge, state cache, reopen). */
 #include "t_check.h"
 
@@ -214,7 +214,7 @@ rand_key(char *out, size_t *len)
     size_t n;
 
     if (t_range(0, 5) == 0) {
-        /* long keys that share their first 480+ bytes: one bucket */
+        /* long keys that share their first 480+ bytes: one group */
         n = (size_t)t_range(478, GW_KEY_MAX);
         memset(out, 'L', n);
         for (size_t i = 479; i < n; i++) {
