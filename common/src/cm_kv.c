@@ -18,10 +18,10 @@
  * (DIR/redo.log) with O_DIRECT: the write has reached the device when
  * pwrite returns, and the flush that follows for the data pages, a flush of
  * the device's cache on the same file system, makes it durable too. The
- * log has two slots, by the parity of the txn id, so the record of the
+ * log has two halves, by the parity of the txn id, so the record of the
  * commit that may be undone is never the one being overwritten. At open,
  * records newer than the store's last transaction are replayed, the store
- * is synced and the log zeroed. A record larger than a slot, a failed
+ * is synced and the log zeroed. A record larger than a half, a failed
  * record write, or a file system without O_DIRECT falls back to LMDB's two
  * flushes.
  */
@@ -47,7 +47,7 @@
 
 #define KV_DEFAULT_MAP ((size_t)4 << 30)
 
-#define REDO_SLOT ((size_t)1 << 20) /* bytes per slot; the log holds two */
+#define REDO_HALF ((size_t)1 << 20) /* bytes per half of the log */
 #define REDO_ALIGN ((size_t)4096)   /* of O_DIRECT offsets, lengths, buffers */
 #define REDO_MAGIC 0x4f445253u      /* "SRDO" */
 #define REDO_HDR 20                 /* magic, crc, txn id, payload length */
@@ -57,7 +57,7 @@ struct cm_kv {
     MDB_env *env;
     int redo_fd;          /* O_DIRECT; -1: no redo log */
     pthread_mutex_t redo; /* a commit's log writes, up to a failed commit's undo */
-    uint8_t *block;       /* REDO_SLOT bytes, aligned: the record being written */
+    uint8_t *block;       /* REDO_HALF bytes, aligned: the record being written */
     int ntables;
     MDB_dbi dbi[];
 };
@@ -134,7 +134,7 @@ redo_add(struct cm_kv_txn *txn, int op, int table, const void *key, size_t klen,
     cm_buf_append(&txn->redo, val, vlen);
 }
 
-/* Writes txn's record into its slot: 0, 1 when it does not fit (the
+/* Writes txn's record into its half: 0, 1 when it does not fit (the
  * caller syncs in full instead), or -errno. */
 static int
 redo_write(struct cm_kv *kv, uint64_t txnid, const struct cm_buf *ops)
@@ -144,7 +144,7 @@ redo_write(struct cm_kv *kv, uint64_t txnid, const struct cm_buf *ops)
     uint8_t *b = kv->block;
     ssize_t w;
 
-    if (n > REDO_SLOT) {
+    if (n > REDO_HALF) {
         return 1;
     }
     cm_put_le32(b, REDO_MAGIC);
@@ -153,21 +153,21 @@ redo_write(struct cm_kv *kv, uint64_t txnid, const struct cm_buf *ops)
     memcpy(b + REDO_HDR, ops->p, ops->len);
     memset(b + total, 0, n - total);
     cm_put_le32(b + 4, cm_crc32c(0, b + 8, total - 8));
-    w = pwrite(kv->redo_fd, b, n, (off_t)((txnid & 1) * REDO_SLOT));
+    w = pwrite(kv->redo_fd, b, n, (off_t)((txnid & 1) * REDO_HALF));
     if (w != (ssize_t)n) {
         return w < 0 ? -errno : -EIO;
     }
     return 0;
 }
 
-/* The txn id of the valid record in slot s of log[2 * REDO_SLOT], or 0. */
+/* The txn id of the valid record in half h of log[2 * REDO_HALF], or 0. */
 static uint64_t
-redo_valid(const uint8_t *log, int s, size_t *len)
+redo_valid(const uint8_t *log, int h, size_t *len)
 {
-    const uint8_t *b = log + (size_t)s * REDO_SLOT;
+    const uint8_t *b = log + (size_t)h * REDO_HALF;
 
     *len = cm_get_le32(b + 16);
-    if (cm_get_le32(b) != REDO_MAGIC || *len > REDO_SLOT - REDO_HDR ||
+    if (cm_get_le32(b) != REDO_MAGIC || *len > REDO_HALF - REDO_HDR ||
         cm_get_le32(b + 4) != cm_crc32c(0, b + 8, REDO_HDR - 8 + *len)) {
         return 0;
     }
@@ -213,12 +213,12 @@ redo_apply(struct cm_kv *kv, const uint8_t *p, size_t len)
     return rc == 0 ? mdb_env_sync(kv->env, 1) : rc;
 }
 
-/* Zero-fills path's two slots and makes them durable, so that later
+/* Zero-fills path's two halves and makes them durable, so that later
  * O_DIRECT writes overwrite allocated blocks (no metadata to flush). */
 static int
 redo_reset(const char *path, const char *dir)
 {
-    uint8_t *zero = cm_calloc(1, REDO_SLOT);
+    uint8_t *zero = cm_calloc(1, REDO_HALF);
     int fd, ret = 0;
 
     fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -226,9 +226,9 @@ redo_reset(const char *path, const char *dir)
         free(zero);
         return -errno;
     }
-    if (ftruncate(fd, (off_t)(2 * REDO_SLOT)) != 0 ||
-        pwrite(fd, zero, REDO_SLOT, 0) != (ssize_t)REDO_SLOT ||
-        pwrite(fd, zero, REDO_SLOT, (off_t)REDO_SLOT) != (ssize_t)REDO_SLOT || fsync(fd) != 0) {
+    if (ftruncate(fd, (off_t)(2 * REDO_HALF)) != 0 ||
+        pwrite(fd, zero, REDO_HALF, 0) != (ssize_t)REDO_HALF ||
+        pwrite(fd, zero, REDO_HALF, (off_t)REDO_HALF) != (ssize_t)REDO_HALF || fsync(fd) != 0) {
         ret = -errno;
     }
     close(fd);
@@ -257,28 +257,28 @@ redo_open(struct cm_kv *kv, const char *dir, uint64_t last)
     if ((size_t)snprintf(path, sizeof(path), "%s/redo.log", dir) >= sizeof(path)) {
         return ENAMETOOLONG;
     }
-    log = cm_calloc(2, REDO_SLOT);
+    log = cm_calloc(2, REDO_HALF);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-        got = pread(fd, log, 2 * REDO_SLOT, 0);
+        got = pread(fd, log, 2 * REDO_HALF, 0);
         close(fd);
     }
-    if (got == (ssize_t)(2 * REDO_SLOT)) {
+    if (got == (ssize_t)(2 * REDO_HALF)) {
         size_t len[2];
         uint64_t t[2] = {redo_valid(log, 0, &len[0]), redo_valid(log, 1, &len[1])};
         int first = t[0] <= t[1] ? 0 : 1;
         for (int i = 0; i < 2 && rc == 0; i++) {
-            int s = i == 0 ? first : 1 - first;
-            if (t[s] <= last) {
+            int h = i == 0 ? first : 1 - first;
+            if (t[h] <= last) {
                 continue;
             }
-            if (t[s] != last + 1) {
+            if (t[h] != last + 1) {
                 CM_WARN("kv: redo record of txn %llu does not follow the store's %llu dir=%s",
-                        (unsigned long long)t[s], (unsigned long long)last, dir);
+                        (unsigned long long)t[h], (unsigned long long)last, dir);
                 break;
             }
-            rc = redo_apply(kv, log + (size_t)s * REDO_SLOT + REDO_HDR, len[s]);
-            last = t[s];
+            rc = redo_apply(kv, log + (size_t)h * REDO_HALF + REDO_HDR, len[h]);
+            last = t[h];
             replayed++;
         }
     }
@@ -302,7 +302,7 @@ redo_open(struct cm_kv *kv, const char *dir, uint64_t last)
     if (kv->redo_fd < 0) {
         return 0; /* no O_DIRECT here: the caller goes without the log */
     }
-    if (posix_memalign((void **)&kv->block, REDO_ALIGN, REDO_SLOT) != 0) {
+    if (posix_memalign((void **)&kv->block, REDO_ALIGN, REDO_HALF) != 0) {
         kv->block = NULL;
         return ENOMEM;
     }
@@ -440,17 +440,17 @@ cm_kv_commit(struct cm_kv_txn *txn)
     int rc, full = 0, logged = txn->redo.len > 0;
 
     /* A failed commit releases LMDB's writer lock before its record is
-     * undone: the next writer, which gets the same txn id and slot, waits
+     * undone: the next writer, which gets the same txn id and half, waits
      * here for that. */
     if (logged) {
         pthread_mutex_lock(&kv->redo);
         rc = redo_write(kv, id, &txn->redo);
         if (rc < 0) {
-            /* Durable the slow way instead. The slot holds a torn record,
+            /* Durable the slow way instead. The half holds a torn record,
              * which its CRC rejects, or an older one, never replayed. */
             CM_WARN("kv: redo log write failed, flushing twice err=%s", cm_errname(rc));
         }
-        full = rc != 0; /* too big for a slot, or not written */
+        full = rc != 0; /* too big for a half, or not written */
     }
     rc = mdb_txn_commit(txn->txn);
     if (rc == 0 && full) {
@@ -458,7 +458,7 @@ cm_kv_commit(struct cm_kv_txn *txn)
     } else if (rc != 0 && logged) {
         /* Failed: its record must not be replayed after a crash. */
         memset(kv->block, 0, REDO_ALIGN);
-        (void)!pwrite(kv->redo_fd, kv->block, REDO_ALIGN, (off_t)((id & 1) * REDO_SLOT));
+        (void)!pwrite(kv->redo_fd, kv->block, REDO_ALIGN, (off_t)((id & 1) * REDO_HALF));
     }
     if (rc != 0) {
         CM_ERROR("kv: commit failed err=%s", mdb_strerror(rc));

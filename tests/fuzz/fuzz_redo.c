@@ -3,7 +3,7 @@
  * log (common/src/cm_kv.c, CM_KV_REDO): the bytes a crash may leave in
  * DIR/redo.log, read back by cm_kv_open.
  *
- * Input: byte 0 bit 0 set: the rest is slot 0 of the log as is (magic, CRC,
+ * Input: byte 0 bit 0 set: the rest is half 0 of the log as is (magic, CRC,
  * txn id, length, ops). Clear: the rest is the ops of a record the target
  * wraps in a valid header for the transaction after the store's last, so
  * the fuzzer reaches the ops parser. Whatever the bytes, the open either
@@ -23,13 +23,13 @@
 #include "cm_kv.h"
 #include "cm_log.h"
 
-#define SLOT ((size_t)1 << 20) /* as REDO_SLOT in cm_kv.c */
+#define HALF ((size_t)1 << 20) /* as REDO_HALF in cm_kv.c */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const tables[] = {"a", "b"};
 static char dir[64], store[128], data_path[160], log_path[160];
-static uint8_t *slots;
+static uint8_t *halves;
 static unsigned char *image;
 static ssize_t image_len;
 static uint64_t next_txn;
@@ -68,16 +68,16 @@ write_file(const char *path, const void *buf, size_t len)
 static void
 put_back(const uint8_t *ops, size_t len)
 {
-    uint8_t *b = slots + (next_txn & 1) * SLOT;
+    uint8_t *b = halves + (next_txn & 1) * HALF;
 
-    memset(slots, 0, 2 * SLOT);
+    memset(halves, 0, 2 * HALF);
     cm_put_le32(b, 0x4f445253u);
     cm_put_le64(b + 8, next_txn);
     cm_put_le32(b + 16, (uint32_t)len);
     memcpy(b + 20, ops, len);
     cm_put_le32(b + 4, cm_crc32c(0, b + 8, 12 + len));
     write_file(data_path, image, (size_t)image_len);
-    write_file(log_path, slots, 2 * SLOT);
+    write_file(log_path, halves, 2 * HALF);
 }
 
 /* A store with two committed transactions; its data file is kept in memory
@@ -117,7 +117,7 @@ setup(void)
         abort();
     }
     close(fd);
-    slots = malloc(2 * SLOT);
+    halves = malloc(2 * HALF);
 
     /* A record put to table 1 as the next transaction must replay; else
      * next_txn is wrong and no input would reach the ops parser. */
@@ -139,17 +139,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct cm_kv *kv;
     struct cm_kv_txn *t;
 
-    if (slots == NULL) {
+    if (halves == NULL) {
         setup();
     }
-    if (size < 1 || size - 1 > SLOT - 20) {
+    if (size < 1 || size - 1 > HALF - 20) {
         return 0;
     }
     if (data[0] & 1) {
-        memset(slots, 0, 2 * SLOT);
-        memcpy(slots, data + 1, size - 1);
+        memset(halves, 0, 2 * HALF);
+        memcpy(halves, data + 1, size - 1);
         write_file(data_path, image, (size_t)image_len);
-        write_file(log_path, slots, 2 * SLOT);
+        write_file(log_path, halves, 2 * HALF);
     } else {
         put_back(data + 1, size - 1);
     }

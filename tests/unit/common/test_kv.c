@@ -144,10 +144,10 @@ test_redo(const char *dir)
         int fd = open(log, O_RDWR);
         char c;
         CHECK(fd >= 0);
-        for (off_t slot = 0; slot < 2; slot++) {
-            CHECK(pread(fd, &c, 1, slot * (1 << 20) + 22) == 1);
+        for (off_t half = 0; half < 2; half++) {
+            CHECK(pread(fd, &c, 1, half * (1 << 20) + 22) == 1);
             c ^= 0x5a;
-            CHECK(pwrite(fd, &c, 1, slot * (1 << 20) + 22) == 1);
+            CHECK(pwrite(fd, &c, 1, half * (1 << 20) + 22) == 1);
         }
         close(fd);
     }
@@ -155,7 +155,7 @@ test_redo(const char *dir)
     expect(kv, "a", "1");
     expect(kv, "c", NULL);
 
-    /* A transaction too big for a slot commits with a full sync and leaves
+    /* A transaction too big for a half commits with a full sync and leaves
      * the log alone; the older record there must not be replayed over it
      * ("g" would come back). */
     put_del(kv, "g", "7", NULL);
