@@ -336,7 +336,7 @@ ctl_state_tick(struct ctl_state *st, uint64_t now_ns)
 
 /* The record of node id, inserted (id order, zeroed but for the id) if new. */
 static struct node_rec *
-do_node_slot(struct ctl_state *st, uint32_t id, int *created)
+do_node_entry(struct ctl_state *st, uint32_t id, int *created)
 {
     size_t i = 0;
 
@@ -408,7 +408,7 @@ ctl_state_heartbeat(struct ctl_state *st, const struct ctl_hb *hb, uint64_t now_
     pthread_mutex_lock(&st->mu);
     now_ns = do_clock(st, now_ns);
     do_tick(st, now_ns);
-    nr = do_node_slot(st, hb->node.id, &created);
+    nr = do_node_entry(st, hb->node.id, &created);
     changed = created || strcmp(nr->n.addr, hb->node.addr) != 0 ||
               strcmp(nr->n.metrics_addr, hb->node.metrics_addr) != 0 ||
               nr->n.capacity_bytes != hb->node.capacity_bytes ||

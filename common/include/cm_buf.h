@@ -46,9 +46,9 @@ void *cm_malloc_big(size_t n);
  * A cached buffer serves a request of len bytes when it holds at least len
  * and at most len/2 + 2 MiB more (glibc's own 2 MiB-aligned mappings hold
  * up to 2 MiB extra); the smallest such, the newest on a tie. Past
- * max_bytes (or CM_BIG_CACHE_SLOTS buffers) the oldest are freed.
+ * max_bytes (or CM_BIG_CACHE_ENTRIES buffers) the oldest are freed.
  */
-#define CM_BIG_CACHE_SLOTS 64
+#define CM_BIG_CACHE_ENTRIES 64
 void cm_big_cache_set(size_t max_bytes);
 /* Releases p from cm_malloc_big or malloc (NULL is a no-op): into the cache
  * when it is on and p is a 2 MiB-aligned buffer of CM_BIG_MIN or more,

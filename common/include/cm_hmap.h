@@ -9,8 +9,9 @@
  *       if (CM_CONTAINER_OF(n, struct rec, hn)->id == id) ...
  *
  * The hash is stored in the node, so growing (doubling once there are more
- * nodes than buckets) never calls back, and chains compare it first. Not
- * thread-safe; the map owns its buckets only, never the records.
+ * nodes than entries) never calls back, and chains compare it first. Each
+ * entry of the table heads one chain. Not thread-safe; the map owns its
+ * entries only, never the records.
  */
 #ifndef CM_HMAP_H
 #define CM_HMAP_H
@@ -27,13 +28,13 @@ struct cm_hnode {
 
 struct cm_hmap {
     struct cm_hnode **b;
-    size_t mask; /* buckets - 1 (a power of two minus one) */
+    size_t mask; /* entries - 1 (a power of two minus one) */
     size_t n;    /* nodes */
 };
 
-/* nbuckets is rounded up to a power of two (at least 16). */
-void cm_hmap_init(struct cm_hmap *m, size_t nbuckets);
-void cm_hmap_free(struct cm_hmap *m); /* the buckets; records are the caller's */
+/* nentries is rounded up to a power of two (at least 16). */
+void cm_hmap_init(struct cm_hmap *m, size_t nentries);
+void cm_hmap_free(struct cm_hmap *m); /* the entries; records are the caller's */
 void cm_hmap_add(struct cm_hmap *m, struct cm_hnode *n, uint64_t hash);
 /* Unlinks n (which must be in m). */
 void cm_hmap_del(struct cm_hmap *m, struct cm_hnode *n);

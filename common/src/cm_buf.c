@@ -55,14 +55,14 @@ cm_malloc(size_t n)
 #define BIG_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-/* The big-buffer cache (see cm_buf.h): slots in the order they were freed. */
+/* The big-buffer cache (see cm_buf.h): entries in the order they were freed. */
 static struct {
     pthread_mutex_t mu;
     size_t max_bytes, bytes, n;
     struct {
         void *p;
         size_t len; /* malloc_usable_size: what the buffer holds */
-    } slot[CM_BIG_CACHE_SLOTS];
+    } entry[CM_BIG_CACHE_ENTRIES];
     uint64_t hits, misses;
 } big_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -75,9 +75,9 @@ big_cache_take(size_t len)
     size_t i, best = big_cache.n;
 
     for (i = big_cache.n; i-- > 0;) {
-        size_t have = big_cache.slot[i].len;
+        size_t have = big_cache.entry[i].len;
         if (have >= len && have - len <= len / 2 + HUGE_PAGE &&
-            (best == big_cache.n || have < big_cache.slot[best].len)) {
+            (best == big_cache.n || have < big_cache.entry[best].len)) {
             best = i;
         }
     }
@@ -85,12 +85,12 @@ big_cache_take(size_t len)
         big_cache.misses++;
         return NULL;
     }
-    void *p = big_cache.slot[best].p;
-    size_t have = big_cache.slot[best].len;
+    void *p = big_cache.entry[best].p;
+    size_t have = big_cache.entry[best].len;
     big_cache.bytes -= have;
     big_cache.n--;
-    memmove(&big_cache.slot[best], &big_cache.slot[best + 1],
-            (big_cache.n - best) * sizeof(big_cache.slot[0]));
+    memmove(&big_cache.entry[best], &big_cache.entry[best + 1],
+            (big_cache.n - best) * sizeof(big_cache.entry[0]));
     big_cache.hits++;
     BIG_UNPOISON(p, have);
     return p;
@@ -128,28 +128,28 @@ cm_malloc_big(size_t n)
     return p;
 }
 
-/* Drops the oldest slots until len more bytes (and one more buffer, when
- * slot) fit; the dropped buffers go to out. Under the lock. */
+/* Drops the oldest entries until len more bytes (and one more entry, when
+ * one_more) fit; the dropped buffers go to out. Under the lock. */
 static size_t
-big_cache_make_room(size_t len, int slot, void **out)
+big_cache_make_room(size_t len, int one_more, void **out)
 {
     size_t k = 0;
 
-    while (k < big_cache.n && ((slot && big_cache.n - k == CM_BIG_CACHE_SLOTS) ||
+    while (k < big_cache.n && ((one_more && big_cache.n - k == CM_BIG_CACHE_ENTRIES) ||
                                big_cache.bytes + len > big_cache.max_bytes)) {
-        big_cache.bytes -= big_cache.slot[k].len;
-        out[k] = big_cache.slot[k].p;
+        big_cache.bytes -= big_cache.entry[k].len;
+        out[k] = big_cache.entry[k].p;
         k++;
     }
     big_cache.n -= k;
-    memmove(&big_cache.slot[0], &big_cache.slot[k], big_cache.n * sizeof(big_cache.slot[0]));
+    memmove(&big_cache.entry[0], &big_cache.entry[k], big_cache.n * sizeof(big_cache.entry[0]));
     return k;
 }
 
 void
 cm_free_big(void *p)
 {
-    void *drop[CM_BIG_CACHE_SLOTS];
+    void *drop[CM_BIG_CACHE_ENTRIES];
     size_t len, k = 0;
 
     if (p == NULL) {
@@ -166,8 +166,8 @@ cm_free_big(void *p)
     } else {
         k = big_cache_make_room(len, 1, drop);
         BIG_POISON(p, len);
-        big_cache.slot[big_cache.n].p = p;
-        big_cache.slot[big_cache.n].len = len;
+        big_cache.entry[big_cache.n].p = p;
+        big_cache.entry[big_cache.n].len = len;
         big_cache.n++;
         big_cache.bytes += len;
     }
@@ -180,7 +180,7 @@ cm_free_big(void *p)
 void
 cm_big_cache_set(size_t max_bytes)
 {
-    void *drop[CM_BIG_CACHE_SLOTS];
+    void *drop[CM_BIG_CACHE_ENTRIES];
     size_t k;
 
     pthread_mutex_lock(&big_cache.mu);

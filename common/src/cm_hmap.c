@@ -7,11 +7,11 @@
 #include "cm_hmap.h"
 
 void
-cm_hmap_init(struct cm_hmap *m, size_t nbuckets)
+cm_hmap_init(struct cm_hmap *m, size_t nentries)
 {
     size_t nb = 16;
 
-    while (nb < nbuckets) {
+    while (nb < nentries) {
         nb *= 2;
     }
     m->b = cm_calloc(nb, sizeof(*m->b));

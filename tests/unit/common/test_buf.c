@@ -32,7 +32,7 @@ static void
 test_big_cache(void)
 {
     struct cm_big_cache_stats st;
-    uint8_t *a, *b, *c, *ps[CM_BIG_CACHE_SLOTS + 6];
+    uint8_t *a, *b, *c, *ps[CM_BIG_CACHE_ENTRIES + 6];
     size_t i, ua, ub;
 
     /* Off by default: buffers go back to malloc, nothing is counted. */
@@ -107,7 +107,7 @@ test_big_cache(void)
     cm_free_big(a);
     CHECK(stats().bytes == st.bytes && stats().buffers == st.buffers);
 
-    /* At most CM_BIG_CACHE_SLOTS buffers. */
+    /* At most CM_BIG_CACHE_ENTRIES buffers. */
     cm_big_cache_set(1024 * MIB);
     for (i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
         ps[i] = big(MIB, 10);
@@ -115,7 +115,7 @@ test_big_cache(void)
     for (i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
         cm_free_big(ps[i]);
     }
-    CHECK_EQ_INT(stats().buffers, CM_BIG_CACHE_SLOTS);
+    CHECK_EQ_INT(stats().buffers, CM_BIG_CACHE_ENTRIES);
 
     /* Small and unaligned buffers are simply freed. */
     st = stats();
