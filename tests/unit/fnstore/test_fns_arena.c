@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "t_check.h"
+
 #include "cm_err.h"
 #include "fns_arena.h"
-#include "fns_test.h"
 
 #define MIB ((size_t)1 << 20)
 #define CHUNK (MIB + 8) /* a default chunk with its COS trailer */
@@ -258,5 +259,5 @@ main(void)
     test_rewind_current();
     test_threads();
     test_two_and_deferred_destroy();
-    TEST_DONE();
+    return 0;
 }

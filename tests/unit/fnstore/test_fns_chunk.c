@@ -2,11 +2,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "t_check.h"
+
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "fns_chunk.h"
 #include "fns_rate.h"
-#include "fns_test.h"
 
 static void
 test_blob(void)
@@ -89,5 +90,5 @@ main(void)
 {
     test_blob();
     test_rate();
-    TEST_DONE();
+    return 0;
 }

@@ -4,11 +4,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "t_check.h"
+
 #include "cm_cos.h"
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "fns_cos.h"
-#include "fns_test.h"
 
 static atomic_int notified;
 
@@ -211,17 +212,15 @@ test_cancel(struct cm_cos *cos, struct fns_chunk *small)
 int
 main(void)
 {
-    char dir[] = "/tmp/test-fns-cos-XXXXXX";
+    char *dir = t_tmpdir();
     struct cm_cos *cos = NULL;
     struct fns_cos *p = NULL;
     struct fns_cos_job *js[16];
     struct fns_key k = {.tenant = 1, .index = 0, .object = 0x42, .version = 1};
     uint8_t *data = malloc(1000 + FNS_CHUNK_TAIL);
     struct fns_chunk *c;
-    char cmd[128];
     int i;
 
-    CHECK(mkdtemp(dir) != NULL);
     CHECK(cm_cos_open(dir, &cos) == 0);
     CHECK(fns_cos_create(cos, 0, on_done, NULL, &p) == CM_E_BADARG);
     CHECK(fns_cos_create(cos, 3, on_done, NULL, &p) == 0);
@@ -275,7 +274,6 @@ main(void)
     test_cancel(cos, c);
     fns_chunk_unref(c);
     cm_cos_close(cos);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
-    TEST_DONE();
+    t_rmtree(dir);
+    return 0;
 }

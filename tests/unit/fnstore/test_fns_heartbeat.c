@@ -14,13 +14,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "t_check.h"
+
 #include "cm_cos.h"
 #include "cm_err.h"
 #include "cm_http.h"
 #include "cm_log.h"
 #include "fns_heartbeat.h"
 #include "fns_node.h"
-#include "fns_test.h"
 #include "../t_net.h"
 
 static atomic_int beats;
@@ -58,7 +59,7 @@ run_node(void *arg)
 int
 main(void)
 {
-    char dir[] = "/tmp/test-fns-heartbeat-XXXXXX";
+    char *dir = t_tmpdir();
     char tokfile[256], addr[64];
     struct cm_cos *cos = NULL;
     struct fns_node *node = NULL;
@@ -86,7 +87,6 @@ main(void)
     int spins, found = 0;
 
     cm_log_init("test", CM_LOG_WARN);
-    CHECK(mkdtemp(dir) != NULL);
     CHECK(cm_cos_open(dir, &cos) == 0);
     CHECK(fns_node_create(&ncfg, cos, &node) == 0);
 
@@ -151,7 +151,6 @@ main(void)
     hbcfg.controller = "";
     CHECK(fns_heartbeat_create(&hbcfg, NULL, &hb) == 0 && hb == NULL);
     cm_cos_close(cos);
-    snprintf(tokfile, sizeof(tokfile), "rm -rf '%s'", dir);
-    CHECK(system(tokfile) == 0);
-    TEST_DONE();
+    t_rmtree(dir);
+    return 0;
 }

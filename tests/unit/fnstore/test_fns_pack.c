@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "t_check.h"
+
 #include "cm_err.h"
 #include "fns_pack.h"
-#include "fns_test.h"
 
 static struct fns_key
 key(uint32_t tenant, uint64_t object, uint32_t index)
@@ -305,5 +306,5 @@ main(void)
     test_index();
     test_hold();
     test_hold_model();
-    TEST_DONE();
+    return 0;
 }

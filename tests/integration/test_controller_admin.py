@@ -2,7 +2,7 @@
 """integ.controller.admin - the admin API, the internal API and shoalctl
 against a real shoal-controller (Python stdlib only).
 
-    python3 integ_admin.py BUILD/controller/shoal-controller BUILD/controller/shoalctl
+    python3 test_controller_admin.py BUILD/controller/shoal-controller BUILD/controller/shoalctl
 
 Starts the controller on a free loopback port in 14000-14999 with a temp
 data dir, drives it over HTTP and through shoalctl, restarts it, and checks

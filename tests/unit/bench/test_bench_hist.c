@@ -3,8 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "t_check.h"
+
 #include "bench.h"
-#include "tb.h"
 
 static int
 cmp_u64(const void *a, const void *b)
@@ -31,7 +32,7 @@ test_vs_sorted(void)
     uint64_t *v = malloc(n * sizeof(*v));
     struct bn_hist *h = malloc(sizeof(*h)), *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
     struct bn_rng r;
-    TB_CHECK(v && h && a && b);
+    CHECK(v && h && a && b);
     if (!(v && h && a && b)) {
         return;
     }
@@ -47,7 +48,7 @@ test_vs_sorted(void)
         bn_hist_record(i % 2 ? a : b, v[i]);
     }
     bn_hist_merge(a, b);
-    TB_CHECK(memcmp(a, h, sizeof(*h)) == 0);
+    CHECK(memcmp(a, h, sizeof(*h)) == 0);
     qsort(v, n, sizeof(*v), cmp_u64);
     static const double ps[] = {0, 1, 10, 50, 90, 99, 99.9, 99.99, 100};
     for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
@@ -58,10 +59,10 @@ test_vs_sorted(void)
             fprintf(stderr, "p%g: got %llu want %llu\n", ps[i], (unsigned long long)got,
                     (unsigned long long)want);
         }
-        TB_CHECK(err < 0.01);
+        CHECK(err < 0.01);
     }
-    TB_CHECK(h->max == v[n - 1]);
-    TB_CHECK(h->count == n);
+    CHECK(h->max == v[n - 1]);
+    CHECK(h->count == n);
     free(v);
     free(h);
     free(a);
@@ -72,23 +73,23 @@ static void
 test_edges(void)
 {
     struct bn_hist *h = malloc(sizeof(*h));
-    TB_CHECK(h != NULL);
+    CHECK(h != NULL);
     if (h == NULL) {
         return;
     }
     bn_hist_reset(h);
-    TB_CHECK(bn_hist_percentile(h, 50) == 0);
+    CHECK(bn_hist_percentile(h, 50) == 0);
     for (uint64_t i = 1; i <= 100; i++) {
         bn_hist_record(h, i);
     }
-    TB_CHECK(bn_hist_percentile(h, 50) == 50);
-    TB_CHECK(bn_hist_percentile(h, 99) == 99);
-    TB_CHECK(bn_hist_percentile(h, 100) == 100);
+    CHECK(bn_hist_percentile(h, 50) == 50);
+    CHECK(bn_hist_percentile(h, 99) == 99);
+    CHECK(bn_hist_percentile(h, 100) == 100);
     bn_hist_record(h, UINT64_MAX);
-    TB_CHECK(bn_hist_index(UINT64_MAX) == BN_HIST_BUCKETS - 1);
+    CHECK(bn_hist_index(UINT64_MAX) == BN_HIST_BUCKETS - 1);
     /* Every index round-trips through its midpoint. */
     for (unsigned i = 0; i < BN_HIST_BUCKETS - 1; i++) {
-        TB_CHECK(bn_hist_index(bn_hist_bucket_mid(i)) == i);
+        CHECK(bn_hist_index(bn_hist_bucket_mid(i)) == i);
     }
     free(h);
 }
@@ -98,5 +99,5 @@ main(void)
 {
     test_vs_sorted();
     test_edges();
-    return tb_done("unit.bench.hist");
+    return 0;
 }

@@ -2,20 +2,21 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "t_check.h"
+
 #include "bench.h"
-#include "tb.h"
 
 static void
 test_zipf_ratio(void)
 {
     struct bn_zipf z;
     struct bn_rng r;
-    TB_CHECK(bn_zipf_init(&z, 1000, 0.99) == 0);
+    CHECK(bn_zipf_init(&z, 1000, 0.99) == 0);
     bn_rng_seed(&r, 42);
     uint64_t c0 = 0, c1 = 0, c2 = 0, n = 2000000;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t k = bn_zipf_rank(&z, &r);
-        TB_CHECK(k < 1000);
+        CHECK(k < 1000);
         c0 += k == 0;
         c1 += k == 1;
         c2 += k == 2;
@@ -29,10 +30,10 @@ test_zipf_ratio(void)
     double r13 = (double)c0 / (double)c2;
     fprintf(stderr, "zipf 0.99: rank1/rank2=%.3f (want %.3f) rank1/rank3=%.3f (want %.3f)\n", r12,
             pow(2, 0.99), r13, pow(3, 0.99));
-    TB_CHECK(fabs(r12 / pow(2, 0.99) - 1) < 0.03);
-    TB_CHECK(c1 > c2 && r13 > r12);
+    CHECK(fabs(r12 / pow(2, 0.99) - 1) < 0.03);
+    CHECK(c1 > c2 && r13 > r12);
     /* rank 1's share is 1/zeta(n). */
-    TB_CHECK(fabs((double)c0 / (double)n * z.zetan - 1) < 0.02);
+    CHECK(fabs((double)c0 / (double)n * z.zetan - 1) < 0.02);
 }
 
 static void
@@ -41,22 +42,22 @@ test_uniform(void)
     struct bn_zipf z;
     struct bn_rng r;
     uint64_t counts[100] = {0};
-    TB_CHECK(bn_zipf_init(&z, 100, 0) == 0);
+    CHECK(bn_zipf_init(&z, 100, 0) == 0);
     bn_rng_seed(&r, 7);
     for (int i = 0; i < 1000000; i++) {
         uint64_t k = bn_zipf_key(&z, &r);
-        TB_CHECK(k < 100);
+        CHECK(k < 100);
         counts[k % 100]++;
     }
     double chi = 0;
     for (int i = 0; i < 100; i++) {
         double d = (double)counts[i] - 10000.0;
         chi += d * d / 10000.0;
-        TB_CHECK(counts[i] > 9400 && counts[i] < 10600);
+        CHECK(counts[i] > 9400 && counts[i] < 10600);
     }
     /* 99 degrees of freedom: 99.9th percentile is about 149. */
     fprintf(stderr, "uniform chi2=%.1f\n", chi);
-    TB_CHECK(chi < 149);
+    CHECK(chi < 149);
 }
 
 static void
@@ -64,16 +65,16 @@ test_scrambled(void)
 {
     struct bn_zipf z;
     struct bn_rng r;
-    TB_CHECK(bn_zipf_init(&z, 10000, 0.99) == 0);
+    CHECK(bn_zipf_init(&z, 10000, 0.99) == 0);
     bn_rng_seed(&r, 3);
     uint64_t *counts = calloc(10000, sizeof(*counts));
-    TB_CHECK(counts != NULL);
+    CHECK(counts != NULL);
     if (counts == NULL) {
         return;
     }
     for (int i = 0; i < 200000; i++) {
         uint64_t k = bn_zipf_key(&z, &r);
-        TB_CHECK(k < 10000);
+        CHECK(k < 10000);
         counts[k]++;
     }
     /* The hottest key is fnv(0) mod n, not key 0. */
@@ -83,11 +84,11 @@ test_scrambled(void)
             best = (uint64_t)i;
         }
     }
-    TB_CHECK(best == hot);
+    CHECK(best == hot);
     free(counts);
-    TB_CHECK(bn_zipf_init(&z, 0, 0.5) != 0);
-    TB_CHECK(bn_zipf_init(&z, 10, 1.0) != 0);
-    TB_CHECK(bn_zipf_init(&z, 1, 0.99) == 0 && bn_zipf_key(&z, &r) == 0);
+    CHECK(bn_zipf_init(&z, 0, 0.5) != 0);
+    CHECK(bn_zipf_init(&z, 10, 1.0) != 0);
+    CHECK(bn_zipf_init(&z, 1, 0.99) == 0 && bn_zipf_key(&z, &r) == 0);
 }
 
 static void
@@ -101,7 +102,7 @@ test_exp(void)
         sum += (double)bn_rng_exp_ns(&r, 1000.0);
     }
     double mean = sum / n;
-    TB_CHECK(fabs(mean / 1e6 - 1) < 0.02); /* 1000/s -> 1 ms mean */
+    CHECK(fabs(mean / 1e6 - 1) < 0.02); /* 1000/s -> 1 ms mean */
 }
 
 int
@@ -111,5 +112,5 @@ main(void)
     test_uniform();
     test_scrambled();
     test_exp();
-    return tb_done("unit.bench.zipf");
+    return 0;
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""integ_fnstore.py - starts the real shoal-fnstore on loopback and checks
+"""integ.fnstore.wire - starts the real shoal-fnstore on loopback and checks
 the wire protocol end to end (stdlib only).
 
-usage: integ_fnstore.py PATH/TO/shoal-fnstore
-       FNS_ADDR=127.0.0.1:9500 integ_fnstore.py --attached  (skips restarts)
+usage: test_fnstore_wire.py PATH/TO/shoal-fnstore
+       FNS_ADDR=127.0.0.1:9500 test_fnstore_wire.py --attached  (skips restarts)
 """
 import os
 import shutil
