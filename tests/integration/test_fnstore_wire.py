@@ -16,30 +16,14 @@ import tempfile
 import time
 import urllib.request
 
+from shoaltest import crc32c
+
 MAGIC = 0x4C4F4853
 HDR = struct.Struct("<IBBHiIQQQIIIII")  # 60 bytes, then hdr_crc
 OP_PING, OP_PUT, OP_GET, OP_DEL, OP_STAT, OP_PERSISTED, OP_RESP = 1, 2, 3, 4, 5, 6, 0x80
 WF_PERSISTED, WF_COS_SYNC, WF_FROM_COS, WF_NOTIFY = 1, 2, 4, 8
 NOTE = struct.Struct("<IIQ")  # tenant, index, object
 E_PROTO, E_CRC, E_NOTFOUND, E_TOOBIG, E_BUSY = -1001, -1002, -1003, -1004, -1007
-
-_T = []
-for i in range(256):
-    c = i
-    for _ in range(8):
-        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-    _T.append(c)
-
-
-def crc32c(data, crc=0):
-    crc ^= 0xFFFFFFFF
-    t = _T
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-assert crc32c(b"123456789") == 0xE3069283
 
 
 def hdr(op, req_id, tenant=1, obj=0, ver=0, idx=0, data=b"", flags=0, inc=0, crc=None):
