@@ -9,8 +9,9 @@
  *       if (CM_CONTAINER_OF(n, struct rec, hn)->id == id) ...
  *
  * The hash is stored in the node, so growing (doubling once there are more
- * nodes than buckets) never calls back, and chains compare it first. Not
- * thread-safe; the map owns its buckets only, never the records.
+ * nodes than buckets) never calls back, and chains compare it first. An add
+ * never fails: when growing runs out of memory the table keeps its size.
+ * Not thread-safe; the map owns its buckets only, never the records.
  */
 #ifndef CM_HMAP_H
 #define CM_HMAP_H
