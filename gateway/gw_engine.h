@@ -15,12 +15,25 @@
  * of chunk_size bytes plus m parity chunks. There are as few stripes as
  * max_chunk allows and chunks just big enough for them (erasure-coded ones
  * rounded up to 64 bytes), so the zero padding at the end is small;
- * chunk j of every stripe lives on holders[j], with wire index
- * s * (k + m) + j. k == 1 means 1+m whole copies (small objects): then
+ * chunk j of every stripe (its position) lives on holders[j], with wire
+ * index s * (k + m) + j. k == 1 means 1+m whole copies (small objects): then
  * every "parity" chunk is a copy of the data chunk.
  *
+ * Decisions are policies (policies/): which holders a read asks and when
+ * one is slow (pol_rs.h, chosen by cfg.rs), where a new version's chunks
+ * go (pol_holders.h). Files: gw_engine.c (this API), gw_read.c (reads),
+ * gw_pbuf.c (the persistent buffer), gw_stripe.c (layout and coding).
+ *
+ * Out of memory fails the request it serves, never the process: its
+ * callback gets -ENOMEM (the front answers 503). Work with no caller
+ * waiting (a buffered chunk's resend, a STAT, a rebuild) retries at the
+ * next poll; a delete or track that cannot even be queued is logged and
+ * dropped.
+ *
  * Threads: every function may be called from any thread. Callbacks run
- * on the engine thread: do not block in them.
+ * on the engine thread: do not block in them. The one exception: a put or
+ * get that cannot even be queued (out of memory) calls back with -ENOMEM
+ * on the caller's thread, before returning.
  */
 #ifndef GW_ENGINE_H
 #define GW_ENGINE_H
@@ -42,7 +55,7 @@ struct gw_layout {
     uint32_t chunk_size;
     uint32_t nstripes; /* 0 for an empty object */
     uint32_t holders[GW_MAX_HOLDERS]; /* node ids, k + m of them */
-    uint64_t persisted; /* bit j: every chunk on holders[j] is in COS */
+    uint64_t persisted; /* bit j: every chunk of position j is in COS */
 };
 
 struct gw_node {
@@ -51,12 +64,17 @@ struct gw_node {
     int up;        /* controller's view; the engine also tracks its own */
 };
 
+struct pol_rs_ops;
+
 struct gw_engine_cfg {
     uint32_t max_chunk;     /* bytes per chunk at most (stripe = k * this) */
     int io_timeout_ms;      /* a chunk op that takes longer failed */
     int slow_ms;            /* a GET holder slower than this: ask parity too */
     int persist_poll_ms;    /* how often pending chunks are STATed */
     int redrive_after_ms;   /* unpersisted chunk on an unreachable holder */
+    /* Replica selection for reads (static, e.g. from pol_rs_find); NULL:
+     * POL_RS_DEFAULT. The engine creates its own instance. */
+    const struct pol_rs_ops *rs;
 };
 
 struct gw_engine;
@@ -66,6 +84,7 @@ struct gw_engine;
  * still a live version. */
 typedef void (*gw_layout_cb)(void *arg, const struct gw_layout *layout);
 
+/* cfg is copied. 0, -ENOMEM, or the loop's failure to start. */
 int gw_engine_create(const struct gw_engine_cfg *cfg, gw_layout_cb on_layout, void *arg,
                      struct gw_engine **out);
 void gw_engine_destroy(struct gw_engine *e); /* NULL is a no-op */
@@ -86,7 +105,7 @@ uint64_t gw_engine_put_room(const struct gw_engine *e, uint8_t k, uint64_t size)
  * are enough). k == 1 stores 1+m whole copies. cb runs once: status 0 with
  * the layout (borrowed for the call; version 0, persisted bits so far) once
  * every chunk is in node memory; CM_E_UNAVAIL when fewer than k nodes are
- * reachable; CM_E_BUSY when a node answered "queue full".
+ * reachable; CM_E_BUSY when a node answered "queue full"; -ENOMEM.
  */
 typedef void (*gw_put_cb)(void *arg, int status, const struct gw_layout *layout);
 void gw_engine_put(struct gw_engine *e, uint32_t tenant, const uint32_t *placement, size_t nplace,
@@ -98,7 +117,7 @@ void gw_engine_put(struct gw_engine *e, uint32_t tenant, const uint32_t *placeme
  * chunks from their holders, replacing a holder that errs or is slower than
  * slow_ms by parity (decode). cb runs once with a buffer of len bytes
  * (TRANSFERRED: release with cm_free_big), or a negative status
- * (CM_E_UNAVAIL, CM_E_BUSY).
+ * (CM_E_UNAVAIL, CM_E_BUSY, -ENOMEM).
  */
 typedef void (*gw_get_cb)(void *arg, int status, void *buf, size_t len);
 void gw_engine_get(struct gw_engine *e, const struct gw_layout *layout, uint64_t off,

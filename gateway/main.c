@@ -26,6 +26,7 @@
 #include "gw_front.h"
 #include "gw_meta.h"
 #include "gw_state.h"
+#include "pol_rs.h"
 
 struct gw_cfg {
     const char *listen;
@@ -33,6 +34,7 @@ struct gw_cfg {
     const char *admin_token_file;
     const char *data_dir;
     const char *log_level;
+    const char *rs;
     uint64_t max_object_size;
     uint64_t small_threshold;
     uint64_t max_chunk;
@@ -64,6 +66,7 @@ static const struct cm_opt opts[] = {
     CM_OPT_INT(T, threads, "4", 1, 256, "HTTP threads"),
     CM_OPT_INT(T, io_timeout_ms, "5000", 1, 600000, "a chunk operation slower than this failed"),
     CM_OPT_INT(T, slow_ms, "200", 1, 600000, "a GET holder slower than this: read parity too"),
+    CM_OPT_STR(T, rs, POL_RS_DEFAULT, "replica selection for reads (policy name)"),
     CM_OPT_INT(T, persist_poll_ms, "200", 1, 600000, "how often unpersisted chunks are checked"),
     CM_OPT_INT(T, redrive_after_ms, "3000", 1, 3600000,
                "store an unpersisted chunk again after its holder is gone this long"),
@@ -106,6 +109,17 @@ main(int argc, char **argv)
         fprintf(stderr, "shoal-gateway: bad --log-level '%s'\n", cfg.log_level);
         return 2;
     }
+    const struct pol_rs_ops *rs = pol_rs_find(cfg.rs);
+    if (rs == NULL) {
+        size_t n;
+        const struct pol_rs_ops *const *all = pol_rs_list(&n);
+        fprintf(stderr, "shoal-gateway: --rs: unknown policy '%s' (known:", cfg.rs);
+        for (size_t i = 0; i < n; i++) {
+            fprintf(stderr, " %s", all[i]->name);
+        }
+        fprintf(stderr, ")\n");
+        return 2;
+    }
     cm_log_init("gateway", level);
     if ((size_t)snprintf(metadir, sizeof(metadir), "%s/meta", cfg.data_dir) >= sizeof(metadir)) {
         fprintf(stderr, "shoal-gateway: --data-dir too long\n");
@@ -140,6 +154,7 @@ main(int argc, char **argv)
         .slow_ms = cfg.slow_ms,
         .persist_poll_ms = cfg.persist_poll_ms,
         .redrive_after_ms = cfg.redrive_after_ms,
+        .rs = rs,
     };
     rc = gw_engine_create(&ecfg, gw_front_on_layout, front, &engine);
     if (rc != 0) {

@@ -10,7 +10,8 @@
  *
  * The hash is stored in the node, so growing (doubling once there are more
  * nodes than entries) never calls back, and chains compare it first. Each
- * entry of the table heads one chain. Not thread-safe; the map owns its
+ * entry of the table heads one chain. An add never fails: when growing runs
+ * out of memory the table keeps its size. Not thread-safe; the map owns its
  * entries only, never the records.
  */
 #ifndef CM_HMAP_H

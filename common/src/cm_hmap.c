@@ -28,13 +28,19 @@ cm_hmap_free(struct cm_hmap *m)
     m->n = 0;
 }
 
+/* Out of memory leaves the table as it is: longer chains, never a failed
+ * add (callers serve requests with it). */
 static void
 hmap_grow(struct cm_hmap *m)
 {
     size_t oldn = m->mask + 1;
     struct cm_hnode **old = m->b;
+    struct cm_hnode **b = calloc(2 * oldn, sizeof(*m->b));
 
-    m->b = cm_calloc(2 * oldn, sizeof(*m->b));
+    if (b == NULL) {
+        return;
+    }
+    m->b = b;
     m->mask = 2 * oldn - 1;
     for (size_t i = 0; i < oldn; i++) {
         while (old[i] != NULL) {

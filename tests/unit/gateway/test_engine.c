@@ -26,12 +26,15 @@
 #include "cm_err.h"
 #include "cm_log.h"
 #include "gw_engine.h"
+#include "pol_rs.h"
+#include "t_check.h"
 
 #define NNODES 6
 #define NPROCS 7 /* + one node with a tiny queue, for CM_E_BUSY */
 #define BUSYNODE 6
 #define BROKEN 5
 #define MAX_CHUNK (256 * 1024) /* the engine's max_chunk in the put/get tests */
+#define GET_PARALLEL 8 /* stripe fetches in flight per GET (GW_GET_PARALLEL) */
 
 static pid_t pids[NPROCS];
 static int ports[NPROCS];
@@ -58,6 +61,7 @@ cleanup(void)
     }
 }
 
+/* Exits 1; the nodes and the temp dir go with cleanup() (atexit). */
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 static void
@@ -69,16 +73,8 @@ fail(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
     va_end(ap);
-    cleanup();
     exit(1);
 }
-
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fail("%s:%d: %s", __FILE__, __LINE__, #cond);                  \
-        }                                                                  \
-    } while (0)
 
 static void
 sleep_ms(int ms)
@@ -395,6 +391,101 @@ new_engine(int n)
     return e;
 }
 
+/*
+ * An RS policy injected through the engine config: uniform, but at most one
+ * chunk GET outstanding per node, holding reads (-EAGAIN) when a chosen
+ * node has one (hold_all: every read is held). Counts what the engine
+ * tells it. Runs on the engine thread; read once the engine is destroyed.
+ */
+static struct {
+    int hold_all;
+    int out[NPROCS], max_out[NPROCS];
+    long sends, dones, canceled, holds;
+} win;
+static struct pol_rs_ops win_ops;
+
+static int
+win_choose(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now, uint64_t rand,
+           uint64_t *ask)
+{
+    int rc = pol_rs_find("uniform")->choose(rs, v, now, rand, ask);
+    for (int j = 0; rc == 0 && j < v->n; j++) {
+        if (win.hold_all || ((*ask >> j & 1) && win.out[v->holders[j]] > 0)) {
+            win.holds++;
+            return -EAGAIN;
+        }
+    }
+    return rc;
+}
+
+static void
+win_on_send(struct pol_rs *rs, uint32_t tenant, uint32_t node, uint32_t bytes, uint64_t now)
+{
+    (void)rs;
+    (void)tenant;
+    (void)bytes;
+    (void)now;
+    win.sends++;
+    if (++win.out[node] > win.max_out[node]) {
+        win.max_out[node] = win.out[node];
+    }
+}
+
+static void
+win_on_done(struct pol_rs *rs, uint32_t tenant, uint32_t node, uint32_t bytes, uint64_t rtt,
+            enum pol_rs_outcome outcome, uint64_t now)
+{
+    (void)rs;
+    (void)tenant;
+    (void)bytes;
+    (void)rtt;
+    (void)now;
+    win.dones++;
+    win.canceled += outcome == POL_RS_CANCELED;
+    win.out[node]--;
+}
+
+/* The engine asks only what the policy chooses, retries held reads as
+ * sends end, tells it of every end, and fails (not hangs) a read held
+ * with nothing outstanding. */
+static void
+test_rs_policy(struct gw_layout big, struct gw_layout small, const uint8_t *src)
+{
+    struct gw_engine_cfg cfg = {.max_chunk = MAX_CHUNK, .io_timeout_ms = 3000, .slow_ms = 300,
+                                .persist_poll_ms = 100, .redrive_after_ms = 500, .rs = &win_ops};
+    struct gw_engine *e = NULL;
+    win_ops = *pol_rs_find("uniform");
+    win_ops.name = "window1";
+    win_ops.choose = win_choose;
+    win_ops.on_send = win_on_send;
+    win_ops.on_done = win_on_done;
+    CHECK(gw_engine_create(&cfg, on_layout, NULL, &e) == 0);
+    set_nodes(e, NNODES - 1);
+    CHECK(big.k == 4 && big.nstripes > GET_PARALLEL && small.k == 1);
+    CHECK(do_get(e, &big, 0, big.size, src) == 0);
+    CHECK(do_get(e, &small, 0, small.size, src) == 0);
+    CHECK(do_get(e, &big, 12345, 3 * MAX_CHUNK, src) == 0);
+    gw_engine_destroy(e); /* its loop thread is gone: win is ours to read */
+    printf("ok rs policy: sends=%ld dones=%ld canceled=%ld holds=%ld\n", win.sends, win.dones,
+           win.canceled, win.holds);
+    CHECK(win.sends >= big.nstripes * 4 && win.holds > 0);
+    CHECK_EQ_INT(win.dones, win.sends);
+    for (int i = 0; i < NPROCS; i++) {
+        CHECK_EQ_INT(win.out[i], 0);
+        CHECK(win.max_out[i] <= 1);
+    }
+    win.hold_all = 1;
+    CHECK(gw_engine_create(&cfg, on_layout, NULL, &e) == 0);
+    set_nodes(e, NNODES - 1);
+    struct waiter w;
+    waiter_init(&w);
+    gw_engine_get(e, &big, 0, big.size, get_cb, &w);
+    waiter_wait(&w);
+    CHECK_EQ_INT(w.status, CM_E_UNAVAIL);
+    gw_engine_destroy(e);
+    win.hold_all = 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -403,6 +494,7 @@ main(int argc, char **argv)
         return 2;
     }
     fnstore_bin = argv[1];
+    atexit(cleanup);
     cm_log_init("test", getenv("GW_TEST_DEBUG") ? CM_LOG_DEBUG : CM_LOG_WARN);
     signal(SIGPIPE, SIG_IGN);
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/gw_engine_test.XXXXXX");
@@ -440,7 +532,7 @@ main(int argc, char **argv)
     CHECK(src);
     fill_random(src, maxsz, 42);
 
-    struct gw_layout big42 = {0};
+    struct gw_layout big42 = {0}, big10 = {0}, copies = {0};
     uint64_t objs[32];
     int nobjs = 0;
     for (int ki = 0; ki < 2; ki++) {
@@ -486,6 +578,9 @@ main(int argc, char **argv)
             }
             if (k == 4 && size == (1 << 20) + 3) {
                 big42 = l;
+            }
+            if (size == (10u << 20)) {
+                *(k == 4 ? &big10 : &copies) = l;
             }
             printf("ok put/get k=%d m=%d size=%zu stripes=%u chunk=%u\n", k, m, size,
                    l.nstripes, l.chunk_size);
@@ -537,8 +632,11 @@ main(int argc, char **argv)
         CHECK(st.parity_reads > before);
     }
 
-    /* Redrive: slot 0 on node 5, whose COS is broken; kill it; the buffer
-     * re-sends slot 0 elsewhere and the object becomes fully persisted. */
+    test_rs_policy(big10, copies, src);
+
+    /* Redrive: position 0 on node 5, whose COS is broken; kill it; the
+     * buffer re-sends position 0 elsewhere and the object becomes fully
+     * persisted. */
     set_nodes(e, NNODES);
     const uint32_t place5[] = {BROKEN, 0, 1, 2, 3, 4};
     struct gw_layout red;

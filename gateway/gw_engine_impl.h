@@ -1,0 +1,215 @@
+/*
+ * gw_engine_impl.h - what the engine's files share (private to the engine:
+ * gw_engine.c, gw_read.c, gw_pbuf.c).
+ *
+ *   gw_engine.c  the public API: validate, encode, post onto the loop thread
+ *   gw_read.c    stripe fetches (RS policy, hedging, decode) and GETs
+ *   gw_pbuf.c    the persistent buffer: PUT completion, persisted tracking,
+ *                STAT polling, redrive, rebuild by decoding, delayed deletes
+ *
+ * Threads: every record here lives on the gw_net loop thread once posted;
+ * only the ec cache (lock) and the stats (atomics) are touched elsewhere.
+ */
+#ifndef GW_ENGINE_IMPL_H
+#define GW_ENGINE_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "cm_ec.h"
+#include "cm_hmap.h"
+#include "gw_engine.h"
+#include "gw_stripe.h"
+#include "pol_rs.h"
+
+struct cm_wire_note;
+struct gw_net;
+struct gw_net_req;
+struct gw_timer;
+struct gw_op;
+struct pol_holders;
+struct pol_holders_ops;
+
+#define GW_GET_PARALLEL 8
+#define GW_REBUILD_PARALLEL 4
+
+/* Doubly linked list helpers over any struct with prev/next. */
+#define DL_PUSH(head, x)                                                                           \
+    do {                                                                                           \
+        (x)->prev = NULL;                                                                          \
+        (x)->next = (head);                                                                        \
+        if (head) {                                                                                \
+            (head)->prev = (x);                                                                    \
+        }                                                                                          \
+        (head) = (x);                                                                              \
+    } while (0)
+#define DL_UNLINK(head, x)                                                                         \
+    do {                                                                                           \
+        if ((x)->prev) {                                                                           \
+            (x)->prev->next = (x)->next;                                                           \
+        } else {                                                                                   \
+            (head) = (x)->next;                                                                    \
+        }                                                                                          \
+        if ((x)->next) {                                                                           \
+            (x)->next->prev = (x)->prev;                                                           \
+        }                                                                                          \
+        (x)->prev = (x)->next = NULL;                                                              \
+    } while (0)
+
+struct gw_sfetch;
+typedef void (*gw_sfetch_done_fn)(void *arg, struct gw_sfetch *f, int status);
+
+struct gw_sfetch_ctx {
+    struct gw_sfetch *f;
+    uint32_t pos;
+};
+
+/* One stripe read: gets the wanted chunks, directly or by decoding. Its
+ * masks are the RS policy's view (v), kept up to date in place. */
+struct gw_sfetch {
+    struct gw_sfetch *prev, *next;   /* owner's list */
+    struct gw_sfetch *hprev, *hnext; /* the engine's held reads, while held */
+    struct gw_engine *e;
+    const struct gw_layout *lay; /* borrowed from the owner */
+    uint32_t stripe;
+    uint8_t *bufs[GW_MAX_HOLDERS]; /* caller's buffers (NULL: own[i]) */
+    uint8_t *own[GW_MAX_HOLDERS];
+    struct pol_rs_view v;
+    uint64_t asked_ns[GW_MAX_HOLDERS];
+    struct gw_net_req *reqs[GW_MAX_HOLDERS];
+    struct gw_sfetch_ctx ctx[GW_MAX_HOLDERS];
+    struct gw_timer *slow_timer;
+    uint64_t slow_at; /* when slow_timer fires; 0: not armed */
+    int nlaunch;
+    int first_pos;
+    int served_by_backup;
+    int saw_busy;
+    int saw_nomem;
+    int held;
+    int finished;
+    gw_sfetch_done_fn done;
+    void *arg;
+    uint32_t pos; /* rebuild: position being rebuilt */
+    uint32_t gen;
+};
+
+/* The persistent buffer's state of one position of an object. */
+struct gw_position {
+    uint32_t gen;
+    uint32_t acked;      /* stripes acked in memory at this gen */
+    uint32_t npersisted; /* stripes known persisted on the holder */
+    uint32_t moves;
+    uint32_t next_stripe; /* rebuild cursor */
+    int rebuilding;       /* fetches in flight */
+    int stat_out;
+    int put_out;
+    int need_move;
+    int stalled; /* resend (or rebuild) from stripe 0 at the next poll */
+};
+
+enum gw_obj_state { OBJ_PUTTING, OBJ_BUFFERED, OBJ_TRACKED };
+
+/* A new version being put or buffered, or a tracked one (no bytes). */
+struct gw_obj {
+    struct gw_obj *prev, *next;
+    struct cm_hnode hn; /* in the engine's object map, while linked */
+    struct gw_engine *e;
+    int refs; /* 1 while live + 1 per payload referenced by a socket buffer */
+    int linked;
+    int placed;    /* holders chosen: chunks may exist on them */
+    int accounted; /* bytes counted in the buffered stats */
+    int init_status;
+    int nomem; /* an allocation failed while putting: the put fails */
+    enum gw_obj_state state;
+    struct gw_layout lay;
+    struct gw_stripes st; /* no data: tracked */
+    uint8_t *persisted;   /* per wire index */
+    uint32_t place[GW_MAX_HOLDERS];
+    size_t nplace;
+    struct gw_position pos[GW_MAX_HOLDERS];
+    struct gw_op *ops;
+    struct gw_sfetch *fetches;
+    uint64_t reported;
+    uint64_t stat_at;  /* ns: STAT unpersisted chunks from then on */
+    uint64_t stat_gap; /* ns: wait for notices this long before STATs */
+    gw_put_cb cb;
+    void *cb_arg;
+};
+
+struct gw_get {
+    struct gw_get *prev, *next;
+    struct gw_engine *e;
+    struct gw_layout lay;
+    uint64_t off, len;
+    uint8_t *buf;
+    gw_get_cb cb;
+    void *arg;
+    uint32_t s_next, s_end;
+    int inflight;
+    int status;
+    struct gw_sfetch *fetches;
+};
+
+struct gw_del {
+    struct gw_del *prev, *next;
+    struct gw_engine *e;
+    struct gw_layout lay;
+    int delay_ms;
+    struct gw_timer *t;
+};
+
+struct gw_engine {
+    struct gw_engine_cfg cfg;
+    gw_layout_cb on_layout;
+    void *arg;
+    struct gw_net *net;
+    pthread_mutex_t ec_lock;
+    struct cm_ec *ecs[CM_EC_MAX_K + 1][CM_EC_MAX_M + 1];
+    /* loop thread only */
+    const struct pol_rs_ops *rs_ops;
+    struct pol_rs *rs;
+    const struct pol_holders_ops *holders_ops;
+    struct pol_holders *holders;
+    uint64_t rs_out;                         /* chunk GETs between on_send and on_done */
+    struct gw_sfetch *held_head, *held_tail; /* reads the RS policy holds, oldest first */
+    size_t nheld;
+    struct gw_timer *kick; /* offers held reads to the policy again */
+    struct gw_obj *objs;   /* buffered and tracked objects */
+    struct cm_hmap objmap; /* the same by (tenant, object) */
+    struct gw_get *gets;
+    struct gw_del *dels;
+    struct gw_timer *poll;
+    int stopping;
+    _Atomic uint64_t buffered_bytes, buffered_objects, redriven_chunks, parity_reads;
+    _Atomic uint64_t persist_notes, persist_stats;
+};
+
+/* gw_engine.c: the code for (k, m), created on first use; NULL when out of
+ * memory. Any thread; shared until the engine is destroyed. */
+struct cm_ec *gw_engine_ec(struct gw_engine *e, int k, int m);
+
+/*
+ * gw_read.c. gw_sfetch_start starts reading stripe s of l (borrowed until
+ * done runs or gw_sfetch_free): want and excl are position masks; bufs[i]
+ * (may be NULL) receive chunk i. 0 and *out, with done to run on a later
+ * loop turn, never from here; or the failure (CM_E_UNAVAIL, -ENOMEM).
+ */
+int gw_sfetch_start(struct gw_engine *e, const struct gw_layout *l, uint32_t s, uint64_t want,
+                    uint64_t excl, uint8_t *const *bufs, gw_sfetch_done_fn done, void *arg,
+                    struct gw_sfetch **out);
+void gw_sfetch_free(struct gw_sfetch *f); /* NULL is a no-op; done will not run */
+void gw_read_start(void *get);            /* posted by gw_engine_get */
+void gw_read_kick(void *engine);          /* the kick timer */
+void gw_read_stop(struct gw_engine *e);   /* fails every read (shutdown) */
+
+/* gw_pbuf.c: posted functions, timers, and shutdown. */
+void gw_pbuf_put_start(void *obj);
+void gw_pbuf_track_start(void *obj);
+void gw_pbuf_delete_start(void *del);
+void gw_pbuf_poll(void *engine);
+void gw_pbuf_on_note(void *engine, uint32_t node, const struct cm_wire_note *note);
+void gw_pbuf_stop(struct gw_engine *e); /* fails every object, drops deletes */
+void gw_obj_unref(struct gw_obj *o);
+
+#endif

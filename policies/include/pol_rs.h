@@ -1,0 +1,119 @@
+/*
+ * pol_rs.h - replica selection (the RS mechanism): which holders a read of
+ * one stripe asks, which it adds when one errs or is slow, and when an
+ * asked holder counts as slow.
+ *
+ *   gateway read of a stripe ──choose(view, now, rand)──▶ positions to ask now,
+ *        │                                                or -EAGAIN: hold the read
+ *        ├─ each chunk GET sent:  on_send(tenant, node)
+ *        ├─ each answer, error or cancel:  on_done(tenant, node, rtt, outcome)
+ *        └─ overdue(view, now) ──▶ asked positions now slow (and when to look again)
+ *
+ * A stripe is n = k + m chunks at positions 0..n-1, data first, then
+ * parity; holders[j] is the node holding position j, and any k positions
+ * rebuild the stripe. k == 1: n whole copies, any one of them will do.
+ * Masks have bit j for position j.
+ *
+ * Policies decide, the read path acts: a policy does no I/O, starts no
+ * threads, takes no locks, and never reads a clock or a random source
+ * (now_ns is passed in, any monotonic origin; rand is a fresh uniform
+ * 64-bit value per call). One instance is NOT thread-safe: the gateway
+ * calls it from its engine thread only.
+ *
+ * What the read path promises (a policy may rely on it):
+ *  - It calls choose when the read starts, and again whenever a wanted
+ *    chunk is neither present nor asked from a holder that is not slow
+ *    (after an error, or once overdue marked one slow). It asks exactly
+ *    the returned positions, in ascending order; one it could not send to
+ *    is marked failed and choose is called again.
+ *  - Every chunk GET it sends gets one on_send and, later, exactly one
+ *    on_done (answered, failed, or cancelled because the read no longer
+ *    needs it).
+ *  - A read held by -EAGAIN asks nothing; it is offered to choose again
+ *    after the next on_done of any read. So hold only while a send you were
+ *    told of is not yet done: the read path fails a read held when no send
+ *    is outstanding at all.
+ *  - It calls overdue after every step of a read and arms a timer for
+ *    *next_ns; what overdue returns is marked slow (the read stays asked:
+ *    a slow answer that lands first is used).
+ *
+ * Policies are registered in one explicit list (pol_rs.c); look them up by
+ * name with pol_rs_find(). Today: "uniform" (the strawman: data chunks
+ * first, a random copy, more holders on an error or after a fixed delay).
+ * "fast" (a FAST-TCP window per tenant and node, MECHANISMS.md) fits the
+ * same ops: windows in on_send/on_done, holders with free window in
+ * choose, -EAGAIN when none has room, RTT-based deadlines in overdue.
+ */
+#ifndef POL_RS_H
+#define POL_RS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The policy a gateway runs unless told otherwise (its --rs default). */
+#define POL_RS_DEFAULT "uniform"
+
+struct pol_rs_cfg {
+    /* An asked holder that has not answered this long after the read first
+     * asked counts slow (uniform; fast: the deadline before it has an RTT
+     * estimate). 0: never. */
+    uint64_t slow_ns;
+};
+
+/* One stripe read as the read path sees it; every pointer is borrowed for
+ * the call. present, out and failed are disjoint; slow is within out. */
+struct pol_rs_view {
+    uint32_t tenant;
+    uint8_t k, n;             /* any k of the n positions rebuild the stripe */
+    const uint32_t *holders;  /* [n]: node id of each position */
+    uint64_t want;            /* positions whose bytes the reader needs */
+    uint64_t present;         /* arrived */
+    uint64_t out;             /* asked, not answered yet */
+    uint64_t slow;            /* asked and overdue */
+    uint64_t failed;          /* erred, or could not be asked */
+    uint64_t excl;            /* never to be asked */
+    uint64_t usable;          /* node reachable now; set for the positions
+                               * not present, out, failed or excluded */
+    uint64_t start_ns;        /* when the read first asked */
+    const uint64_t *asked_ns; /* [n]: when each out position was asked */
+};
+
+/* How a chunk GET ended, for on_done. */
+enum pol_rs_outcome {
+    POL_RS_ANSWERED, /* the bytes came back */
+    POL_RS_FAILED,   /* an error: transport, timeout, busy, not found */
+    POL_RS_CANCELED, /* the read no longer needed it (no answer seen) */
+};
+
+struct pol_rs; /* one policy instance; opaque */
+
+struct pol_rs_ops {
+    const char *name;
+    /* cfg is borrowed for the call; *out is caller-owned (destroy it).
+     * 0, CM_E_BADARG or -ENOMEM. */
+    int (*create)(const struct pol_rs_cfg *cfg, struct pol_rs **out);
+    void (*destroy)(struct pol_rs *rs); /* NULL is a no-op */
+    /* Which positions to ask now: 0 with *ask (within the positions whose
+     * usable bit is set; 0 when nothing more is worth asking: the read then
+     * fails once nothing is out), or -EAGAIN to hold the read. */
+    int (*choose)(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now_ns, uint64_t rand,
+                  uint64_t *ask);
+    /* A chunk GET of bytes bytes to node is sent for tenant. */
+    void (*on_send)(struct pol_rs *rs, uint32_t tenant, uint32_t node, uint32_t bytes,
+                    uint64_t now_ns);
+    /* The GET sent rtt_ns ago has ended (one call per on_send). */
+    void (*on_done)(struct pol_rs *rs, uint32_t tenant, uint32_t node, uint32_t bytes,
+                    uint64_t rtt_ns, enum pol_rs_outcome outcome, uint64_t now_ns);
+    /* Positions of out & ~slow that are overdue at now_ns. *next_ns: when
+     * to ask again (absolute, > now_ns), or 0 when nothing asked so far can
+     * become overdue. */
+    uint64_t (*overdue)(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now_ns,
+                        uint64_t *next_ns);
+};
+
+/* The registered policy called name, or NULL. Result is static. */
+const struct pol_rs_ops *pol_rs_find(const char *name);
+/* The registry (static array of n entries), e.g. for --help. */
+const struct pol_rs_ops *const *pol_rs_list(size_t *n);
+
+#endif

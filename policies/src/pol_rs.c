@@ -1,0 +1,12 @@
+/*
+ * pol_rs.c - the registry of replica-selection policies (see pol_rs.h).
+ */
+#include "pol_registry.h"
+#include "pol_rs_impl.h"
+
+/* The one registry: add "fast" here. */
+static const struct pol_rs_ops *const pol_rs_registry[] = {
+    &pol_rs_uniform_ops,
+};
+
+POL_REGISTRY_DEFINE(rs, pol_rs_registry)
