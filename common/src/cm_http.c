@@ -41,7 +41,7 @@
 /* Per-connection memory of libmicrohttpd, and how much its read buffer
  * grows when full. An upload arrives in reads of about half the pool (a
  * recv and an epoll_wait each), but libmicrohttpd zeroes the whole pool
- * before every request on a kept-alive connection. 32 KiB (session 12,
+ * before every request on a kept-alive connection. 32 KiB (measured in
  * docs/benchmarks.md): against 64 KiB a 1 KiB GET costs the gateway ~7%
  * less CPU, and a 10 MiB PUT the same within the noise. (On a VM where
  * each system call trapped to the hypervisor, 64 KiB had saved 10 MiB PUTs
