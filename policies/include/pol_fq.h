@@ -44,9 +44,10 @@
  * item is linked into the scheduler (the caller must neither free nor
  * modify it); dequeue hands it back with enq_ns and charged_bytes set, so
  * the caller measures the queue wait as (dequeue's now_ns - enq_ns).
- * complete() only reads it. Every operation is O(1) amortized (the
- * per-tenant table grows by doubling; a dequeue's tenant visits are bounded
- * on average by about 1 + cost/quantum, whatever the number of tenants).
+ * complete() only reads it. Every operation is O(1) amortized: the
+ * per-tenant table grows by doubling, and a dequeue looks at about
+ * 1 + cost/quantum tenants on average whatever the number of tenants (at
+ * most about 3x the tenants waiting, whatever the sizes).
  */
 #ifndef POL_FQ_H
 #define POL_FQ_H

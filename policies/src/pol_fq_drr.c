@@ -14,8 +14,11 @@
  * A tenant's quantum is cfg.quantum * w / (mean weight of the active
  * tenants), so quanta keep their weight ratio and a round hands out
  * nactive * cfg.quantum in all: a dequeue looks at about 1 + cost/quantum
- * tenants on average however many are active. A weight change applies from
- * the tenant's next turn.
+ * tenants on average however many are active; after a round in which
+ * nobody could pay, the further rounds that would serve nobody are handed
+ * out in one pass, so a dequeue visits at most about three times the
+ * active tenants (an empty round, that pass, a round), whatever the sizes.
+ * A weight change applies from the tenant's next turn.
  *
  * Idleness: a tenant whose FIFO empties leaves the list and drops its
  * credit but keeps its debt (capped), so coming back it starts at the tail
@@ -26,6 +29,8 @@
  * Invariants: those of pol_fq_impl.h; t->deficit >= 0 right after a charge
  * (only complete() makes debt); in_turn only for the list head.
  */
+#include <math.h>
+
 #include "pol_fq_impl.h"
 
 static int
@@ -90,12 +95,29 @@ drr_enqueue(struct pol_fq *q, struct pol_fq_item *it, uint64_t now_ns)
     return 0;
 }
 
+/* A whole round went by and nobody could pay for its first item, and the
+ * next `rounds` - 1 would not serve anyone either: hand their quanta out at
+ * once, so a request far larger than the quanta costs one pass, not one
+ * round per quantum. */
+static void
+drr_skip_rounds(struct pol_fq *q, double rounds)
+{
+    struct pol_fq_tenant *t;
+
+    for (t = q->act_head; t != NULL; t = t->active_next) {
+        t->deficit += (rounds - 1) * drr_quantum(q, t);
+        q->visits++;
+    }
+}
+
 static struct pol_fq_item *
 drr_dequeue(struct pol_fq *q, uint64_t now_ns)
 {
     struct pol_fq_tenant *t;
     struct pol_fq_item *it;
-    double cost;
+    size_t ended = 0;         /* turns ended without serving, in this call */
+    double rounds = INFINITY; /* fewest more turns one of those needs */
+    double cost, r;
 
     for (;;) {
         t = q->act_head;
@@ -113,11 +135,20 @@ drr_dequeue(struct pol_fq *q, uint64_t now_ns)
             break;
         }
         t->in_turn = 0;
+        r = ceil((cost - t->deficit) / drr_quantum(q, t));
+        rounds = r < rounds ? r : rounds;
         if (t->active_next != NULL) {
             q->act_head = t->active_next;
             t->active_next = NULL;
             q->act_tail->active_next = t;
             q->act_tail = t;
+        }
+        if (++ended == q->nactive) {
+            if (rounds > 1) {
+                drr_skip_rounds(q, rounds);
+            }
+            ended = 0;
+            rounds = INFINITY;
         }
     }
     t->deficit -= cost;

@@ -394,6 +394,40 @@ test_limit_and_cfg(void)
     CHECK_EQ_INT(ops->create(&cfg, &q), CM_E_BADARG);
 }
 
+/* A request of absurd size (64 GiB: 1e6 quanta) costs a few visits, not
+ * one per quantum: the empty rounds are handed out in one pass. */
+static void
+test_huge(void)
+{
+    const struct pol_fq_ops *ops = pol_fq_find("drfq");
+    struct pol_fq_cfg cfg = {0};
+    struct pol_fq *q = NULL;
+    struct pol_fq_item it[3] = {{0}};
+    uint64_t v0;
+
+    CHECK_EQ_INT(ops->create(&cfg, &q), 0);
+    it[0].tenant = 1;
+    it[0].est_bytes = 1ull << 36;
+    CHECK_EQ_INT(ops->enqueue(q, &it[0], 0), 0);
+    CHECK(ops->dequeue(q, 1) == &it[0]);
+    CHECK(pol_fq_visits(q) <= 3);
+    ops->complete(q, &it[0], UINT64_MAX, 2);
+    /* Two tenants, both far short: still a few visits. */
+    it[1].tenant = 2;
+    it[1].est_bytes = 1ull << 35;
+    it[2].tenant = 1;
+    it[2].est_bytes = 1ull << 36;
+    CHECK_EQ_INT(ops->enqueue(q, &it[1], 3), 0);
+    CHECK_EQ_INT(ops->enqueue(q, &it[2], 3), 0);
+    v0 = pol_fq_visits(q);
+    CHECK(ops->dequeue(q, 4) == &it[1]);
+    CHECK(pol_fq_visits(q) - v0 <= 3 * 2 + 1);
+    v0 = pol_fq_visits(q);
+    CHECK(ops->dequeue(q, 5) == &it[2]);
+    CHECK(pol_fq_visits(q) - v0 <= 3 * 1 + 1);
+    ops->destroy(q);
+}
+
 /* Work per dequeue does not grow with the tenants. Requests within the
  * quantum: every turn serves, so a dequeue visits at most 2 tenants (the
  * one ending its turn, the one serving). Requests up to 16 quanta: a
@@ -429,6 +463,8 @@ test_visits(void)
             } else {
                 /* mean cost 8 quanta: ~8 turns per request, plus the serving visit */
                 CHECK(per[big][k] <= 2 + sim_cost(&s, 512 * KiB) / sim_cost(&s, 64 * KiB));
+                /* an empty round, the pass that skips the next ones, a round */
+                CHECK(s.max_visits <= 4 * (uint64_t)ns[k]);
             }
             sim_fini(&s);
         }
@@ -449,6 +485,7 @@ main(void)
     test_no_starvation();
     test_weight_change();
     test_limit_and_cfg();
+    test_huge();
     test_visits();
     printf("ok\n");
     return 0;
