@@ -3,19 +3,11 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cm_err.h"
 #include "pol_fq.h"
-
-static int failures;
-
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "t_check.h"
 
 struct req {
     int id;
@@ -35,9 +27,13 @@ test_registry(void)
     const struct pol_fq_ops *const *all = pol_fq_list(&n);
 
     CHECK(pol_fq_find("fifo") != NULL);
+    CHECK(pol_fq_find("drr") != NULL);
+    CHECK(pol_fq_find("drfq") != NULL);
     CHECK(pol_fq_find("nope") == NULL);
     CHECK(pol_fq_find(NULL) == NULL);
-    CHECK(n >= 1);
+    CHECK_EQ_INT(n, 3);
+    /* The first entry is the default, and the literal for option tables agrees. */
+    CHECK_EQ_STR(all[0]->name, POL_FQ_DEFAULT);
     for (i = 0; i < n; i++) {
         CHECK(pol_fq_find(all[i]->name) == all[i]);
     }
@@ -50,7 +46,7 @@ test_order_and_limit(void)
     const struct pol_fq_ops *ops = pol_fq_find("fifo");
     struct pol_fq_cfg cfg = {.queue_limit = 3};
     struct pol_fq *q = NULL;
-    struct req r[10];
+    struct req r[10] = {0};
     struct pol_fq_item *it;
     int i;
 
@@ -96,6 +92,74 @@ test_order_and_limit(void)
     }
     CHECK(ops->dequeue(q, 70) == NULL);
     CHECK(pol_fq_len(q) == 0);
+    CHECK_EQ_INT(pol_fq_visits(q), 5);
+    ops->destroy(q);
+}
+
+struct one {
+    uint32_t tenant;
+    struct pol_fq_tenant_info ti;
+};
+
+static void
+one_cb(void *arg, const struct pol_fq_tenant_info *ti)
+{
+    struct one *o = arg;
+
+    if (ti->tenant == o->tenant) {
+        o->ti = *ti;
+    }
+}
+
+static struct pol_fq_tenant_info
+info_of(const struct pol_fq *q, uint32_t tenant)
+{
+    struct one o = {.tenant = tenant};
+
+    o.ti.tenant = tenant + 1;
+    pol_fq_foreach_tenant(q, one_cb, &o);
+    CHECK_EQ_INT(o.ti.tenant, tenant);
+    return o.ti;
+}
+
+/* Arrivals count BUSY refusals too; an unsized GET is charged the tenant's
+ * estimate, which the GET's actual bytes move. */
+static void
+test_counters_and_unsized(void)
+{
+    const struct pol_fq_ops *ops = pol_fq_find("fifo");
+    struct pol_fq_cfg cfg = {.queue_limit = 1, .cap_ops = 1000, .cap_bytes = 1e6};
+    struct pol_fq *q = NULL;
+    struct req a = {0}, b = {0};
+    struct pol_fq_tenant_info ti;
+    struct pol_fq_item *it;
+
+    CHECK(ops->create(&cfg, &q) == 0);
+    a.fq.tenant = b.fq.tenant = 3;
+    a.fq.flags = POL_FQ_GET | POL_FQ_UNSIZED;
+    a.fq.est_bytes = 999; /* ignored */
+    b.fq.est_bytes = 10;
+    CHECK(ops->enqueue(q, &a.fq, 5) == 0);
+    CHECK(ops->enqueue(q, &b.fq, 6) == CM_E_BUSY);
+    ti = info_of(q, 3);
+    CHECK_EQ_INT(ti.arrived_requests, 2);
+    CHECK_EQ_INT(ti.arrived_bytes, (uint64_t)POL_FQ_GET_BYTES_INIT + 10);
+    CHECK_EQ_INT(ti.queued, 1);
+    it = ops->dequeue(q, 7);
+    CHECK(it == &a.fq);
+    CHECK_EQ_INT(it->charged_bytes, (uint64_t)POL_FQ_GET_BYTES_INIT);
+    ti = info_of(q, 3);
+    CHECK_EQ_INT(ti.queued, 0);
+    CHECK_EQ_INT(ti.running, 1);
+    ops->complete(q, it, 12000, 8);
+    ti = info_of(q, 3);
+    CHECK_EQ_INT(ti.running, 0);
+    CHECK_EQ_INT(ti.served_requests, 1);
+    CHECK_EQ_INT(ti.served_bytes, 12000);
+    /* 12000 B at 1e6 B/s outweighs one request at 1000/s. */
+    CHECK_NEAR(ti.served_cost, 0.012, 1e-12);
+    CHECK_NEAR(ti.est_get_bytes, POL_FQ_GET_BYTES_INIT + (12000 - POL_FQ_GET_BYTES_INIT) / 8.0,
+               1e-9);
     ops->destroy(q);
 }
 
@@ -116,10 +180,8 @@ sum_cb(void *arg, const struct pol_fq_tenant_info *ti)
     if (ti->tenant == 2) {
         s->w2 = ti->weight;
     }
-    if (ti->running != 0 || ti->queued != 0) {
-        failures++;
-        fprintf(stderr, "tenant %u: running=%u queued=%u\n", ti->tenant, ti->running, ti->queued);
-    }
+    CHECK_EQ_INT(ti->running, 0);
+    CHECK_EQ_INT(ti->queued, 0);
 }
 
 static void
@@ -172,6 +234,16 @@ test_bad_cfg(void)
 
     CHECK(ops->create(&cfg, &q) == CM_E_BADARG);
     CHECK(q == NULL);
+    cfg.cap_ops = 0;
+    cfg.nominal_bytes = INFINITY;
+    CHECK(ops->create(&cfg, &q) == CM_E_BADARG);
+    cfg.nominal_bytes = 0;
+    cfg.debt_quanta = NAN;
+    CHECK(ops->create(&cfg, &q) == CM_E_BADARG);
+    cfg.debt_quanta = 0;
+    CHECK(ops->create(NULL, &q) == CM_E_BADARG);
+    CHECK(ops->create(&cfg, &q) == 0);
+    ops->destroy(q);
 }
 
 int
@@ -179,12 +251,9 @@ main(void)
 {
     test_registry();
     test_order_and_limit();
+    test_counters_and_unsized();
     test_many_tenants_and_weights();
     test_bad_cfg();
-    if (failures != 0) {
-        fprintf(stderr, "%d failure(s)\n", failures);
-        return 1;
-    }
     printf("ok\n");
     return 0;
 }
