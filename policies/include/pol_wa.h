@@ -3,9 +3,8 @@
  * weight W_t is split into local weights w[t][n], one per storage node, so
  * that per-node fair queuing adds up to a cluster-wide weighted fair share.
  *
- *   heartbeats ──▶ controller ──view (W, demand, served, wait, w)──▶ step() ──▶ new w ──▶ nodes
- *                  (about once a second)                            (policy)          (FQ
- * set_weight)
+ *   heartbeats ─▶ controller ─view (W, demand, served, wait, w)─▶ step() ─▶ new w ─▶ nodes
+ *                 (about once a second)                          (policy)      (FQ set_weight)
  *
  * Policies decide, callers act: a policy does no I/O, starts no threads,
  * takes no locks and never reads a clock (`now_ns` is passed in, any
@@ -101,8 +100,8 @@ struct pol_wa_view {
 /* What a step did, for logs and metrics. */
 struct pol_wa_stats {
     uint32_t cycles;     /* weight cycles pushed */
-    double moved;        /* sum over cells of |w_out - w_in| / 2 (weight units) */
-    double max_mismatch; /* largest |mismatch| over tenants with demand, up nodes */
+    double moved;        /* sum of |w_out - w_in| / 2 over the known entries of v->w */
+    double max_mismatch; /* largest |mismatch| of a tenant with demand ("even": 0) */
     int projected;       /* 1: the input broke an invariant beyond rounding */
 };
 
