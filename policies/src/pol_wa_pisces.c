@@ -1,0 +1,442 @@
+/*
+ * pol_wa_pisces.c - the "pisces" weight allocator: each tenant's local
+ * weights follow where its demand is, moved only around cycles so that
+ * the invariants of pol_wa.h hold after every step.
+ *
+ * One step (the controller calls it about once a second):
+ *
+ * 1. Project the caller's weights onto the invariants and smooth the
+ *    measurements (EWMA, time constant cfg.smooth) - pol_wa.c.
+ *
+ * 2. Mismatch, per tenant t and up node n:
+ *        m[t][n] = d[t][n] / D_t  -  w[t][n] / R_t
+ *    (t's share of its demand that lands on n minus its share of its local
+ *    weight at n; D_t, R_t sum over up nodes). Demand is arrivals at the
+ *    node's FQ: the served rate would hide the demand a low weight turns
+ *    away. A tenant without demand takes the even spread 1/N_up as its
+ *    shape, so an idle tenant drifts back to even and is ready to wake up.
+ *
+ * 3. Budgets for this step, each damped by eta (one step closes at most
+ *    eta of a gap, so measurements catch up before more moves):
+ *        need[t][n]  = eta * max(0,  m - dead_band) * R_t   t wants weight at n
+ *        spare[t][n] = eta * max(0, -m - dead_band) * R_t   t can give weight at n
+ *        out[t][n]   = eta * (w[t][n] - floor_t)            no cell loses more
+ *    |m| within dead_band is noise, never a reason to move, and only the
+ *    part beyond the band is corrected: moves fade out at the band's edge
+ *    instead of jumping there (under noisy demand a hard threshold makes
+ *    the weights chatter). The cost is a residual mismatch of up to
+ *    dead_band.
+ *
+ * 4. Fairness. Demand shares alone miss a tenant that is short of its
+ *    share of the cluster: "hot" has all its demand on n0..n2, "wide" is
+ *    spread evenly over n0..n5. With even weights hot gets half of n0..n2
+ *    and wide the rest plus all of n3..n5 (3x hot's throughput), yet
+ *    wide's demand shares equal its weight shares (m = 0) and no classic
+ *    swap exists. So the step also reads what was served:
+ *      - a cell is pressed when the node did not serve what t asked there:
+ *        demand - served > pressed_frac * demand, or mean queue wait >
+ *        pressed_wait (closed-loop clients show backlog as wait, not as
+ *        unserved arrivals; wait is the latency tie-breaker);
+ *      - phi_t = served_t / W_t, throughput per unit of global weight;
+ *        u is richer than t when both have demand and
+ *        phi_u > (1 + fair_band) * phi_t (pairwise: no estimate of the
+ *        fair level is needed, and a tenant asking for little has a low
+ *        phi but is never pressed, so nobody gives to it);
+ *      - fneed[t][n] = eta * gap * max(w[t][n], W_t) where t is pressed,
+ *        gap = max over richer u holding weight at n of
+ *        (phi_u - phi_t) / (phi_u + phi_t), less fair_band / 2: the
+ *        further behind t is, the faster it catches up, and the moves
+ *        fade out (rather than stop short) at the band's edge.
+ *
+ * 5. A graph on tenants: an edge u -> t at node a means "u gives t weight
+ *    at a". Its capacity is the smallest budget it uses, never taking u
+ *    below its floor, and it exists when
+ *      C (classic):  spare[u][a] > 0, need[t][a] > 0, unless u is pressed
+ *                    at a and t is richer than u (never hand weight u is
+ *                    short of to a richer tenant);
+ *      F (fairness): u richer than t, t pressed at a (uses fneed[t][a]);
+ *      R (return):   t richer than u, u neither pressed at a nor wanting
+ *                    weight there (m <= dead_band): the poorer tenant pays
+ *                    with weight it does not use.
+ *    F edges run from richer to poorer and R edges the other way, so a
+ *    cycle of fairness moves always pairs a gift with a payment. Between
+ *    two tenants the widest edge over the up nodes counts (ties: the node
+ *    where the receiver waits longest).
+ *
+ * 6. Find the widest cycle (the one whose narrowest edge is widest, see
+ *    pol_wa_cycle.c) and push its bottleneck delta around it; consume
+ *    the budgets; update the edges of the tenants on it; repeat, at most
+ *    max_cycles times or until the widest cycle is negligible. On a cycle
+ *    each tenant receives delta at one node and gives delta at another
+ *    (row sums unchanged), and each
+ *    edge moves delta between two tenants on one node (column sums
+ *    unchanged); budgets never take a cell below its floor. So the
+ *    invariants hold exactly, up to rounding. A pair of edges u -> t,
+ *    t -> u is the reciprocal swap; longer cycles let three or more
+ *    tenants trade when no two of them match.
+ *
+ * Example: the reciprocal swap, 2 tenants (W = 1), 2 saturated nodes,
+ * eta = 0.5.
+ *
+ *             demand share   weight (share)        m
+ *              n0     n1      n0       n1        n0     n1
+ *      A      .75    .25     1 (.5)   1 (.5)    +.25   -.25
+ *      B      .25    .75     1 (.5)   1 (.5)    -.25   +.25
+ *
+ *   need[A][n0] = spare[B][n0] = .5 * .25 * 2 = .25  -> edge B -> A at n0
+ *   need[B][n1] = spare[A][n1] = .25                 -> edge A -> B at n1
+ *   widest cycle A -> B -> A, delta = .25:
+ *
+ *             n0     n1                  n0      n1
+ *      A      1      1        ==>       1.25    .75      row 2
+ *      B      1      1                   .75   1.25      row 2
+ *           col 2  col 2                col 2   col 2
+ *
+ *   (with dead_band 0; the default .03 makes that step .22). The next
+ *   steps close half of the rest each time (1.375, 1.4375, ...) toward
+ *   A = (1.5, .5), where the shares match, stopping dead_band short.
+ *
+ * Cost per step (T tenants, N nodes, k tenants on a cycle): O(T^2 * N) to
+ * set up and build the graph, then per cycle O(k * T * N) to update it
+ * and O(T^2 log T) expected to find the widest cycle.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pol_wa_impl.h"
+
+enum pisces_kind { EDGE_NONE, EDGE_CLASSIC, EDGE_FAIR, EDGE_RETURN };
+
+/* Moves below this fraction of the mean global weight are not worth a cycle. */
+#define PISCES_MIN_MOVE 1e-4
+
+/* Everything one step works on; arrays [T * N] unless noted. */
+struct pisces {
+    const struct pol_wa_view *v;
+    const struct pol_wa_cfg *cfg;
+    size_t T, N;
+    double *w;
+    struct pol_wa_cell *c; /* smoothed measurements */
+    double *m, *need, *spare, *out, *fneed;
+    unsigned char *pressed, *unused; /* unused: neither pressed nor wanting weight */
+    double *floor_, *phi;            /* [T] */
+    unsigned char *active;           /* [T]: has demand on an up node */
+    unsigned char *constrained;      /* [T]: pressed on an up node */
+    double *cap;                     /* [T * T]: widest edge u -> t */
+    uint32_t *via;                   /* [T * T]: its node */
+    unsigned char *kind;             /* [T * T]: its kind */
+    size_t *cyc;                     /* [T]: the cycle found */
+    struct pol_wa_cyc cs;            /* its search's scratch */
+};
+
+static void
+pisces_free(struct pisces *p)
+{
+    free(p->w);
+    free(p->c);
+    free(p->m);
+    free(p->need);
+    free(p->spare);
+    free(p->out);
+    free(p->fneed);
+    free(p->pressed);
+    free(p->unused);
+    free(p->floor_);
+    free(p->phi);
+    free(p->active);
+    free(p->constrained);
+    free(p->cap);
+    free(p->via);
+    free(p->kind);
+    free(p->cyc);
+    pol_wa_cyc_fini(&p->cs);
+}
+
+static int
+pisces_alloc(struct pisces *p)
+{
+    size_t TN = p->T * p->N, TT = p->T * p->T, T = p->T;
+
+    /* +1: never malloc(0), so NULL always means out of memory. */
+    p->w = calloc(TN + 1, sizeof(*p->w));
+    p->c = calloc(TN + 1, sizeof(*p->c));
+    p->m = calloc(TN + 1, sizeof(*p->m));
+    p->need = calloc(TN + 1, sizeof(*p->need));
+    p->spare = calloc(TN + 1, sizeof(*p->spare));
+    p->out = calloc(TN + 1, sizeof(*p->out));
+    p->fneed = calloc(TN + 1, sizeof(*p->fneed));
+    p->pressed = calloc(TN + 1, sizeof(*p->pressed));
+    p->unused = calloc(TN + 1, sizeof(*p->unused));
+    p->floor_ = calloc(T + 1, sizeof(*p->floor_));
+    p->phi = calloc(T + 1, sizeof(*p->phi));
+    p->active = calloc(T + 1, sizeof(*p->active));
+    p->constrained = calloc(T + 1, sizeof(*p->constrained));
+    p->cap = calloc(TT + 1, sizeof(*p->cap));
+    p->via = calloc(TT + 1, sizeof(*p->via));
+    p->kind = calloc(TT + 1, sizeof(*p->kind));
+    p->cyc = calloc(T + 1, sizeof(*p->cyc));
+    if (p->w == NULL || p->c == NULL || p->m == NULL || p->need == NULL || p->spare == NULL ||
+        p->out == NULL || p->fneed == NULL || p->pressed == NULL || p->unused == NULL ||
+        p->floor_ == NULL || p->phi == NULL || p->active == NULL || p->constrained == NULL ||
+        p->cap == NULL || p->via == NULL || p->kind == NULL || p->cyc == NULL) {
+        return -ENOMEM;
+    }
+    return pol_wa_cyc_init(&p->cs, T);
+}
+
+/* 1 if u and t have demand and u is clearly better served per weight. */
+static int
+pisces_richer(const struct pisces *p, size_t u, size_t t)
+{
+    return p->active[u] && p->active[t] && p->phi[u] > (1.0 + p->cfg->fair_band) * p->phi[t];
+}
+
+/* Steps 2-4: mismatch, budgets, pressed cells and fairness budgets.
+ * Returns the largest |m| of a tenant with demand. */
+static double
+pisces_prepare(struct pisces *p)
+{
+    const struct pol_wa_cfg *cfg = p->cfg;
+    const struct pol_wa_node *nodes = p->v->nodes;
+    size_t u, t, n, T = p->T, N = p->N, nup = 0;
+    double maxm = 0.0;
+
+    for (n = 0; n < N; n++) {
+        nup += nodes[n].up != 0;
+    }
+    for (t = 0; t < T; t++) {
+        double W = p->v->tenants[t].weight, D = 0.0, S = 0.0, R = 0.0;
+        int any_pressed = 0;
+
+        p->floor_[t] = cfg->floor_frac * W;
+        for (n = 0; n < N; n++) {
+            if (nodes[n].up) {
+                D += p->c[t * N + n].demand;
+                S += p->c[t * N + n].served;
+                R += p->w[t * N + n];
+            }
+        }
+        p->active[t] = D > 0.0;
+        p->phi[t] = S / W;
+        for (n = 0; n < N; n++) {
+            size_t i = t * N + n;
+            const struct pol_wa_cell *c = &p->c[i];
+            double m;
+
+            if (!nodes[n].up) {
+                continue;
+            }
+            m = (D > 0.0 ? c->demand / D : 1.0 / (double)nup) - p->w[i] / R;
+            p->m[i] = m;
+            p->need[i] = cfg->eta * fmax(0.0, m - cfg->dead_band) * R;
+            p->spare[i] = cfg->eta * fmax(0.0, -m - cfg->dead_band) * R;
+            p->out[i] = cfg->eta * (p->w[i] - p->floor_[t]);
+            p->pressed[i] =
+                c->demand > 0.0 && (c->demand - c->served > cfg->pressed_frac * c->demand ||
+                                    c->wait > cfg->pressed_wait);
+            p->unused[i] = !p->pressed[i] && m <= cfg->dead_band;
+            any_pressed |= p->pressed[i];
+            if (D > 0.0) {
+                maxm = fmax(maxm, fabs(m));
+            }
+        }
+        p->constrained[t] = any_pressed;
+    }
+    /* Where t is pressed, a richer u holding weight there may give it some:
+     * as much as the widest (soft) gap to such a u says, per cell. */
+    for (t = 0; t < T; t++) {
+        for (n = 0; n < N && p->constrained[t]; n++) {
+            size_t i = t * N + n;
+            double gap = 0.0;
+
+            if (!nodes[n].up || !p->pressed[i]) {
+                continue;
+            }
+            for (u = 0; u < T; u++) {
+                if (pisces_richer(p, u, t) && p->w[u * N + n] > p->floor_[u]) {
+                    gap = fmax(gap, (p->phi[u] - p->phi[t]) / (p->phi[u] + p->phi[t]));
+                }
+            }
+            gap = fmax(0.0, gap - cfg->fair_band / 2.0);
+            p->fneed[i] = cfg->eta * gap * fmax(p->w[i], p->v->tenants[t].weight);
+        }
+    }
+    return maxm;
+}
+
+/* Capacity of the edge u -> t at one node (step 5; ua, ta are the two
+ * cells, fwd: u richer than t, back: t richer than u) and its kind. A
+ * down node's cells have no out budget, so no edge. */
+static double
+pisces_edge(const struct pisces *p, size_t u, size_t ua, size_t ta, int fwd, int back,
+            unsigned char *kind)
+{
+    double lim = fmin(p->out[ua], p->w[ua] - p->floor_[u]), best = 0.0;
+
+    *kind = EDGE_NONE;
+    if (!(lim > 0.0)) {
+        return 0.0;
+    }
+    if (p->spare[ua] > 0.0 && p->need[ta] > 0.0 && !(p->pressed[ua] && back)) {
+        best = fmin(lim, fmin(p->spare[ua], p->need[ta]));
+        *kind = EDGE_CLASSIC;
+    }
+    if (fwd && p->fneed[ta] > 0.0 && fmin(lim, p->fneed[ta]) > best) {
+        best = fmin(lim, p->fneed[ta]);
+        *kind = EDGE_FAIR;
+    }
+    if (back && p->unused[ua] && lim > best) {
+        best = lim;
+        *kind = EDGE_RETURN;
+    }
+    return best;
+}
+
+/* The widest edge u -> t over the nodes. */
+static void
+pisces_pair(struct pisces *p, size_t u, size_t t)
+{
+    size_t a, T = p->T, N = p->N;
+    int fwd = pisces_richer(p, u, t), back = pisces_richer(p, t, u);
+    double best = 0.0;
+    uint32_t via = 0;
+    unsigned char kind = EDGE_NONE, k;
+
+    for (a = 0; a < N && u != t; a++) {
+        double x = pisces_edge(p, u, u * N + a, t * N + a, fwd, back, &k);
+
+        if (k != EDGE_NONE &&
+            (x > best || (x == best && p->c[t * N + a].wait > p->c[t * N + via].wait))) {
+            best = x;
+            via = (uint32_t)a;
+            kind = k;
+        }
+    }
+    p->cap[u * T + t] = kind != EDGE_NONE ? best : 0.0;
+    p->via[u * T + t] = via;
+    p->kind[u * T + t] = kind;
+}
+
+/* Edges touch only the cells of their two tenants: after a push, only the
+ * rows and columns of the cycle's tenants change. */
+static void
+pisces_graph(struct pisces *p, const size_t *only, size_t nonly)
+{
+    size_t i, u, t, T = p->T;
+
+    if (only == NULL) {
+        for (u = 0; u < T; u++) {
+            for (t = 0; t < T; t++) {
+                pisces_pair(p, u, t);
+            }
+        }
+        return;
+    }
+    for (i = 0; i < nonly; i++) {
+        for (t = 0; t < T; t++) {
+            pisces_pair(p, only[i], t);
+            pisces_pair(p, t, only[i]);
+        }
+    }
+}
+
+static void
+pisces_push(struct pisces *p, size_t len, double delta)
+{
+    size_t i, T = p->T, N = p->N;
+
+    for (i = 0; i < len; i++) {
+        size_t u = p->cyc[i], t = p->cyc[(i + 1) % len];
+        size_t a = p->via[u * T + t], ua = u * N + a, ta = t * N + a;
+
+        p->w[ua] -= delta;
+        p->w[ta] += delta;
+        p->out[ua] = fmax(0.0, p->out[ua] - delta);
+        switch (p->kind[u * T + t]) {
+        case EDGE_CLASSIC:
+            p->spare[ua] = fmax(0.0, p->spare[ua] - delta);
+            p->need[ta] = fmax(0.0, p->need[ta] - delta);
+            break;
+        case EDGE_FAIR:
+            p->fneed[ta] = fmax(0.0, p->fneed[ta] - delta);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static int
+pisces_create(const struct pol_wa_cfg *cfg, struct pol_wa **out)
+{
+    return pol_wa_new(&pol_wa_pisces_ops, cfg, out);
+}
+
+static int
+pisces_step(struct pol_wa *wa, const struct pol_wa_view *v, double *w_out,
+            struct pol_wa_stats *stats)
+{
+    struct pisces p = {0};
+    struct pol_wa_stats st = {0};
+    size_t t, n, nup = 0, len = 0;
+    double sumw = 0.0;
+    int rc = pol_wa_check_view(v);
+
+    if (rc != 0) {
+        return rc;
+    }
+    p.v = v;
+    p.cfg = &wa->cfg;
+    p.T = v->ntenants;
+    p.N = v->nnodes;
+    rc = pisces_alloc(&p);
+    if (rc == 0) {
+        rc = pol_wa_project(v, wa->cfg.floor_frac, p.w, &st.projected);
+    }
+    if (rc == 0 && v->cells != NULL) {
+        rc = pol_wa_smooth(wa, v, p.c);
+    }
+    if (rc != 0) {
+        goto out;
+    }
+    for (n = 0; n < p.N; n++) {
+        nup += v->nodes[n].up != 0;
+    }
+    for (t = 0; t < p.T; t++) {
+        sumw += v->tenants[t].weight;
+    }
+    /* A cycle needs two tenants and two nodes to move anything. */
+    if (v->cells != NULL && p.T >= 2 && nup >= 2) {
+        st.max_mismatch = pisces_prepare(&p);
+        pisces_graph(&p, NULL, 0);
+        while (st.cycles < wa->cfg.max_cycles) {
+            double delta = pol_wa_widest_cycle(&p.cs, p.cap, PISCES_MIN_MOVE * sumw / (double)p.T,
+                                               p.cyc, &len);
+
+            if (delta <= 0.0) {
+                break;
+            }
+            pisces_push(&p, len, delta);
+            pisces_graph(&p, p.cyc, len);
+            st.cycles++;
+        }
+    }
+    st.moved = pol_wa_moved(v->w, p.w, p.T * p.N);
+    if (stats != NULL) {
+        *stats = st;
+    }
+    memcpy(w_out, p.w, p.T * p.N * sizeof(*w_out));
+out:
+    pisces_free(&p);
+    return rc;
+}
+
+const struct pol_wa_ops pol_wa_pisces_ops = {
+    .name = "pisces",
+    .create = pisces_create,
+    .destroy = pol_wa_free,
+    .reset = pol_wa_forget,
+    .step = pisces_step,
+};
