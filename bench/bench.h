@@ -2,7 +2,8 @@
  * bench.h - private interfaces of shoal-bench, the multi-tenant load generator.
  *
  *   argv/--config/--tenants-file          bench_main.c   (CLI, orchestration, output)
- *        |  struct bn_tenant[] (bench_spec.c parses each "--tenant" spec)
+ *        |  struct bn_tenant[] (bench_spec.c parses each "--tenant" spec,
+ *        |  bench_sched.c a rate=/conc= schedule; bench_trace.c a --trace CSV)
  *        v
  *   bn_run_phase() x {load, run}          bench_net.c    (the only libevent user)
  *        |  one pthread per --threads, each with its own event_base and its
@@ -14,8 +15,9 @@
  *        v
  *   table / --json / --series CSV         bench_report.c (fairness: MMR, Jain)
  *
- * Pure modules (bench_spec.c, bench_rand.c, bench_hist.c, bench_report.c) do
- * no I/O besides the report's FILE*, and are unit tested and fuzzed.
+ * Pure modules (bench_spec.c, bench_sched.c, bench_trace.c, bench_rand.c,
+ * bench_hist.c, bench_report.c) do no I/O besides the report's FILE*, and are
+ * unit tested and fuzzed.
  */
 #ifndef BENCH_H
 #define BENCH_H
@@ -80,6 +82,46 @@ uint64_t bn_zipf_rank(const struct bn_zipf *z, struct bn_rng *r);
 /* Scrambled like YCSB: fnv64(rank) mod n, so hot keys are spread out. */
 uint64_t bn_zipf_key(const struct bn_zipf *z, struct bn_rng *r);
 
+/* ---- load schedules (bench_sched.c) --------------------------------------- */
+
+/*
+ * A tenant's rate (open loop) or concurrency (closed loop) over time, t in
+ * seconds from the start of the run phase (the start of warmup):
+ *   step:T=V/T=V/...   V from time T on (the first T is 0)
+ *   ramp:T=V/T=V/...   linear between the points, flat after the last
+ *   burst:base=B/peak=P/every=E/for=D[/at=A]   P in [A+kE, A+kE+D), else B
+ *   sine:min=L/max=H/period=P[/phase=F]   L + (H-L)(1-cos(2pi(t/P+F)))/2,
+ *                                          so it starts at L when F = 0
+ * Times take ms, s, m or h (bare numbers are seconds).
+ */
+#define BN_SCHED_POINTS 64
+#define BN_SCHED_TEXT 512
+#define BN_SCHED_VMAX 1e8
+#define BN_SCHED_TMAX 1e7 /* seconds */
+
+enum bn_sched_kind { BN_SCHED_NONE, BN_SCHED_STEP, BN_SCHED_RAMP, BN_SCHED_BURST, BN_SCHED_SINE };
+
+struct bn_sched {
+    enum bn_sched_kind kind;
+    unsigned npts;               /* step, ramp */
+    double t[BN_SCHED_POINTS];   /* seconds, strictly increasing, t[0] == 0 */
+    double v[BN_SCHED_POINTS];   /* >= 0 */
+    double lo, hi;               /* burst base/peak, sine min/max */
+    double period, width, shift; /* burst every/for/at (s); sine period (s), phase (0..1) */
+    char text[BN_SCHED_TEXT];    /* as given, for the reports */
+};
+
+/* "KIND:..." as above; s borrowed, no NUL needed. 0 or -EINVAL with a reason in err. */
+int bn_sched_parse(struct bn_sched *s, const char *v, size_t len, char *err, size_t cap);
+/* The scheduled value at t seconds (t < 0 counts as 0). */
+double bn_sched_at(const struct bn_sched *s, double t);
+/* Largest value the schedule takes (> 0 after a successful parse). */
+double bn_sched_max(const struct bn_sched *s);
+/* Mean value over [a, b] (a < b), by sampling; a point value when a == b. */
+double bn_sched_mean(const struct bn_sched *s, double a, double b);
+/* "500ms", "20s", "2m", "1h", "3.5" (seconds); 0 <= result <= BN_SCHED_TMAX. */
+int bn_parse_duration(const char *s, size_t len, double *secs);
+
 /* ---- tenant specs (bench_spec.c) ---------------------------------------- */
 
 #define BN_NAME_MAX 64
@@ -102,6 +144,8 @@ struct bn_tenant {
     uint64_t keys; /* key space size */
     double zipf;   /* theta, [0, 1) */
     unsigned set;  /* BN_SET_* bits: which fields the spec gave */
+    /* rate= or conc= given as a schedule; rate/conc then hold its peak */
+    struct bn_sched sched;
 };
 
 enum {
@@ -121,9 +165,10 @@ enum {
 void bn_tenant_defaults(struct bn_tenant *t);
 /*
  * Parses "name=N,key=K[,weight=W][,conc=C|rate=R][,conns=N][,size=S[-S]]
- * [,read=F][,keys=K][,zipf=T]" over defaults already in *t. s is borrowed
- * and need not be NUL-terminated. 0, or -EINVAL with a one-line reason in
- * err (cap bytes, always NUL-terminated when cap > 0).
+ * [,read=F][,keys=K][,zipf=T]" over defaults already in *t; C and R may be
+ * schedules (see bn_sched_parse). s is borrowed and need not be
+ * NUL-terminated. 0, or -EINVAL with a one-line reason in err (cap bytes,
+ * always NUL-terminated when cap > 0).
  */
 int bn_tenant_parse(struct bn_tenant *t, const char *s, size_t len, char *err, size_t cap);
 /* "1024", "1KiB", "4k", "1MiB"... (K/M/G = 1000s, KiB/MiB/GiB = 1024s). */
@@ -133,6 +178,46 @@ int bn_parse_u64(const char *s, size_t len, uint64_t *out);
 int bn_parse_double(const char *s, size_t len, double *out);
 /* YCSB core workloads: 'a' 0.5, 'b' 0.95, 'c' 1.0 read; -EINVAL otherwise. */
 int bn_workload_read(const char *name, double *read);
+/* snprintf into err (cap bytes) when cap > 0: the parsers' one-line reasons. */
+void bn_seterr(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- trace replay (bench_trace.c) --------------------------------------- */
+
+enum bn_op { BN_OP_GET, BN_OP_PUT, BN_OP_DELETE };
+
+#define BN_TRACE_KEY_MAX 1024 /* bytes of a key as written in the trace */
+#define BN_TRACE_MAX_ENTRIES (1u << 28)
+#define BN_TRACE_TMAX 1e7 /* seconds */
+
+struct bn_trace_ent {
+    double t;        /* seconds from the start of the run phase, non-decreasing */
+    uint32_t tenant; /* index into the tenants given to bn_trace_parse */
+    uint32_t op;     /* enum bn_op */
+    uint64_t size;   /* PUT body bytes; 0 for GET and DELETE */
+    uint64_t key;    /* offset of the key in keys[], percent-encoded for a URL path */
+    uint32_t klen;
+};
+
+struct bn_trace {
+    struct bn_trace_ent *ent; /* n, owned */
+    size_t n;
+    char *keys; /* owned; encoded keys back to back, not NUL-terminated */
+    size_t keys_len;
+    uint64_t max_put; /* largest PUT size */
+};
+
+/*
+ * Parses a CSV trace "t,tenant,op,key,size" (that header first; then one
+ * request a line; empty lines skipped; t non-decreasing; op GET, PUT or
+ * DELETE; key 1..1024 bytes of 0x21..0xff but ',' and '"'; size required for
+ * PUT, optional and ignored otherwise). Tenants are looked up by name in
+ * tenants[0..n) (borrowed). buf is borrowed and need not be NUL-terminated.
+ * On success *tr owns its arrays (bn_trace_fini); on failure it is empty and
+ * err says "line N: why".
+ */
+int bn_trace_parse(struct bn_trace *tr, const char *buf, size_t len,
+                   const struct bn_tenant *tenants, size_t ntenants, char *err, size_t cap);
+void bn_trace_fini(struct bn_trace *tr);
 
 /*
  * "http://host:port/path" -> host (cap bytes), port, path (pcap bytes,
@@ -161,10 +246,11 @@ struct bn_sec {
 };
 
 struct bn_stats {
-    uint64_t ops;           /* successful (2xx) requests */
-    uint64_t reads, writes; /* successful, by kind */
-    uint64_t bytes;         /* body bytes of successful requests, both ways */
+    uint64_t ops;                    /* successful (2xx) requests */
+    uint64_t reads, writes, deletes; /* successful, by kind */
+    uint64_t bytes;                  /* body bytes of successful requests, both ways */
     uint64_t errors;
+    uint64_t misses; /* trace replay: 404 of a GET/DELETE, not an error (also in status[404]) */
     uint64_t status[BN_STATUS_MAX]; /* every completed request by status */
     struct bn_hist hist;            /* latency of successful requests */
 };
@@ -194,7 +280,9 @@ struct bn_run_cfg {
     unsigned threads;
     double warmup_s, duration_s, timeout_s;
     uint64_t seed;
-    int series; /* keep per-second samples */
+    int series;                   /* keep per-second samples */
+    const struct bn_trace *trace; /* borrowed; replay it instead of the tenants' loops */
+    double trace_speed;           /* trace time is divided by this */
 };
 
 /* Results of one phase: stats[tenant] merged over threads. */

@@ -1,6 +1,7 @@
 /*
  * bench_main.c - shoal-bench's command line, config file and phase order:
- * parse flags -> (--load) PUT every key -> warmup + duration -> report.
+ * parse flags (and read a --trace) -> (--load) PUT every key -> warmup +
+ * duration -> report.
  *
  * One option table drives the flags, the --config file and --help. It is
  * our own rather than cm_config's because --tenant repeats.
@@ -43,7 +44,10 @@ struct cfg {
     const char *prefix;
     uint64_t seed;
     const char *log_level;
+    const char *trace;
+    double trace_speed;
 
+    uint64_t given; /* bit i: opts[i] came from the command line or a config file */
     struct bn_tenant tenants[BN_MAX_TENANTS];
     size_t ntenants;
 };
@@ -64,7 +68,7 @@ struct opt {
 static const struct opt opts[] = {
     {"tenant", O_TENANT, 0, 0, 0, NULL,
      "tenant spec (repeatable): name=N,key=K[,weight=W][,conc=C|rate=R][,conns=N]"
-     "[,size=S|S-S][,read=F][,keys=K][,zipf=T]"},
+     "[,size=S|S-S][,read=F][,keys=K][,zipf=T]; C and R may be schedules"},
     {"tenants-file", O_STR, OFF(tenants_file), 0, 0, NULL,
      "file with one tenant spec per line ('#' comments)"},
     {"gateway", O_STR, OFF(gateway), 0, 0, "http://127.0.0.1:9300",
@@ -89,6 +93,10 @@ static const struct opt opts[] = {
      "seconds before a request counts as a timeout error"},
     {"prefix", O_STR, OFF(prefix), 0, 0, "bench/", "object key prefix (keys are PREFIX<n>)"},
     {"seed", O_UINT, OFF(seed), 0, 1.8e19, "1", "random seed (keys, sizes, arrivals)"},
+    {"trace", O_STR, OFF(trace), 0, 0, NULL,
+     "replay a CSV trace 't,tenant,op,key,size' instead of the tenants' loops"},
+    {"trace-speed", O_DBL, OFF(trace_speed), 0.001, 1e6, "1",
+     "--trace: replay this many times faster than the trace's clock"},
     {"log-level", O_STR, OFF(log_level), 0, 0, "info", "debug | info | warn | error"},
     {"config", O_CONFIG, 0, 0, 0, NULL, "read options from FILE (lines 'name = value')"},
     {"help", O_HELP, 0, 0, 0, NULL, "print this help and exit"},
@@ -96,6 +104,7 @@ static const struct opt opts[] = {
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
+_Static_assert(NOPTS <= 64, "struct cfg's given has one bit per option");
 
 static int log_min = 1; /* 0 debug, 1 info, 2 warn, 3 error */
 
@@ -179,12 +188,25 @@ print_help(void)
            "  read=F      fraction of GETs, 0..1 [--workload, else 0.5]\n"
            "  keys=K      number of keys [%d]\n"
            "  zipf=T      Zipfian theta over the keys, 0 = uniform [%.2f]\n\n"
+           "schedules (as C or R; time from the start of warmup; ms, s, m, h):\n"
+           "  step:0s=100/20s=400/40s=100             V from time T on\n"
+           "  ramp:0s=100/60s=1000                    linear between the points\n"
+           "  burst:base=100/peak=1000/every=10s/for=2s[/at=5s]\n"
+           "  sine:min=100/max=1000/period=60s[/phase=0.5]   starts at min (phase 0)\n\n"
+           "--trace FILE: CSV with header t,tenant,op,key,size (t seconds from the start,\n"
+           "  op GET|PUT|DELETE, size bytes for PUT); each tenant needs a --tenant spec\n"
+           "  (name, key, weight, conns). Sent at their times on the tenant's conns;\n"
+           "  a 404 of a GET/DELETE is a miss, not an error. Ends when all are answered.\n\n"
            "examples:\n"
            "  %s --tenant name=a,key=$KA,conc=32 --tenant name=b,key=$KB,weight=2,conc=32 \\\n"
            "      --workload b --load --duration 30 --series ts.csv\n"
            "  %s --tenant name=a,key=$KA,rate=5000,size=4KiB-64KiB --json\n"
+           "  %s --tenant name=a,key=$KA,rate=burst:base=100/peak=1000/every=10s/for=2s \\\n"
+           "      --duration 60 --series ts.csv\n"
+           "  %s --tenant name=a,key=$KA --trace day.csv --trace-speed 2 --json\n"
            "  %s --url http://127.0.0.1:8080/1k --conc 100 --threads 2 --duration 10\n",
-           BN_DEFAULT_CONC, BN_DEFAULT_CONNS, BN_DEFAULT_KEYS, BN_DEFAULT_ZIPF, PROG, PROG, PROG);
+           BN_DEFAULT_CONC, BN_DEFAULT_CONNS, BN_DEFAULT_KEYS, BN_DEFAULT_ZIPF, PROG, PROG, PROG,
+           PROG, PROG);
 }
 
 static void load_config_file(struct cfg *c, const char *path);
@@ -216,6 +238,9 @@ set_opt(struct cfg *c, const struct opt *o, const char *v, const char *where)
     uint64_t u;
     double d;
 
+    if (strcmp(where, "default") != 0) {
+        c->given |= 1ull << (o - opts);
+    }
     switch (o->type) {
     case O_STR:
         /* Every string option is owned: later values replace earlier ones. */
@@ -437,6 +462,61 @@ cfg_fini(struct cfg *c)
     }
 }
 
+/* Reads and parses --trace over the tenants; sets trace-mode defaults. */
+static void
+load_trace(struct cfg *c, struct bn_trace *tr)
+{
+    char err[200];
+    size_t len = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    FILE *f = fopen(c->trace, "r");
+
+    if (f == NULL || buf == NULL) {
+        usage_exit("cannot read trace %s: %s", c->trace, strerror(errno));
+    }
+    for (;;) {
+        if (len == cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (nb == NULL) {
+                usage_exit("cannot read trace %s: out of memory", c->trace);
+            }
+            buf = nb;
+        }
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) {
+            break;
+        }
+    }
+    if (ferror(f)) {
+        usage_exit("cannot read trace %s: %s", c->trace, strerror(errno));
+    }
+    fclose(f);
+    if (c->load) {
+        usage_exit("--trace is exclusive with --load");
+    }
+    for (size_t i = 0; i < c->ntenants; i++) {
+        if (c->tenants[i].set & BN_SET_LOOP) {
+            usage_exit(
+                "--trace: tenant '%s': conc= and rate= do not apply, the trace sets the load",
+                c->tenants[i].name);
+        }
+    }
+    if (bn_trace_parse(tr, buf, len, c->tenants, c->ntenants, err, sizeof(err)) != 0) {
+        usage_exit("trace %s: %s", c->trace, err);
+    }
+    free(buf);
+    /* Replay from the trace's t = 0 on, and until every request is answered. */
+    if (!(c->given & (1ull << (find_opt("warmup", 6) - opts)))) {
+        c->warmup = 0;
+    }
+    if (!(c->given & (1ull << (find_opt("duration", 8) - opts)))) {
+        double span = tr->n ? tr->ent[tr->n - 1].t / c->trace_speed : 0;
+        c->duration = (span > c->warmup ? span - c->warmup : 0) + c->timeout;
+    }
+    blog(1, "trace file=%s requests=%zu speed=%g", c->trace, tr->n, c->trace_speed);
+}
+
 static void
 on_signal(int sig)
 {
@@ -449,6 +529,7 @@ main(int argc, char **argv)
     static struct cfg c;
     static struct bn_target targets[64];
     static char url_path[2048];
+    struct bn_trace trace = {0};
     struct bn_run_cfg rc;
     struct bn_runner *runner = NULL;
     struct bn_result load, run;
@@ -486,8 +567,8 @@ main(int argc, char **argv)
 
     memset(&rc, 0, sizeof(rc));
     if (c.url != NULL) {
-        if (c.ntenants > 0 || c.load) {
-            usage_exit("--url is exclusive with --tenant, --tenants-file and --load");
+        if (c.ntenants > 0 || c.load || c.trace != NULL) {
+            usage_exit("--url is exclusive with --tenant, --tenants-file, --load and --trace");
         }
         if (bn_parse_url(c.url, targets[0].host, sizeof(targets[0].host), &targets[0].port,
                          url_path, sizeof(url_path)) != 0) {
@@ -519,6 +600,11 @@ main(int argc, char **argv)
             if (c.workload != NULL && !(c.tenants[i].set & BN_SET_READ)) {
                 c.tenants[i].read = wread;
             }
+        }
+        if (c.trace != NULL) {
+            load_trace(&c, &trace);
+            rc.trace = &trace;
+            rc.trace_speed = c.trace_speed;
         }
     }
     rc.tenants = c.tenants;
@@ -603,6 +689,7 @@ out:
         bn_result_fini(&run);
     }
     bn_runner_destroy(runner);
+    bn_trace_fini(&trace);
     cfg_fini(&c);
     return status;
 }

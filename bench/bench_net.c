@@ -4,10 +4,15 @@
  *
  *   thread 0..T-1 (own event_base)
  *     tenant state ts[i] ---- conns [first, first+n) -- one request in flight each
- *        closed loop: a finished response immediately sends the next request
+ *        closed loop: a finished response immediately sends the next request;
+ *                     conns [active, n) are parked (a conc= schedule moves active)
  *        open loop:   arrival timer -> queue of intended send times -> idle conn
+ *                     (a rate= schedule thins arrivals drawn at its peak rate)
+ *        trace:       due timer -> this thread's trace requests [next, due) -> idle conn
  *     tick (100 ms): request timeouts, SIGINT
- *     stop timer:    end of the run phase
+ *     sched (10 ms): closed-loop schedules, only when a tenant has one
+ *     stop timer:    end of the run phase; a trace replay also stops once
+ *                    every request of the thread is answered
  *
  * Sockets are raw non-blocking fds watched by plain events (no bufferevents,
  * no evhttp): requests go out with one sendmsg (prebuilt header + a slice of
@@ -39,6 +44,9 @@
 #define RBUF_CAP (256u * 1024u)
 #define CARRY_CAP (16u * 1024u)
 #define HDR_CAP 1024u
+/* Trace keys are percent-encoded into the request line: up to 3 bytes each. */
+#define TRACE_HDR_CAP (HDR_CAP + 3u * BN_TRACE_KEY_MAX)
+#define SCHED_TICK_NS 10000000u
 #define PRE_CAP 512u
 #define QUEUE_MAX (1u << 20)
 #define READS_PER_EVENT 4
@@ -73,14 +81,14 @@ struct bn_conn {
 
     /* the request in flight */
     int busy;
-    int is_read;
+    enum bn_op op;
     uint64_t start_ns; /* latency origin: send time, or intended time (open loop) */
     uint64_t sent_ns;  /* for --timeout */
     const char *hdr;   /* c->hbuf or the shared url-mode request */
     size_t hdr_len;
     uint64_t body_len;
-    uint64_t woff; /* bytes of hdr + body written */
-    char hbuf[HDR_CAP];
+    uint64_t woff;     /* bytes of hdr + body written */
+    char *hbuf;        /* r->hdr_cap bytes */
     char pre[PRE_CAP]; /* "Host: ...\r\nAuthorization: ...\r\n" */
     size_t pre_len;
 
@@ -108,14 +116,23 @@ struct bn_ts {
     struct bn_hist *sec_hist; /* the current second's latencies */
     int64_t cur_sec;
 
+    /* closed loop: conns [active, nconns) are parked */
+    unsigned active;
+
     /* open loop */
-    double rate; /* this thread's share */
+    double rate; /* this thread's share (of the peak, with a schedule) */
     uint64_t next_ns;
     struct event *arrive;
     uint64_t *q; /* ring of intended send times */
     size_t qcap, qhead, qlen;
     struct bn_conn **idle;
     unsigned nidle;
+
+    /* trace replay: this thread's requests of the tenant, as indices into the trace */
+    uint32_t *tr_idx;
+    size_t tr_n;
+    size_t tr_next; /* first not sent */
+    size_t tr_due;  /* first whose time has not come; [next, due) wait for a conn */
 
     /* load phase */
     unsigned load_busy;
@@ -129,7 +146,9 @@ struct bn_thread {
     pthread_t tid;
     struct event_base *base;
     struct event *tick, *stop;
-    struct bn_ts *ts; /* r->cfg.ntenants */
+    struct event *sched; /* NULL unless a closed-loop tenant has a schedule */
+    size_t trace_left;   /* trace requests of this thread not yet answered */
+    struct bn_ts *ts;    /* r->cfg.ntenants */
     char *rbuf;
     enum bn_phase phase;
     int stopping;
@@ -146,6 +165,7 @@ struct bn_runner {
     uint64_t payload_len;
     char *url_req;
     size_t url_req_len;
+    size_t hdr_cap;
     struct bn_thread *th;
     size_t nsec;
     _Atomic uint64_t *load_next; /* per tenant: next key to PUT, shared by threads */
@@ -170,6 +190,52 @@ tv_of_ns(uint64_t ns)
 static void conn_connect(struct bn_conn *c);
 static void conn_next(struct bn_conn *c);
 static void conn_write(struct bn_conn *c);
+
+static unsigned
+share(unsigned total, unsigned nth, unsigned i)
+{
+    return total / nth + (i < total % nth ? 1u : 0u);
+}
+
+/* Intended send time of the k-th trace request of ts. */
+static uint64_t
+trace_time(const struct bn_ts *ts, size_t k)
+{
+    const struct bn_run_cfg *cfg = &ts->th->r->cfg;
+    return ts->th->t0 + (uint64_t)(cfg->trace->ent[ts->tr_idx[k]].t / cfg->trace_speed * 1e9);
+}
+
+/*
+ * Next open-loop arrival after from. A schedule is a Poisson process whose
+ * rate varies; it is drawn by thinning (Lewis and Shedler): candidates at the
+ * peak rate, each kept with probability rate(t) / peak. Candidates past the
+ * end of the run are returned as they are, so a rate of 0 cannot spin.
+ */
+static uint64_t
+next_arrival(struct bn_ts *ts, uint64_t from)
+{
+    const struct bn_tenant *t = ts->t;
+    const struct bn_thread *th = ts->th;
+
+    for (;;) {
+        from += bn_rng_exp_ns(&ts->rng, ts->rate);
+        if (t->sched.kind == BN_SCHED_NONE || from > th->t_end ||
+            bn_rng_double(&ts->rng) * t->rate <
+                bn_sched_at(&t->sched, (double)(from - th->t0) / 1e9)) {
+            return from;
+        }
+    }
+}
+
+/* Closed loop: this thread's share of the scheduled concurrency now. */
+static unsigned
+sched_active(const struct bn_ts *ts, uint64_t now)
+{
+    const struct bn_thread *th = ts->th;
+    double v = bn_sched_at(&ts->t->sched, (double)(now - th->t0) / 1e9);
+    unsigned n = share((unsigned)lround(v), th->r->cfg.threads, th->id);
+    return n < ts->nconns ? n : ts->nconns;
+}
 
 /* ---- statistics ---------------------------------------------------------- */
 
@@ -208,13 +274,17 @@ sec_flush(struct bn_ts *ts)
     bn_hist_reset(h);
 }
 
-/* One finished (or failed) request; st is an HTTP status or a BN_ERR_* slot. */
+/*
+ * One finished (or failed) request; st is an HTTP status or a BN_ERR_* slot.
+ * A trace may read or delete a key before it writes it: that 404 is a miss.
+ */
 static void
-record(struct bn_ts *ts, unsigned st, int is_read, uint64_t bytes, uint64_t start, uint64_t now)
+record(struct bn_ts *ts, unsigned st, enum bn_op op, uint64_t bytes, uint64_t start, uint64_t now)
 {
     struct bn_thread *th = ts->th;
     struct bn_stats *s;
     int ok = st >= 200 && st < 300;
+    int miss = st == 404 && op != BN_OP_PUT && th->r->cfg.trace != NULL;
     uint64_t lat = now > start ? now - start : 0;
 
     if (th->phase == BN_PHASE_LOAD) {
@@ -232,7 +302,7 @@ record(struct bn_ts *ts, unsigned st, int is_read, uint64_t bytes, uint64_t star
                     x->ops++;
                     x->bytes += bytes;
                     bn_hist_record(ts->sec_hist, lat);
-                } else {
+                } else if (!miss) {
                     x->errors++;
                 }
             }
@@ -246,14 +316,28 @@ record(struct bn_ts *ts, unsigned st, int is_read, uint64_t bytes, uint64_t star
     if (ok) {
         s->ops++;
         s->bytes += bytes;
-        if (is_read) {
-            s->reads++;
-        } else {
-            s->writes++;
-        }
+        s->reads += op == BN_OP_GET;
+        s->writes += op == BN_OP_PUT;
+        s->deletes += op == BN_OP_DELETE;
         bn_hist_record(&s->hist, lat);
+    } else if (miss) {
+        s->misses++;
     } else {
         s->errors++;
+    }
+}
+
+/* The request in flight on c got its answer or failed. */
+static void
+resolved(struct bn_conn *c)
+{
+    struct bn_thread *th = c->th;
+
+    if (th->phase == BN_PHASE_LOAD) {
+        c->ts->load_busy--;
+    } else if (th->r->cfg.trace != NULL && --th->trace_left == 0) {
+        th->stopping = 1;
+        event_base_loopbreak(th->base);
     }
 }
 
@@ -341,13 +425,11 @@ static void
 conn_fail(struct bn_conn *c, unsigned st)
 {
     if (c->busy) {
-        record(c->ts, st, c->is_read, 0, c->start_ns, now_ns());
-        if (c->th->phase == BN_PHASE_LOAD) {
-            c->ts->load_busy--;
-        }
+        record(c->ts, st, c->op, 0, c->start_ns, now_ns());
+        resolved(c);
     } else if (c->th->phase == BN_PHASE_RUN) {
         uint64_t now = now_ns();
-        record(c->ts, st, 1, 0, now, now);
+        record(c->ts, st, BN_OP_GET, 0, now, now);
     }
     c->failures++;
     conn_close(c);
@@ -446,14 +528,21 @@ put_str(char *p, const char *s, size_t n)
 
 #define PUT_LIT(p, lit) put_str((p), (lit), sizeof(lit) - 1)
 
+/* Sends op on prefix + key (URL-ready, klen bytes) with a size-byte body for a PUT. */
 static void
-conn_send(struct bn_conn *c, int is_read, uint64_t keynum, uint64_t start)
+conn_send(struct bn_conn *c, enum bn_op op, const char *key, size_t klen, uint64_t size,
+          uint64_t start)
 {
-    struct bn_ts *ts = c->ts;
+    static const struct {
+        const char *s;
+        size_t n;
+    } line[] = {[BN_OP_GET] = {"GET /v1/objects/", 16},
+                [BN_OP_PUT] = {"PUT /v1/objects/", 16},
+                [BN_OP_DELETE] = {"DELETE /v1/objects/", 19}};
     struct bn_runner *r = c->th->r;
 
     c->busy = 1;
-    c->is_read = is_read;
+    c->op = op;
     c->start_ns = start;
     c->sent_ns = now_ns();
     c->woff = 0;
@@ -461,27 +550,21 @@ conn_send(struct bn_conn *c, int is_read, uint64_t keynum, uint64_t start)
     c->status = 0;
     c->close_after = 0;
     c->body_bytes = 0;
+    c->body_len = 0;
     if (r->cfg.url_mode) {
         c->hdr = r->url_req;
         c->hdr_len = r->url_req_len;
-        c->body_len = 0;
     } else {
-        const struct bn_tenant *t = ts->t;
         char *p = c->hbuf;
-        p = is_read ? PUT_LIT(p, "GET /v1/objects/") : PUT_LIT(p, "PUT /v1/objects/");
+        p = put_str(p, line[op].s, line[op].n);
         p = put_str(p, r->cfg.prefix, strlen(r->cfg.prefix));
-        p = put_u64(p, keynum);
+        p = put_str(p, key, klen);
         p = PUT_LIT(p, " HTTP/1.1\r\n");
         p = put_str(p, c->pre, c->pre_len);
-        c->body_len = 0;
-        if (!is_read) {
-            uint64_t sz = t->size_min;
-            if (t->size_max > t->size_min) {
-                sz += bn_rng_next(&ts->rng) % (t->size_max - t->size_min + 1);
-            }
-            c->body_len = sz;
+        if (op == BN_OP_PUT) {
+            c->body_len = size;
             p = PUT_LIT(p, "Content-Length: ");
-            p = put_u64(p, sz);
+            p = put_u64(p, size);
             p = PUT_LIT(p, "\r\n");
         }
         p = PUT_LIT(p, "\r\n");
@@ -489,6 +572,30 @@ conn_send(struct bn_conn *c, int is_read, uint64_t keynum, uint64_t start)
         c->hdr_len = (size_t)(p - c->hbuf);
     }
     conn_write(c);
+}
+
+/* A request of the tenant's own mix (or the load phase's PUT of keynum). */
+static void
+conn_send_drawn(struct bn_conn *c, int load, uint64_t keynum, uint64_t start)
+{
+    struct bn_ts *ts = c->ts;
+    const struct bn_tenant *t = ts->t;
+    char key[24];
+    enum bn_op op = BN_OP_PUT;
+
+    if (c->th->r->cfg.url_mode) {
+        conn_send(c, BN_OP_GET, NULL, 0, 0, start);
+        return;
+    }
+    if (!load) {
+        op = bn_rng_double(&ts->rng) < t->read ? BN_OP_GET : BN_OP_PUT;
+        keynum = bn_zipf_key(ts->zipf, &ts->rng);
+    }
+    uint64_t sz = t->size_min;
+    if (op == BN_OP_PUT && t->size_max > t->size_min) {
+        sz += bn_rng_next(&ts->rng) % (t->size_max - t->size_min + 1);
+    }
+    conn_send(c, op, key, (size_t)(put_u64(key, keynum) - key), sz, start);
 }
 
 static void
@@ -542,7 +649,7 @@ conn_next(struct bn_conn *c)
         uint64_t k = atomic_fetch_add(&th->r->load_next[ts->tidx], 1);
         if (k < ts->t->keys) {
             ts->load_busy++;
-            conn_send(c, 0, k, now_ns());
+            conn_send_drawn(c, 1, k, now_ns());
             return;
         }
         if (ts->load_busy == 0) {
@@ -550,21 +657,24 @@ conn_next(struct bn_conn *c)
         }
         return;
     }
-    int is_read = 1;
-    uint64_t key = 0;
-    if (!th->r->cfg.url_mode) {
-        is_read = bn_rng_double(&ts->rng) < ts->t->read;
-        key = bn_zipf_key(ts->zipf, &ts->rng);
-    }
-    if (ts->t->loop == BN_LOOP_CLOSED) {
-        conn_send(c, is_read, key, now_ns());
+    const struct bn_trace *tr = th->r->cfg.trace;
+    if (tr != NULL) {
+        if (ts->tr_next < ts->tr_due) {
+            const struct bn_trace_ent *e = &tr->ent[ts->tr_idx[ts->tr_next]];
+            uint64_t intended = trace_time(ts, ts->tr_next++);
+            conn_send(c, (enum bn_op)e->op, tr->keys + e->key, e->klen, e->size, intended);
+            return;
+        }
+    } else if (ts->t->loop == BN_LOOP_CLOSED) {
+        if ((unsigned)(c - ts->conns) < ts->active) {
+            conn_send_drawn(c, 0, 0, now_ns());
+        }
         return;
-    }
-    if (ts->qlen > 0) {
+    } else if (ts->qlen > 0) {
         uint64_t intended = ts->q[ts->qhead];
         ts->qhead = (ts->qhead + 1) % ts->qcap;
         ts->qlen--;
-        conn_send(c, is_read, key, intended);
+        conn_send_drawn(c, 0, 0, intended);
         return;
     }
     c->in_idle = 1;
@@ -590,11 +700,9 @@ static void
 conn_done(struct bn_conn *c)
 {
     struct bn_ts *ts = c->ts;
-    uint64_t bytes = c->is_read ? c->body_bytes : c->body_len;
-    record(ts, c->status, c->is_read, bytes, c->start_ns, now_ns());
-    if (c->th->phase == BN_PHASE_LOAD) {
-        ts->load_busy--;
-    }
+    uint64_t bytes = c->op == BN_OP_PUT ? c->body_len : c->body_bytes;
+    record(ts, c->status, c->op, bytes, c->start_ns, now_ns());
+    resolved(c);
     c->busy = 0;
     c->failures = 0;
     if (c->close_after || c->woff < c->hdr_len + c->body_len) {
@@ -879,7 +987,17 @@ on_readable(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* ---- open loop ------------------------------------------------------------ */
+/* ---- open loop and trace replay ---------------------------------------------- */
+
+static void
+wake_idle(struct bn_ts *ts)
+{
+    while (ts->nidle > 0 && (ts->th->r->cfg.trace ? ts->tr_next < ts->tr_due : ts->qlen > 0)) {
+        struct bn_conn *c = ts->idle[--ts->nidle];
+        c->in_idle = 0;
+        conn_next(c);
+    }
+}
 
 static void
 on_arrive(evutil_socket_t fd, short what, void *arg)
@@ -893,18 +1011,13 @@ on_arrive(evutil_socket_t fd, short what, void *arg)
     }
     while (ts->next_ns <= now) {
         if (ts->qlen == ts->qcap) {
-            if (ts->qcap >= QUEUE_MAX) {
-                record(ts, BN_ERR_BACKLOG, 1, 0, ts->next_ns, now);
-                ts->next_ns += bn_rng_exp_ns(&ts->rng, ts->rate);
+            uint64_t *nq = ts->qcap < QUEUE_MAX ? malloc(ts->qcap * 2 * sizeof(*nq)) : NULL;
+            if (nq == NULL) {
+                record(ts, BN_ERR_BACKLOG, BN_OP_GET, 0, ts->next_ns, now);
+                ts->next_ns = next_arrival(ts, ts->next_ns);
                 continue;
             }
             size_t ncap = ts->qcap * 2;
-            uint64_t *nq = malloc(ncap * sizeof(*nq));
-            if (nq == NULL) {
-                record(ts, BN_ERR_BACKLOG, 1, 0, ts->next_ns, now);
-                ts->next_ns += bn_rng_exp_ns(&ts->rng, ts->rate);
-                continue;
-            }
             for (size_t i = 0; i < ts->qlen; i++) {
                 nq[i] = ts->q[(ts->qhead + i) % ts->qcap];
             }
@@ -915,15 +1028,51 @@ on_arrive(evutil_socket_t fd, short what, void *arg)
         }
         ts->q[(ts->qhead + ts->qlen) % ts->qcap] = ts->next_ns;
         ts->qlen++;
-        ts->next_ns += bn_rng_exp_ns(&ts->rng, ts->rate);
+        ts->next_ns = next_arrival(ts, ts->next_ns);
     }
-    while (ts->qlen > 0 && ts->nidle > 0) {
-        struct bn_conn *c = ts->idle[--ts->nidle];
-        c->in_idle = 0;
-        conn_next(c);
-    }
+    wake_idle(ts);
     struct timeval tv = tv_of_ns(ts->next_ns - now);
     evtimer_add(ts->arrive, &tv);
+}
+
+/* Trace replay: requests whose time has come go out on idle conns. */
+static void
+on_trace_due(evutil_socket_t fd, short what, void *arg)
+{
+    struct bn_ts *ts = arg;
+    uint64_t now = now_ns();
+
+    if (ts->th->stopping) {
+        return;
+    }
+    while (ts->tr_due < ts->tr_n && trace_time(ts, ts->tr_due) <= now) {
+        ts->tr_due++;
+    }
+    wake_idle(ts);
+    if (ts->tr_due < ts->tr_n) {
+        struct timeval tv = tv_of_ns(trace_time(ts, ts->tr_due) - now);
+        evtimer_add(ts->arrive, &tv);
+    }
+}
+
+/* Closed-loop schedules: unpark conns when the target rises (they park themselves). */
+static void
+on_sched(evutil_socket_t fd, short what, void *arg)
+{
+    struct bn_thread *th = arg;
+    uint64_t now = now_ns();
+
+    for (size_t i = 0; i < th->r->cfg.ntenants; i++) {
+        struct bn_ts *ts = &th->ts[i];
+        if (ts->t->loop != BN_LOOP_CLOSED || ts->t->sched.kind == BN_SCHED_NONE) {
+            continue;
+        }
+        unsigned old = ts->active;
+        ts->active = sched_active(ts, now);
+        for (unsigned j = old; j < ts->active; j++) {
+            conn_next(&ts->conns[j]);
+        }
+    }
 }
 
 /* ---- per-thread loop ---------------------------------------------------------- */
@@ -968,23 +1117,39 @@ thread_main(void *arg)
 
     th->stopping = 0;
     th->load_left = 0;
+    th->trace_left = 0;
     struct timeval tv = {0, 100000};
     evtimer_add(th->tick, &tv);
     if (th->phase == BN_PHASE_RUN) {
         tv = tv_of_ns(th->t_end > now ? th->t_end - now : 0);
         evtimer_add(th->stop, &tv);
+        if (th->sched != NULL) {
+            tv = tv_of_ns(SCHED_TICK_NS);
+            evtimer_add(th->sched, &tv);
+        }
     }
     for (size_t i = 0; i < r->cfg.ntenants; i++) {
         struct bn_ts *ts = &th->ts[i];
+        ts->active = ts->nconns;
         if (th->phase == BN_PHASE_LOAD) {
             ts->load_busy = 0;
             ts->load_dead = 0;
             ts->load_done = 0;
             th->load_left++;
-        } else if (ts->t->loop == BN_LOOP_OPEN && ts->rate > 0) {
-            ts->next_ns = th->t0 + bn_rng_exp_ns(&ts->rng, ts->rate);
+        } else if (r->cfg.trace != NULL) {
+            ts->tr_next = ts->tr_due = 0;
+            th->trace_left += ts->tr_n;
+            if (ts->tr_n > 0) {
+                uint64_t due = trace_time(ts, 0);
+                tv = tv_of_ns(due > now ? due - now : 0);
+                evtimer_add(ts->arrive, &tv);
+            }
+        } else if (ts->t->loop == BN_LOOP_OPEN) {
+            ts->next_ns = next_arrival(ts, th->t0);
             tv = tv_of_ns(ts->next_ns > now ? ts->next_ns - now : 0);
             evtimer_add(ts->arrive, &tv);
+        } else if (ts->t->sched.kind != BN_SCHED_NONE) {
+            ts->active = sched_active(ts, now);
         }
     }
     for (size_t i = 0; i < r->cfg.ntenants; i++) {
@@ -1002,13 +1167,17 @@ thread_main(void *arg)
             }
         }
     }
-    if (th->phase == BN_PHASE_RUN || th->load_left > 0) {
+    if (th->phase == BN_PHASE_LOAD ? th->load_left > 0
+                                   : r->cfg.trace == NULL || th->trace_left > 0) {
         event_base_dispatch(th->base);
     }
     th->end_ns = now_ns();
     th->stopping = 1;
     evtimer_del(th->tick);
     evtimer_del(th->stop);
+    if (th->sched != NULL) {
+        evtimer_del(th->sched);
+    }
     for (size_t i = 0; i < r->cfg.ntenants; i++) {
         struct bn_ts *ts = &th->ts[i];
         if (ts->arrive != NULL) {
@@ -1036,12 +1205,6 @@ thread_main(void *arg)
 
 /* ---- runner --------------------------------------------------------------------- */
 
-static unsigned
-share(unsigned total, unsigned nth, unsigned i)
-{
-    return total / nth + (i < total % nth ? 1u : 0u);
-}
-
 static int
 resolve(const struct bn_target *t, struct sockaddr_in *sa)
 {
@@ -1065,7 +1228,9 @@ conn_init(struct bn_thread *th, struct bn_ts *ts, struct bn_conn *c, unsigned ta
     c->wev = event_new(th->base, -1, 0, on_writable, c);
     c->retry = evtimer_new(th->base, on_retry, c);
     c->carry = malloc(CARRY_CAP);
-    if (c->rev == NULL || c->wev == NULL || c->retry == NULL || c->carry == NULL) {
+    c->hbuf = malloc(r->hdr_cap);
+    if (c->rev == NULL || c->wev == NULL || c->retry == NULL || c->carry == NULL ||
+        c->hbuf == NULL) {
         return -ENOMEM;
     }
     const struct bn_target *tg = &r->cfg.targets[target];
@@ -1099,7 +1264,7 @@ ts_init(struct bn_runner *r, struct bn_thread *th, size_t i, unsigned *rr)
                               (0xc2b2ae3d27d4eb4full * (th->id + 1)));
     bn_hist_reset(&ts->load.hist);
     bn_hist_reset(&ts->run.hist);
-    if (t->loop == BN_LOOP_CLOSED) {
+    if (r->cfg.trace == NULL && t->loop == BN_LOOP_CLOSED) {
         ts->nconns = share(t->conc, nth, th->id);
     } else {
         ts->rate = t->rate / nth;
@@ -1107,11 +1272,15 @@ ts_init(struct bn_runner *r, struct bn_thread *th, size_t i, unsigned *rr)
         if (ts->nconns == 0) {
             ts->nconns = 1;
         }
-        ts->qcap = 1024;
-        ts->q = malloc(ts->qcap * sizeof(*ts->q));
         ts->idle = calloc(ts->nconns, sizeof(*ts->idle));
-        ts->arrive = evtimer_new(th->base, on_arrive, ts);
-        if (ts->q == NULL || ts->idle == NULL || ts->arrive == NULL) {
+        if (r->cfg.trace != NULL) {
+            ts->arrive = evtimer_new(th->base, on_trace_due, ts);
+        } else {
+            ts->qcap = 1024;
+            ts->q = malloc(ts->qcap * sizeof(*ts->q));
+            ts->arrive = evtimer_new(th->base, on_arrive, ts);
+        }
+        if ((ts->q == NULL && r->cfg.trace == NULL) || ts->idle == NULL || ts->arrive == NULL) {
             return -ENOMEM;
         }
     }
@@ -1133,6 +1302,48 @@ ts_init(struct bn_runner *r, struct bn_thread *th, size_t i, unsigned *rr)
             return rc;
         }
     }
+    return 0;
+}
+
+/*
+ * Deals the trace's requests to the threads by key, so that the requests on
+ * one key leave from one thread in trace order.
+ */
+static int
+trace_split(struct bn_runner *r)
+{
+    const struct bn_trace *tr = r->cfg.trace;
+    unsigned nth = r->cfg.threads;
+    uint32_t *owner = malloc((tr->n ? tr->n : 1) * sizeof(*owner));
+
+    if (owner == NULL) {
+        return -ENOMEM;
+    }
+    for (size_t k = 0; k < tr->n; k++) {
+        const struct bn_trace_ent *e = &tr->ent[k];
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (uint32_t j = 0; j < e->klen; j++) {
+            h = (h ^ (unsigned char)tr->keys[e->key + j]) * 0x100000001b3ull;
+        }
+        owner[k] = (uint32_t)(h % nth);
+        r->th[owner[k]].ts[e->tenant].tr_n++;
+    }
+    for (unsigned i = 0; i < nth; i++) {
+        for (size_t j = 0; j < r->cfg.ntenants; j++) {
+            struct bn_ts *ts = &r->th[i].ts[j];
+            ts->tr_idx = malloc((ts->tr_n ? ts->tr_n : 1) * sizeof(*ts->tr_idx));
+            if (ts->tr_idx == NULL) {
+                free(owner);
+                return -ENOMEM;
+            }
+            ts->tr_n = 0;
+        }
+    }
+    for (size_t k = 0; k < tr->n; k++) {
+        struct bn_ts *ts = &r->th[owner[k]].ts[tr->ent[k].tenant];
+        ts->tr_idx[ts->tr_n++] = (uint32_t)k;
+    }
+    free(owner);
     return 0;
 }
 
@@ -1159,18 +1370,26 @@ bn_runner_create(const struct bn_run_cfg *cfg, struct bn_runner **out)
             goto out;
         }
     }
-    uint64_t maxsz = 0;
+    uint64_t maxsz = cfg->trace != NULL ? cfg->trace->max_put : 0;
+    int closed_sched = 0;
+    r->precise = cfg->trace != NULL;
+    r->hdr_cap = cfg->trace != NULL ? TRACE_HDR_CAP : HDR_CAP;
     for (size_t i = 0; i < cfg->ntenants; i++) {
         const struct bn_tenant *t = &cfg->tenants[i];
         rc = bn_zipf_init(&r->zipfs[i], t->keys, t->zipf);
         if (rc != 0) {
             goto out;
         }
+        if (cfg->trace != NULL) {
+            continue;
+        }
         if (t->size_max > maxsz) {
             maxsz = t->size_max;
         }
         if (t->loop == BN_LOOP_OPEN) {
             r->precise = 1;
+        } else if (t->sched.kind != BN_SCHED_NONE) {
+            closed_sched = 1;
         }
     }
     rc = -ENOMEM;
@@ -1205,6 +1424,7 @@ bn_runner_create(const struct bn_run_cfg *cfg, struct bn_runner **out)
         struct bn_thread *th = &r->th[i];
         th->r = r;
         th->id = i;
+        rc = -ENOMEM;
         struct event_config *ec = event_config_new();
         if (ec == NULL) {
             goto out;
@@ -1224,7 +1444,10 @@ bn_runner_create(const struct bn_run_cfg *cfg, struct bn_runner **out)
         }
         th->tick = event_new(th->base, -1, EV_PERSIST, on_tick, th);
         th->stop = evtimer_new(th->base, on_stop, th);
-        if (th->tick == NULL || th->stop == NULL) {
+        if (closed_sched) {
+            th->sched = event_new(th->base, -1, EV_PERSIST, on_sched, th);
+        }
+        if (th->tick == NULL || th->stop == NULL || (closed_sched && th->sched == NULL)) {
             goto out;
         }
         for (size_t j = 0; j < cfg->ntenants; j++) {
@@ -1232,6 +1455,12 @@ bn_runner_create(const struct bn_run_cfg *cfg, struct bn_runner **out)
             if (rc != 0) {
                 goto out;
             }
+        }
+    }
+    if (cfg->trace != NULL) {
+        rc = trace_split(r);
+        if (rc != 0) {
+            goto out;
         }
     }
     *out = r;
@@ -1267,8 +1496,10 @@ bn_runner_destroy(struct bn_runner *r)
                     event_free(c->retry);
                 }
                 free(c->carry);
+                free(c->hbuf);
             }
             free(ts->conns);
+            free(ts->tr_idx);
             if (ts->arrive != NULL) {
                 event_free(ts->arrive);
             }
@@ -1287,6 +1518,9 @@ bn_runner_destroy(struct bn_runner *r)
         }
         if (th->stop != NULL) {
             event_free(th->stop);
+        }
+        if (th->sched != NULL) {
+            event_free(th->sched);
         }
         if (th->base != NULL) {
             event_base_free(th->base);

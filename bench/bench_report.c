@@ -16,8 +16,10 @@ bn_stats_merge(struct bn_stats *dst, const struct bn_stats *src)
     dst->ops += src->ops;
     dst->reads += src->reads;
     dst->writes += src->writes;
+    dst->deletes += src->deletes;
     dst->bytes += src->bytes;
     dst->errors += src->errors;
+    dst->misses += src->misses;
     for (unsigned i = 0; i < BN_STATUS_MAX; i++) {
         dst->status[i] += src->status[i];
     }
@@ -108,17 +110,23 @@ fmt_lat(char *buf, size_t cap, uint64_t ns)
     }
 }
 
+/* Error statuses, then the trace's misses (404s that are not errors). */
 static void
 errors_line(FILE *f, const struct bn_stats *s)
 {
     char nb[16];
     int first = 1;
     for (unsigned st = 0; st < BN_STATUS_MAX; st++) {
-        if (s->status[st] == 0 || !bn_status_is_error(st)) {
+        uint64_t n = s->status[st] - (st == 404 ? s->misses : 0);
+        if (n == 0 || !bn_status_is_error(st)) {
             continue;
         }
         fprintf(f, "%s%s=%llu", first ? "" : " ", bn_status_name(st, nb, sizeof(nb)),
-                (unsigned long long)s->status[st]);
+                (unsigned long long)n);
+        first = 0;
+    }
+    if (s->misses > 0) {
+        fprintf(f, "%smisses=%llu", first ? "" : " ", (unsigned long long)s->misses);
         first = 0;
     }
     if (first) {
@@ -199,9 +207,11 @@ static void
 json_stats(FILE *f, const struct bn_stats *s, double secs)
 {
     char nb[16];
-    fprintf(f, "\"ops\":%llu,\"reads\":%llu,\"writes\":%llu,\"bytes\":%llu,\"ops_per_s\":",
+    fprintf(f,
+            "\"ops\":%llu,\"reads\":%llu,\"writes\":%llu,\"deletes\":%llu,\"bytes\":%llu,"
+            "\"ops_per_s\":",
             (unsigned long long)s->ops, (unsigned long long)s->reads, (unsigned long long)s->writes,
-            (unsigned long long)s->bytes);
+            (unsigned long long)s->deletes, (unsigned long long)s->bytes);
     json_num(f, rate(s->ops, secs));
     fputs(",\"mb_per_s\":", f);
     json_num(f, rate(s->bytes, secs) / 1e6);
@@ -219,7 +229,8 @@ json_stats(FILE *f, const struct bn_stats *s, double secs)
     json_num(f, s->hist.count ? us(s->hist.sum) / (double)s->hist.count : 0);
     fputs(",\"max\":", f);
     json_num(f, us(s->hist.max));
-    fprintf(f, "},\"errors\":%llu,\"status\":{", (unsigned long long)s->errors);
+    fprintf(f, "},\"errors\":%llu,\"misses\":%llu,\"status\":{", (unsigned long long)s->errors,
+            (unsigned long long)s->misses);
     int first = 1;
     for (unsigned st = 0; st < BN_STATUS_MAX; st++) {
         if (s->status[st] == 0) {
@@ -264,13 +275,19 @@ bn_report_json(FILE *f, const struct bn_run_cfg *cfg, const struct bn_result *lo
         json_str(f, t->name);
         fputs(",\"weight\":", f);
         json_num(f, t->weight);
-        if (t->loop == BN_LOOP_CLOSED) {
+        if (cfg->trace != NULL) {
+            fprintf(f, ",\"loop\":\"trace\",\"conns\":%u", t->conns);
+        } else if (t->loop == BN_LOOP_CLOSED) {
             fprintf(f, ",\"loop\":\"closed\",\"conc\":%u", t->conc);
         } else {
             fprintf(f, ",\"loop\":\"open\",\"conns\":%u,\"rate\":", t->conns);
             json_num(f, t->rate);
         }
-        if (!cfg->url_mode) {
+        if (cfg->trace == NULL && t->sched.kind != BN_SCHED_NONE) {
+            fputs(",\"sched\":", f);
+            json_str(f, t->sched.text);
+        }
+        if (!cfg->url_mode && cfg->trace == NULL) {
             fprintf(f, ",\"size_min\":%llu,\"size_max\":%llu,\"read\":",
                     (unsigned long long)t->size_min, (unsigned long long)t->size_max);
             json_num(f, t->read);
@@ -300,14 +317,56 @@ bn_report_json(FILE *f, const struct bn_run_cfg *cfg, const struct bn_result *lo
     fputs("}}\n", f);
 }
 
+/*
+ * What tenant i was asked to do in series second s, which covers run-phase
+ * time [a, a + 1): requests sent by the trace, else the mean scheduled rate
+ * or concurrency (the fixed one without a schedule). Time before the run
+ * phase asks for nothing.
+ */
+static double
+target_of(const struct bn_run_cfg *cfg, const uint64_t *trace_counts, size_t nsec, size_t i,
+          size_t s, double a)
+{
+    const struct bn_tenant *t = &cfg->tenants[i];
+    double lo = a > 0 ? a : 0, b = a + 1;
+
+    if (trace_counts != NULL) {
+        return (double)trace_counts[i * nsec + s];
+    }
+    if (b <= lo) {
+        return 0;
+    }
+    if (t->sched.kind != BN_SCHED_NONE) {
+        return bn_sched_mean(&t->sched, lo, b) * (b - lo);
+    }
+    return (t->loop == BN_LOOP_OPEN ? t->rate : (double)t->conc) * (b - lo);
+}
+
 int
 bn_report_series(FILE *f, const struct bn_run_cfg *cfg, const struct bn_result *run)
 {
+    /* Series second s starts at run-phase time s - off. */
+    double off = (double)run->warmup_secs - cfg->warmup_s;
     struct bn_hist *h = malloc(sizeof(*h));
+    uint64_t *counts = NULL;
     if (h == NULL) {
         return -1;
     }
-    fputs("second,phase,tenant,ops_per_s,mb_per_s,errors,p50_us,p99_us\n", f);
+    if (cfg->trace != NULL) {
+        counts = calloc(run->ntenants * run->nsec + 1, sizeof(*counts));
+        if (counts == NULL) {
+            free(h);
+            return -1;
+        }
+        for (size_t k = 0; k < cfg->trace->n; k++) {
+            const struct bn_trace_ent *e = &cfg->trace->ent[k];
+            double x = e->t / cfg->trace_speed + off;
+            if (x < (double)run->nsec) {
+                counts[e->tenant * run->nsec + (size_t)x]++;
+            }
+        }
+    }
+    fputs("second,phase,tenant,ops_per_s,mb_per_s,errors,p50_us,p99_us,target\n", f);
     for (size_t s = 0; s < run->nsec; s++) {
         for (size_t i = 0; i < run->ntenants; i++) {
             const struct bn_sec *x = &run->sec[i * run->nsec + s];
@@ -318,16 +377,20 @@ bn_report_series(FILE *f, const struct bn_run_cfg *cfg, const struct bn_result *
             }
             /* Per-second max is unknown: let percentiles use bucket midpoints. */
             h->max = UINT64_MAX;
-            if (x->ops == 0 && x->errors == 0 && s + 1 == run->nsec) {
+            /* Seconds after the end (a trace done early, Ctrl-C) only when they saw answers. */
+            if (x->ops == 0 && x->errors == 0 &&
+                (double)s >= run->warmup_secs + ceil(run->elapsed_s)) {
                 continue;
             }
-            fprintf(f, "%zu,%s,%s,%llu,%.3f,%llu,%.1f,%.1f\n", s,
+            fprintf(f, "%zu,%s,%s,%llu,%.3f,%llu,%.1f,%.1f,%.6g\n", s,
                     s < run->warmup_secs ? "warmup" : "run", cfg->tenants[i].name,
                     (unsigned long long)x->ops, (double)x->bytes / 1e6,
                     (unsigned long long)x->errors, us(bn_hist_percentile(h, 50)),
-                    us(bn_hist_percentile(h, 99)));
+                    us(bn_hist_percentile(h, 99)),
+                    target_of(cfg, counts, run->nsec, i, s, (double)s - off));
         }
     }
+    free(counts);
     free(h);
     return ferror(f) ? -1 : 0;
 }

@@ -1,8 +1,9 @@
 /*
  * bench_spec.c - parsers for shoal-bench's tenant specs, sizes and URLs.
  *
- * Pure and self-contained (no libevent, no common): the fuzz target compiles
- * this file alone. Inputs are (pointer, length) and need no NUL.
+ * Pure and self-contained (no libevent, no common): the fuzz targets compile
+ * it with bench_sched.c (and bench_trace.c). Inputs are (pointer, length) and
+ * need no NUL.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -14,11 +15,8 @@
 
 #include "bench.h"
 
-static void seterr(char *err, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t cap, const char *fmt, ...)
+void
+bn_seterr(char *err, size_t cap, const char *fmt, ...)
 {
     if (cap == 0) {
         return;
@@ -203,7 +201,7 @@ parse_field(struct bn_tenant *t, const char *k, size_t kl, const char *v, size_t
 
     if (field_is(k, kl, "name")) {
         if (!valid_name(v, vl)) {
-            seterr(err, cap, "bad tenant name (want [a-z0-9][a-z0-9-]{0,62})");
+            bn_seterr(err, cap, "bad tenant name (want [a-z0-9][a-z0-9-]{0,62})");
             return -EINVAL;
         }
         memcpy(t->name, v, vl);
@@ -211,7 +209,7 @@ parse_field(struct bn_tenant *t, const char *k, size_t kl, const char *v, size_t
         *seen |= 1u << 0;
     } else if (field_is(k, kl, "key")) {
         if (!valid_key(v, vl)) {
-            seterr(err, cap, "bad key (visible ASCII, 1..%d bytes)", BN_KEY_MAX - 1);
+            bn_seterr(err, cap, "bad key (visible ASCII, 1..%d bytes)", BN_KEY_MAX - 1);
             return -EINVAL;
         }
         memcpy(t->key, v, vl);
@@ -219,39 +217,50 @@ parse_field(struct bn_tenant *t, const char *k, size_t kl, const char *v, size_t
         *seen |= 1u << 1;
     } else if (field_is(k, kl, "weight")) {
         if (bn_parse_double(v, vl, &d) != 0 || !(d > 0) || d > 10000) {
-            seterr(err, cap, "bad weight (want 0 < w <= 10000)");
+            bn_seterr(err, cap, "bad weight (want 0 < w <= 10000)");
             return -EINVAL;
         }
         t->weight = d;
-    } else if (field_is(k, kl, "conc")) {
-        if (*seen & (1u << 3)) {
-            seterr(err, cap, "conc and rate are exclusive");
+    } else if (field_is(k, kl, "conc") || field_is(k, kl, "rate")) {
+        int open = k[0] == 'r';
+        if (*seen & (3u << 2)) {
+            bn_seterr(err, cap, "conc and rate are exclusive");
             return -EINVAL;
         }
-        if (bn_parse_u64(v, vl, &u) != 0 || u < 1 || u > 100000) {
-            seterr(err, cap, "bad conc (want 1..100000)");
+        t->sched.kind = BN_SCHED_NONE;
+        if (memchr(v, ':', vl) != NULL) {
+            if (bn_sched_parse(&t->sched, v, vl, err, cap) != 0) {
+                return -EINVAL;
+            }
+            d = bn_sched_max(&t->sched);
+            if (!open && d >= 100000.5) {
+                bn_seterr(err, cap, "bad conc schedule (want values 0..100000)");
+                return -EINVAL;
+            }
+            if (!open && d < 0.5) {
+                bn_seterr(err, cap, "bad conc schedule (its peak rounds to 0)");
+                return -EINVAL;
+            }
+        } else if (open ? (bn_parse_double(v, vl, &d) != 0 || !(d > 0) || d > BN_SCHED_VMAX)
+                        : (bn_parse_u64(v, vl, &u) != 0 || u < 1 || u > 100000)) {
+            bn_seterr(err, cap,
+                      open ? "bad rate (want 0 < r <= 1e8 requests/s, or a schedule)"
+                           : "bad conc (want 1..100000, or a schedule)");
             return -EINVAL;
+        } else if (!open) {
+            d = (double)u;
         }
-        t->loop = BN_LOOP_CLOSED;
-        t->conc = (unsigned)u;
+        t->loop = open ? BN_LOOP_OPEN : BN_LOOP_CLOSED;
+        if (open) {
+            t->rate = d;
+        } else {
+            t->conc = (unsigned)lround(d);
+        }
         t->set |= BN_SET_LOOP;
-        *seen |= 1u << 2;
-    } else if (field_is(k, kl, "rate")) {
-        if (*seen & (1u << 2)) {
-            seterr(err, cap, "conc and rate are exclusive");
-            return -EINVAL;
-        }
-        if (bn_parse_double(v, vl, &d) != 0 || !(d > 0) || d > 1e8) {
-            seterr(err, cap, "bad rate (want 0 < r <= 1e8 requests/s)");
-            return -EINVAL;
-        }
-        t->loop = BN_LOOP_OPEN;
-        t->rate = d;
-        t->set |= BN_SET_LOOP;
-        *seen |= 1u << 3;
+        *seen |= open ? 1u << 3 : 1u << 2;
     } else if (field_is(k, kl, "conns")) {
         if (bn_parse_u64(v, vl, &u) != 0 || u < 1 || u > 100000) {
-            seterr(err, cap, "bad conns (want 1..100000)");
+            bn_seterr(err, cap, "bad conns (want 1..100000)");
             return -EINVAL;
         }
         t->conns = (unsigned)u;
@@ -274,32 +283,33 @@ parse_field(struct bn_tenant *t, const char *k, size_t kl, const char *v, size_t
         t->size_max = hi;
     } else if (field_is(k, kl, "read")) {
         if (bn_parse_double(v, vl, &d) != 0 || !(d >= 0 && d <= 1)) {
-            seterr(err, cap, "bad read fraction (want 0..1)");
+            bn_seterr(err, cap, "bad read fraction (want 0..1)");
             return -EINVAL;
         }
         t->read = d;
         t->set |= BN_SET_READ;
     } else if (field_is(k, kl, "keys")) {
         if (bn_parse_u64(v, vl, &u) != 0 || u < 1 || u > 1000000000ull) {
-            seterr(err, cap, "bad keys (want 1..1e9)");
+            bn_seterr(err, cap, "bad keys (want 1..1e9)");
             return -EINVAL;
         }
         t->keys = u;
     } else if (field_is(k, kl, "zipf")) {
         if (bn_parse_double(v, vl, &d) != 0 || !(d >= 0 && d < 1)) {
-            seterr(err, cap, "bad zipf theta (want 0 <= theta < 1; 0 = uniform)");
+            bn_seterr(err, cap, "bad zipf theta (want 0 <= theta < 1; 0 = uniform)");
             return -EINVAL;
         }
         t->zipf = d;
         t->set |= BN_SET_ZIPF;
     } else {
-        seterr(err, cap, "unknown tenant field '%.*s'", (int)(kl > 32 ? 32 : kl), k);
+        bn_seterr(err, cap, "unknown tenant field '%.*s'%s", (int)(kl > 32 ? 32 : kl), k,
+                  k[0] >= '0' && k[0] <= '9' ? " (a schedule's items are split by '/')" : "");
         return -EINVAL;
     }
     return 0;
 
 badsize:
-    seterr(err, cap, "bad size (want S or S-S, e.g. 1KiB-64KiB, at most 1GiB)");
+    bn_seterr(err, cap, "bad size (want S or S-S, e.g. 1KiB-64KiB, at most 1GiB)");
     return -EINVAL;
 }
 
@@ -309,9 +319,9 @@ bn_tenant_parse(struct bn_tenant *t, const char *s, size_t len, char *err, size_
     unsigned seen = 0;
     size_t pos = 0;
 
-    seterr(err, cap, "ok");
+    bn_seterr(err, cap, "ok");
     if (len == 0) {
-        seterr(err, cap, "empty tenant spec");
+        bn_seterr(err, cap, "empty tenant spec");
         return -EINVAL;
     }
     while (pos <= len) {
@@ -320,7 +330,7 @@ bn_tenant_parse(struct bn_tenant *t, const char *s, size_t len, char *err, size_
         size_t fl = comma ? (size_t)(comma - f) : len - pos;
         const char *eq = memchr(f, '=', fl);
         if (eq == NULL || eq == f) {
-            seterr(err, cap, "want field=value, got '%.*s'", (int)(fl > 32 ? 32 : fl), f);
+            bn_seterr(err, cap, "want field=value, got '%.*s'", (int)(fl > 32 ? 32 : fl), f);
             return -EINVAL;
         }
         size_t kl = (size_t)(eq - f);
@@ -331,11 +341,11 @@ bn_tenant_parse(struct bn_tenant *t, const char *s, size_t len, char *err, size_
         pos += fl + 1;
     }
     if (!(seen & 1u)) {
-        seterr(err, cap, "tenant spec needs name=");
+        bn_seterr(err, cap, "tenant spec needs name=");
         return -EINVAL;
     }
     if (!(seen & 2u)) {
-        seterr(err, cap, "tenant spec needs key=");
+        bn_seterr(err, cap, "tenant spec needs key=");
         return -EINVAL;
     }
     return 0;

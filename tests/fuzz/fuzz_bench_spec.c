@@ -1,8 +1,11 @@
 /*
- * fuzz_bench_spec.c - libFuzzer target for shoal-bench's tenant spec, size
- * and URL parsers. Invariants checked on success: name and key are
- * NUL-terminated and within bounds, size_min <= size_max, fields in range.
+ * fuzz_bench_spec.c - libFuzzer target for shoal-bench's tenant spec (with
+ * its rate/conc schedules), size, duration and URL parsers. Invariants
+ * checked on success: name and key are NUL-terminated and within bounds,
+ * size_min <= size_max, fields in range, a schedule stays in [0, its peak]
+ * and its peak is what rate/conc say.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +13,30 @@
 #include "bench.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+check_sched(const struct bn_tenant *t)
+{
+    const struct bn_sched *s = &t->sched;
+    if (s->kind == BN_SCHED_NONE) {
+        return;
+    }
+    double peak = bn_sched_max(s);
+    double want = t->loop == BN_LOOP_OPEN ? t->rate : (double)t->conc;
+    if (!(peak > 0) || peak > BN_SCHED_VMAX || strlen(s->text) >= BN_SCHED_TEXT ||
+        (t->loop == BN_LOOP_OPEN ? want != peak : fabs(want - peak) > 0.5)) {
+        abort();
+    }
+    /* Around the points and edges, and far out. */
+    double ts[] = {-1, 0, 0.001, 0.5, 1, 2.5, 9.99, 10, 59.5, 60, 3600.25, 1e6, BN_SCHED_TMAX};
+    for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+        double v = bn_sched_at(s, ts[i]);
+        double m = bn_sched_mean(s, ts[i], ts[i] + 1);
+        if (!(v >= 0 && v <= peak * (1 + 1e-12)) || !(m >= 0 && m <= peak * (1 + 1e-12))) {
+            abort();
+        }
+    }
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -32,6 +59,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (t.loop == BN_LOOP_CLOSED && t.conc == 0)) {
             abort();
         }
+        check_sched(&t);
     }
     if (strlen(err) >= sizeof(err)) {
         abort();
@@ -39,6 +67,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     uint64_t v;
     (void)bn_parse_size(s, size, &v);
+    double secs;
+    if (bn_parse_duration(s, size, &secs) == 0 && !(secs >= 0 && secs <= BN_SCHED_TMAX)) {
+        abort();
+    }
 
     /* The URL parser takes a C string. */
     char *z = malloc(size + 1);
