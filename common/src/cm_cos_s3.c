@@ -24,6 +24,13 @@
  * does not give the HTTP status: an S3 error code or status it does not
  * know (ServiceUnavailable, 502, 504 among them) is taken as transient.
  *
+ * A libs3 2.0 flaw: for a PUT that waited for "100 Continue", it keeps
+ * 100 as the status and reads a final answer without a body as success.
+ * S3 sends every error with an XML body, which libs3 reads right, and
+ * refuses early (before the 100) what it refuses for the request itself;
+ * a proxy in front that answers a bare 5xx after the 100 would fool the
+ * v2 path (sig=v4 reads the real status).
+ *
  * Thread-safe: the state is read-only after open but for the jitter
  * generator (atomic); each thread has its own libs3 context and curl
  * handle. libs3 2.0 does not check the server's TLS certificate
