@@ -154,6 +154,9 @@ struct v2_call {
     int progressed; /* the connection is up: body going out or answer headers in */
     size_t sent;
     int overflow;
+    int have_len;      /* the answer's Content-Length came (a 2xx answer) */
+    uint64_t want_len;
+    uint64_t received; /* body bytes of a get, kept or not */
 };
 
 static S3Status
@@ -161,8 +164,9 @@ v2_props(const S3ResponseProperties *p, void *arg)
 {
     struct v2_call *vc = arg;
 
-    (void)p;
     vc->progressed = 1;
+    vc->have_len = 1;
+    vc->want_len = p->contentLength;
     return S3StatusOK;
 }
 
@@ -208,6 +212,7 @@ v2_get_data(int size, const char *buf, void *arg)
     if (size < 0) {
         return S3StatusAbortedByCallback;
     }
+    vc->received += (uint64_t)size;
     if (vc->call->out.len + (size_t)size > max) {
         /* More than the range: a server that took "bytes=0-0" for the
          * whole object (s3rver does). From offset 0 the first bytes are
@@ -274,6 +279,7 @@ v2_err(S3Status s)
     case S3StatusFailedToConnect:
         return -ECONNREFUSED;
     case S3StatusConnectionFailed:
+    case S3StatusInternalError: /* also every curl error libs3 does not name */
         return -EIO;
     case S3StatusErrorInternalError: /* 500 */
     case S3StatusErrorSlowDown:      /* 503 */
@@ -402,6 +408,12 @@ v2_attempt(struct s3_state *st, struct s3_call *call)
     }
     rc = vc.overflow ? CM_E_TOOBIG : v2_err(vc.status);
     if (call->op == S3_PUT && rc == 0 && vc.sent != call->len) {
+        rc = -EIO;
+    }
+    /* libs3 takes a transfer cut short (CURLE_PARTIAL_FILE) for success. */
+    if (call->op == S3_GET && rc == 0 && (!vc.have_len || vc.received != vc.want_len)) {
+        snprintf(call->why, sizeof(call->why), "got %llu of %llu bytes",
+                 (unsigned long long)vc.received, (unsigned long long)vc.want_len);
         rc = -EIO;
     }
     return rc;
