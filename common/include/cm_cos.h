@@ -50,10 +50,10 @@ void cm_cos_close(struct cm_cos *cos); /* NULL is a no-op */
 int cm_cos_put(struct cm_cos *cos, const char *name, const void *data, size_t len);
 
 struct cm_cos_item {
-    const char *name;  /* borrowed */
-    const void *data;  /* borrowed */
+    const char *name; /* borrowed */
+    const void *data; /* borrowed */
     size_t len;
-    int rc;            /* out: what cm_cos_put would have returned */
+    int rc; /* out: what cm_cos_put would have returned */
 };
 /* Puts n objects, each as by cm_cos_put, sharing the syncs (fs: two
  * syncfs() per batch instead of two fsync() per object; the atomicity and
@@ -63,13 +63,13 @@ void cm_cos_put_batch(struct cm_cos *cos, struct cm_cos_item *items, size_t n);
 int cm_cos_get(struct cm_cos *cos, const char *name, void **data, size_t *len);
 /* Bytes [off, off + len) of an object (fewer if it ends first): *data is
  * malloc'd and transferred, *got says how many; CM_E_NOTFOUND if absent. */
-int cm_cos_get_range(struct cm_cos *cos, const char *name, uint64_t off, size_t len,
-                     void **data, size_t *got);
+int cm_cos_get_range(struct cm_cos *cos, const char *name, uint64_t off, size_t len, void **data,
+                     size_t *got);
 /* Removing a missing object is not an error. */
 int cm_cos_delete(struct cm_cos *cos, const char *name);
 /* Calls cb for every name starting with prefix (any order); cb returns
  * non-zero to stop, which cm_cos_list then returns. */
-int cm_cos_list(struct cm_cos *cos, const char *prefix,
-                int (*cb)(void *arg, const char *name), void *arg);
+int cm_cos_list(struct cm_cos *cos, const char *prefix, int (*cb)(void *arg, const char *name),
+                void *arg);
 
 #endif

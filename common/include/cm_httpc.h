@@ -10,8 +10,8 @@
 #include <stddef.h>
 
 struct cm_httpc_resp {
-    int status;   /* HTTP status */
-    char *body;   /* malloc'd, NUL-terminated, transferred to the caller */
+    int status; /* HTTP status */
+    char *body; /* malloc'd, NUL-terminated, transferred to the caller */
     size_t len;
 };
 
@@ -42,8 +42,8 @@ int cm_httpc_do(const struct cm_httpc_req *req, struct cm_httpc_resp *out);
  * "Authorization: Bearer <token>" when non-NULL; body (JSON) may be NULL.
  * timeout_ms bounds the connect and the whole request. Errors as cm_httpc_do.
  */
-int cm_httpc_request(const char *method, const char *url, const char *token,
-                     const char *body, int timeout_ms, struct cm_httpc_resp *out);
+int cm_httpc_request(const char *method, const char *url, const char *token, const char *body,
+                     int timeout_ms, struct cm_httpc_resp *out);
 void cm_httpc_resp_fini(struct cm_httpc_resp *r);
 
 #endif

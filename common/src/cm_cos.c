@@ -223,8 +223,7 @@ cm_cos_put_batch(struct cm_cos *cos, struct cm_cos_item *items, size_t n)
     if (cos->ops->put_batch == NULL || valid < n) {
         for (i = 0; i < n; i++) {
             if (items[i].rc == 0) {
-                items[i].rc = cos->ops->put(cos->state, items[i].name, items[i].data,
-                                            items[i].len);
+                items[i].rc = cos->ops->put(cos->state, items[i].name, items[i].data, items[i].len);
             }
         }
         return;

@@ -43,7 +43,7 @@ struct fs_state {
     pthread_mutex_t sync_mu;
     pthread_cond_t sync_cv;
     uint64_t started, done; /* syncs begun, syncs finished */
-    uint64_t failed; /* the last sync that failed (0: none), and its error */
+    uint64_t failed;        /* the last sync that failed (0: none), and its error */
     int failed_rc;
 };
 
@@ -330,8 +330,8 @@ fs_put_batch(void *state, struct cm_cos_item *items, size_t n)
     int ret;
 
     for (i = 0; i < n; i++) {
-        items[i].rc = fs_write_tmp(fs, items[i].name, items[i].data, items[i].len, 0, path,
-                                   tmps[i], dir);
+        items[i].rc =
+            fs_write_tmp(fs, items[i].name, items[i].data, items[i].len, 0, path, tmps[i], dir);
     }
     ret = fs_syncfs(fs);
     for (i = 0; i < n; i++) {

@@ -44,13 +44,13 @@ int cm_cos_prefix_valid(const char *prefix);
 enum { CM_S3_SIG_V2 = 2, CM_S3_SIG_V4 = 4 };
 
 struct cm_s3_url {
-    char host[256];   /* as written: a name, an IPv4 address or "[v6]" */
-    int port;         /* as written, else 443 (tls) or 80 */
+    char host[256]; /* as written: a name, an IPv4 address or "[v6]" */
+    int port;       /* as written, else 443 (tls) or 80 */
     char bucket[64];
     char prefix[CM_S3_PREFIX_MAX + 1]; /* "" or segments without a slash at either end */
-    int sig;          /* CM_S3_SIG_V2 or _V4 (default v4) */
-    char region[33];  /* default us-east-1 */
-    int tls;          /* default 1 */
+    int sig;                           /* CM_S3_SIG_V2 or _V4 (default v4) */
+    char region[33];                   /* default us-east-1 */
+    int tls;                           /* default 1 */
 };
 
 /* s3://HOST[:PORT]/BUCKET[/PREFIX][?sig=v2|v4&region=R&tls=0|1]. 0, or
@@ -75,7 +75,7 @@ int cm_s3_http_err(int status, const char *body, size_t len);
  * <IsTruncated>; *next gets the key to list after (NextMarker, else the
  * last key; "" when none). 0, cb's non-zero, or CM_E_PROTO if xml is not
  * a ListBucketResult. */
-int cm_s3_list_parse(const char *xml, size_t len, int (*cb)(void *arg, const char *key),
-                     void *arg, int *truncated, char next[CM_S3_KEY_MAX + 1]);
+int cm_s3_list_parse(const char *xml, size_t len, int (*cb)(void *arg, const char *key), void *arg,
+                     int *truncated, char next[CM_S3_KEY_MAX + 1]);
 
 #endif

@@ -65,10 +65,10 @@ struct s3_state {
     struct cm_cos_opts o;
     char *id, *secret;
     atomic_uint_fast64_t rng;
-    char hostport[300];    /* v2: libs3's host name */
-    S3BucketContext bc;    /* v2 */
-    char base[400];        /* v4: scheme://host:port/bucket */
-    char provider[64];     /* v4: aws:amz:REGION:s3 */
+    char hostport[300]; /* v2: libs3's host name */
+    S3BucketContext bc; /* v2 */
+    char base[400];     /* v4: scheme://host:port/bucket */
+    char provider[64];  /* v4: aws:amz:REGION:s3 */
 };
 
 enum s3_op { S3_PUT, S3_GET, S3_HEAD, S3_DEL, S3_LIST };
@@ -77,17 +77,17 @@ static const char *const s3_op_names[] = {"put", "get", "head", "delete", "list"
 /* One operation: what to do, and what came back. */
 struct s3_call {
     enum s3_op op;
-    const char *key;       /* the whole key; LIST: the key prefix */
-    const void *data;      /* PUT */
+    const char *key;  /* the whole key; LIST: the key prefix */
+    const void *data; /* PUT */
     size_t len;
-    int ranged;            /* GET of [off, off + want) */
+    int ranged; /* GET of [off, off + want) */
     uint64_t off;
     size_t want;
-    const char *marker;    /* LIST: list after this key ("" from the start) */
-    struct cm_buf out;     /* GET: the bytes; LIST: keys, each NUL-terminated */
-    int truncated;         /* LIST */
+    const char *marker; /* LIST: list after this key ("" from the start) */
+    struct cm_buf out;  /* GET: the bytes; LIST: keys, each NUL-terminated */
+    int truncated;      /* LIST */
     char next[CM_S3_KEY_MAX + 1];
-    char why[160];         /* the service's message of the last failure */
+    char why[160]; /* the service's message of the last failure */
 };
 
 static uint64_t
@@ -113,7 +113,7 @@ static int
 s3_key(const struct s3_state *st, const char *name, char *buf, size_t cap)
 {
     int n = st->u.prefix[0] != '\0' ? snprintf(buf, cap, "%s/%s", st->u.prefix, name)
-                                     : snprintf(buf, cap, "%s", name);
+                                    : snprintf(buf, cap, "%s", name);
 
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
@@ -154,7 +154,7 @@ struct v2_call {
     int progressed; /* the connection is up: body going out or answer headers in */
     size_t sent;
     int overflow;
-    int have_len;      /* the answer's Content-Length came (a 2xx answer) */
+    int have_len; /* the answer's Content-Length came (a 2xx answer) */
     uint64_t want_len;
     uint64_t received; /* body bytes of a get, kept or not */
 };
@@ -529,8 +529,7 @@ v4_attempt(struct s3_state *st, struct s3_call *call)
             cm_buf_append(&call->out, resp.body + off, n);
         }
     } else if (call->op == S3_LIST) {
-        rc = cm_s3_list_parse(resp.body, resp.len, v4_list_key, call, &call->truncated,
-                              call->next);
+        rc = cm_s3_list_parse(resp.body, resp.len, v4_list_key, call, &call->truncated, call->next);
     }
     cm_httpc_resp_fini(&resp);
     return rc;
@@ -563,8 +562,8 @@ s3_call(struct s3_state *st, struct s3_call *call)
                 s3_op_names[call->op], call->key, attempt + 1, cm_errname(rc), wait, call->why);
         s3_sleep_ms(wait);
     }
-    CM_WARN("cos: s3 %s failed key=%s tries=%u err=%s why=\"%s\"", s3_op_names[call->op],
-            call->key, attempt + 1, cm_errname(rc), call->why);
+    CM_WARN("cos: s3 %s failed key=%s tries=%u err=%s why=\"%s\"", s3_op_names[call->op], call->key,
+            attempt + 1, cm_errname(rc), call->why);
     return rc;
 }
 
@@ -698,8 +697,8 @@ s3_open(const char *url, const struct cm_cos_opts *opts, void **state)
     st->id = cm_strdup(getenv("AWS_ACCESS_KEY_ID"));
     st->secret = cm_strdup(getenv("AWS_SECRET_ACCESS_KEY"));
     atomic_init(&st->rng, opts->seed != 0 ? opts->seed : cm_now_ns() ^ cm_wall_ms());
-    snprintf(st->base, sizeof(st->base), "%s://%s:%d/%s", st->u.tls ? "https" : "http",
-             st->u.host, st->u.port, st->u.bucket);
+    snprintf(st->base, sizeof(st->base), "%s://%s:%d/%s", st->u.tls ? "https" : "http", st->u.host,
+             st->u.port, st->u.bucket);
     snprintf(st->provider, sizeof(st->provider), "aws:amz:%s:s3", st->u.region);
     snprintf(st->hostport, sizeof(st->hostport), "%s:%d", st->u.host, st->u.port);
     st->bc.hostName = st->hostport;

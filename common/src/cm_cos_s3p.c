@@ -247,8 +247,9 @@ cm_s3_url_parse(const char *url, struct cm_s3_url *out, char *err, size_t errlen
     e = s + strlen(s);
     for (const char *p = s; p < e; p++) {
         if (*p <= ' ' || *p >= 0x7f || *p == '#' || *p == '%' || *p == '@') {
-            return url_err(err, errlen, "unexpected character (no userinfo, escapes or "
-                                        "fragments: credentials come from the environment)");
+            return url_err(err, errlen,
+                           "unexpected character (no userinfo, escapes or "
+                           "fragments: credentials come from the environment)");
         }
     }
     q = memchr(s, '?', (size_t)(e - s));

@@ -94,8 +94,8 @@ count_tmp(const char *dir)
 static void
 test_direct(struct cm_cos *cos)
 {
-    static const size_t lens[] = {(1 << 20) + 8, 1 << 20, (64 << 10) - 1, (200 << 10) + 4095,
-                                  (3 << 20) + 1, 70000};
+    static const size_t lens[] = {(1 << 20) + 8,      1 << 20,       (64 << 10) - 1,
+                                  (200 << 10) + 4095, (3 << 20) + 1, 70000};
     uint8_t *buf = NULL;
     void *data;
     size_t len;
@@ -297,8 +297,7 @@ test_store(const char *url)
     CHECK_EQ_INT(cm_cos_get_range(cos, "t1/0000000000000001/1.0", 0, 1, &data, &len), 0);
     CHECK(len == 1 && ((uint8_t *)data)[0] == big[0]);
     free(data);
-    CHECK_EQ_INT(cm_cos_get_range(cos, "t1/0000000000000001/1.0", (1 << 20) - 10, 100, &data,
-                                  &len),
+    CHECK_EQ_INT(cm_cos_get_range(cos, "t1/0000000000000001/1.0", (1 << 20) - 10, 100, &data, &len),
                  0);
     CHECK(len == 10 && memcmp(data, big + (1 << 20) - 10, 10) == 0);
     free(data);
@@ -435,7 +434,8 @@ static void
 test_s3(const char *url)
 {
     char other[1024], *q, *slash;
-    char *id = strdup(getenv("AWS_ACCESS_KEY_ID")), *secret = strdup(getenv("AWS_SECRET_ACCESS_KEY"));
+    char *id = strdup(getenv("AWS_ACCESS_KEY_ID")),
+         *secret = strdup(getenv("AWS_SECRET_ACCESS_KEY"));
     struct cm_cos_opts opts = {.tries = 3, .backoff_ms = 1};
     struct cm_cos *cos, *sub;
     void *data;

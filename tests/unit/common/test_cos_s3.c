@@ -84,9 +84,8 @@ test_url(void)
     CHECK_EQ_INT(u.tls, 1);
     CHECK_EQ_STR(u.region, "eu-west-1");
 
-    CHECK_EQ_INT(cm_s3_url_parse("s3://[::1]:9000/bkt/p?tls=0&sig=v4&region=x1", &u, err,
-                                 sizeof(err)),
-                 0);
+    CHECK_EQ_INT(
+        cm_s3_url_parse("s3://[::1]:9000/bkt/p?tls=0&sig=v4&region=x1", &u, err, sizeof(err)), 0);
     CHECK_EQ_STR(u.host, "[::1]");
     CHECK_EQ_INT(u.port, 9000);
     CHECK_EQ_STR(u.prefix, "p");
@@ -310,7 +309,8 @@ fake_main(void *arg)
         if (read_request(fd, status)) {
             atomic_fetch_add(&f->requests, 1);
             if (status == 0) {
-                while (!atomic_load(&f->stop) && poll(&(struct pollfd){fd, POLLIN, 0}, 1, 50) == 0) {
+                while (!atomic_load(&f->stop) &&
+                       poll(&(struct pollfd){fd, POLLIN, 0}, 1, 50) == 0) {
                 }
             } else {
                 int n = snprintf(resp, sizeof(resp),
