@@ -46,4 +46,9 @@ int cm_httpc_request(const char *method, const char *url, const char *token, con
                      int timeout_ms, struct cm_httpc_resp *out);
 void cm_httpc_resp_fini(struct cm_httpc_resp *r);
 
+struct cm_buf;
+/* Appends s to b percent-encoded: all but A-Z a-z 0-9 - _ . ~ (RFC 3986's
+ * unreserved set, as a URL query value or SigV4's canonical query wants). */
+void cm_httpc_escape(struct cm_buf *b, const char *s);
+
 #endif

@@ -421,25 +421,6 @@ v2_attempt(struct s3_state *st, struct s3_call *call)
 
 /* ---- SigV4: libcurl through cm_httpc ---- */
 
-/* Appends s percent-encoded as SigV4's canonical query wants it. */
-static void
-query_escape(struct cm_buf *b, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-
-    for (; *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~') {
-            cm_buf_append(b, s, 1);
-        } else {
-            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-            cm_buf_append(b, e, 3);
-        }
-    }
-}
-
 static int
 v4_list_key(void *arg, const char *key)
 {
@@ -474,11 +455,11 @@ v4_attempt(struct s3_state *st, struct s3_call *call)
         cm_buf_printf(&url, "?");
         if (call->marker[0] != '\0') {
             cm_buf_printf(&url, "marker=");
-            query_escape(&url, call->marker);
+            cm_httpc_escape(&url, call->marker);
             cm_buf_printf(&url, "&");
         }
         cm_buf_printf(&url, "max-keys=%d&prefix=", S3_LIST_PAGE);
-        query_escape(&url, call->key);
+        cm_httpc_escape(&url, call->key);
     } else {
         cm_buf_printf(&url, "/%s", call->key); /* names need no escaping */
     }

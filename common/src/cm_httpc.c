@@ -226,3 +226,22 @@ cm_httpc_resp_fini(struct cm_httpc_resp *r)
     r->len = 0;
     r->status = 0;
 }
+
+void
+cm_httpc_escape(struct cm_buf *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~') {
+            cm_buf_append(b, s, 1);
+        } else {
+            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+
+            cm_buf_append(b, e, 3);
+        }
+    }
+}
