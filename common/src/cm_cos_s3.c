@@ -318,7 +318,7 @@ v2_drive(struct s3_state *st, S3RequestContext *ctx, struct v2_call *vc)
     uint64_t t0 = cm_now_ns();
     uint64_t end = t0 + (uint64_t)st->o.timeout_ms * 1000000u;
     uint64_t conn_end = t0 + (uint64_t)st->o.connect_timeout_ms * 1000000u;
-    int running = 1, maxfd;
+    int running = 1, maxfd, timed_out = 0;
 
     while (!vc->done) {
         fd_set r, w, x;
@@ -330,6 +330,7 @@ v2_drive(struct s3_state *st, S3RequestContext *ctx, struct v2_call *vc)
         }
         now = cm_now_ns();
         if (now >= end || (!vc->progressed && now >= conn_end)) {
+            timed_out = 1;
             break;
         }
         FD_ZERO(&r);
@@ -357,10 +358,13 @@ v2_drive(struct s3_state *st, S3RequestContext *ctx, struct v2_call *vc)
     if (!vc->done) {
         pthread_setspecific(v2_ctx_key, NULL);
         S3_destroy_request_context(ctx); /* completes vc as interrupted */
-        vc->status = S3StatusInterrupted;
         vc->done = 1;
+        /* Interrupted reads as a timeout; a context that broke is a failed transfer. */
+        vc->status = timed_out ? S3StatusInterrupted : S3StatusConnectionFailed;
         snprintf(vc->call->why, sizeof(vc->call->why), "%s",
-                 vc->progressed ? "timed out" : "connect timed out");
+                 !timed_out       ? "libs3 request context failed"
+                 : vc->progressed ? "timed out"
+                                  : "connect timed out");
     }
 }
 
