@@ -53,7 +53,9 @@ static const struct cm_opt fns_opts[] = {
     CM_OPT_STR(struct fns_cfg, controller, "127.0.0.1:9400",
                "controller address for heartbeats; empty disables"),
     CM_OPT_STR(struct fns_cfg, admin_token_file, "", "admin token file for the controller"),
-    CM_OPT_STR(struct fns_cfg, cos, NULL, "COS: a directory or fs:/dir (required)"),
+    CM_OPT_STR(struct fns_cfg, cos, NULL,
+               "COS: a directory, fs:/dir, or s3://HOST:PORT/BUCKET[/PREFIX]?sig=v2|v4&region=R"
+               "&tls=0|1 (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY) (required)"),
     CM_OPT_STR(struct fns_cfg, data_dir, "",
                "node state directory (incarnation); empty keeps it in the COS"),
     CM_OPT_U64(struct fns_cfg, capacity, "1GiB", 1, 1ull << 44, "chunk memory in bytes"),
@@ -96,7 +98,7 @@ main(int argc, char **argv)
     struct fns_node_stats st;
     enum cm_log_level level;
     uint32_t incarnation = 0;
-    char addr[96];
+    char addr[96], errbuf[256];
     int rc, status = 1;
 
     cm_config_load(fns_opts, sizeof(fns_opts) / sizeof(fns_opts[0]), &cfg, argc, argv,
@@ -106,6 +108,9 @@ main(int argc, char **argv)
     }
     if (cfg.cos == NULL || cfg.cos[0] == '\0') {
         fns_usage_error("--cos is required");
+    }
+    if (cm_cos_url_check(cfg.cos, errbuf, sizeof(errbuf)) != 0) {
+        fns_usage_error(errbuf);
     }
     if (pol_fq_find(cfg.sched) == NULL) {
         fns_usage_error("--sched: unknown scheduler");
