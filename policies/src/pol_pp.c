@@ -623,6 +623,36 @@ pp_cmp_keyed(const void *a, const void *b)
 }
 
 double
+pp_overload(const struct pp_work *w)
+{
+    double f = 0.0;
+
+    for (size_t i = 0; i < w->nup; i++) {
+        for (int r = 0; r < POL_PP_NRES; r++) {
+            size_t k = (size_t)w->up[i] * POL_PP_NRES + r;
+
+            f = fmax(f, w->load[k] / w->limit[k]);
+        }
+    }
+    return f;
+}
+
+double
+pp_moved_bytes(const struct pp_work *w, const unsigned char *mask)
+{
+    double b = 0.0;
+
+    for (size_t p = 0; p < w->v->nparts; p++) {
+        for (uint32_t j = 0; j < w->c[p] && (mask == NULL || mask[p]); j++) {
+            if (!pp_is_current(w, p, w->hold[w->off[p] + j])) {
+                b += (double)w->v->parts[p].resident_bytes;
+            }
+        }
+    }
+    return b;
+}
+
+double
 pp_dominant(const struct pp_work *w, size_t p)
 {
     double d = 0.0;

@@ -2,22 +2,23 @@
  * pol_pp_greedy.c - best-fit-decreasing on the dominant resource: the
  * "greedy" policy, milp's fallback and its warm start.
  *
- * Keep, then fill. Keep: in order of resident bytes per unit of dominant
- * load, descending (what is dearest to move and relieves least stays
- * first), each partition keeps the current holders it still fits on. Fill:
- * in order of dominant demand, descending, each empty slot goes to the up
- * node not yet in the row that fits the holder's load and has the least
- * dominant headroom left after it (best fit); when none fits, to the least
- * utilised one. Shares are 1/c (copies too: greedy does not split reads).
+ * A pass: first every partition keeps the current holders it still fits
+ * on; then, in order of dominant demand, descending, each empty slot goes
+ * to the up node not yet in the row that fits the holder's load and has the
+ * least dominant headroom left after it (best fit); when none fits, to the
+ * least utilised one. Shares are 1/c (copies too: greedy does not split
+ * reads).
  *
- * Best fit fills nodes one after another, so wide rows (k + m distinct
- * nodes) can find only full nodes left at 60% average load; and keeping
- * every holder that fits can keep three hot partitions whole on a node
- * where the fourth then finds no room. So when a pass leaves a node over
- * its limit, the next is tried: keep + best fit, keep + spread (each holder
- * to the node least full after taking it), then the same two without
- * keeping; the first within limits wins, else the lowest peak (then fewer
- * bytes moved). O(P log P + P x width x nodes x width) per pass.
+ * Which holders are kept, and best fit itself, can fail where a feasible
+ * answer exists: keeping cold partitions first can leave no node with room
+ * for a hot one's holder, and best fit fills nodes one after another, so
+ * wide rows (k + m distinct nodes) find only full nodes left at 60% average
+ * load. So four passes run: keeping the hottest partitions first or the
+ * dearest to move per unit of load first, each with best fit or spread
+ * (each holder to the node least full after taking it); two more without
+ * keeping anything when none of those ends within limits. The best wins:
+ * within limits first (else the lowest peak), then the fewest bytes moved.
+ * O(P log P + P x width x nodes x width) per pass.
  */
 #include <errno.h>
 #include <math.h>
@@ -90,40 +91,6 @@ pick(const struct pp_work *w, size_t p, double frac, int spread)
     return best >= 0 ? best : least;
 }
 
-/* The candidate's worst node: load over limit, the highest resource. */
-static double
-overload(const struct pp_work *w)
-{
-    double f = 0.0;
-
-    for (size_t i = 0; i < w->nup; i++) {
-        for (int r = 0; r < POL_PP_NRES; r++) {
-            size_t k = (size_t)w->up[i] * POL_PP_NRES + r;
-
-            f = fmax(f, w->load[k] / w->limit[k]);
-        }
-    }
-    return f;
-}
-
-/* Bytes the candidate moves for the partitions in order. */
-static double
-moved(const struct pp_work *w, const struct pp_keyed *order, size_t n)
-{
-    double b = 0.0;
-
-    for (size_t i = 0; i < n; i++) {
-        size_t p = order[i].i;
-
-        for (uint32_t j = 0; j < w->c[p]; j++) {
-            if (!pp_is_current(w, p, w->hold[w->off[p] + j])) {
-                b += (double)w->v->parts[p].resident_bytes;
-            }
-        }
-    }
-    return b;
-}
-
 /* The candidate's arrays, to try a pass and go back. */
 struct snap {
     int32_t *hold;
@@ -158,12 +125,14 @@ snap_copy(struct snap *s, struct pp_work *w, int save)
     memcpy(save ? s->load : w->load, save ? w->load : s->load, nl * sizeof(*s->load));
 }
 
-/* Keep (unless fresh), then fill (order: dominant demand, descending). */
+/* Keep (unless keep is NULL): in keep's order, each partition keeps the
+ * current holders that still fit. Then fill: in fill's order, each empty
+ * slot gets a node. */
 static void
-pass(struct pp_work *w, struct pp_keyed *order, size_t n, const struct pp_keyed *keep, int fresh,
+pass(struct pp_work *w, const struct pp_keyed *keep, const struct pp_keyed *fill, size_t n,
      int spread)
 {
-    for (size_t i = 0; i < n && !fresh; i++) {
+    for (size_t i = 0; i < n && keep != NULL; i++) {
         size_t p = keep[i].i;
         double frac = 1.0 / w->c[p];
 
@@ -176,7 +145,7 @@ pass(struct pp_work *w, struct pp_keyed *order, size_t n, const struct pp_keyed 
         }
     }
     for (size_t i = 0; i < n; i++) {
-        size_t p = order[i].i;
+        size_t p = fill[i].i;
         double frac = 1.0 / w->c[p];
 
         for (uint32_t j = 0; j < w->c[p]; j++) {
@@ -187,58 +156,163 @@ pass(struct pp_work *w, struct pp_keyed *order, size_t n, const struct pp_keyed 
     }
 }
 
+/* Load over limit of node n, the highest resource. */
+static double
+node_over(const struct pp_work *w, int32_t n)
+{
+    double f = 0.0;
+
+    for (int r = 0; r < POL_PP_NRES; r++) {
+        size_t k = (size_t)n * POL_PP_NRES + r;
+
+        f = fmax(f, w->load[k] / w->limit[k]);
+    }
+    return f;
+}
+
+/* Moves movable holders off the node most over its limit until it fits:
+ * first those relieving most load per resident byte, each to the node
+ * where it fits best (not in its row). A node nothing can leave is given
+ * up. At most one move per slot. part_of maps slots to partitions. */
+static int
+repair(struct pp_work *w, const unsigned char *free_mask, const uint32_t *part_of)
+{
+    const struct pol_pp_view *v = w->v;
+    unsigned char *stuck = calloc(v->nnodes + 1, 1);
+    struct pp_keyed *cand = malloc((w->nslots + 1) * sizeof(*cand));
+    size_t moves = 0;
+
+    if (stuck == NULL || cand == NULL) {
+        free(stuck);
+        free(cand);
+        return -ENOMEM;
+    }
+    while (moves < w->nslots) {
+        int32_t worst = -1;
+        double worst_over = 1.0 + 1e-9;
+        size_t nc = 0;
+        int moved_one = 0;
+
+        for (size_t i = 0; i < w->nup; i++) {
+            if (!stuck[w->up[i]] && node_over(w, w->up[i]) > worst_over) {
+                worst_over = node_over(w, w->up[i]);
+                worst = w->up[i];
+            }
+        }
+        if (worst < 0) {
+            break;
+        }
+        for (size_t s = 0; s < w->nslots; s++) {
+            size_t p = part_of[s];
+            double relief = 0.0;
+
+            if (w->hold[s] != worst || (free_mask != NULL && !free_mask[p])) {
+                continue;
+            }
+            for (int r = 0; r < POL_PP_NRES; r++) {
+                relief = fmax(relief,
+                              w->dem[p * POL_PP_NRES + r] * w->share[s] / v->nodes[worst].cap[r]);
+            }
+            cand[nc].key = relief / fmax(1.0, (double)v->parts[p].resident_bytes);
+            cand[nc++].i = (uint32_t)s;
+        }
+        qsort(cand, nc, sizeof(*cand), pp_cmp_keyed);
+        for (size_t k = 0; k < nc && node_over(w, worst) > 1.0 + 1e-9; k++) {
+            size_t s = cand[k].i, p = part_of[s];
+            double frac = w->share[s], best_h = INFINITY;
+            int32_t to = -1;
+
+            for (size_t i = 0; i < w->nup; i++) {
+                int32_t n = w->up[i];
+                double h;
+
+                if (pp_row_has(w, p, n)) {
+                    continue;
+                }
+                h = headroom_after(w, p, n, frac);
+                if (h >= 0.0 && h < best_h) {
+                    best_h = h;
+                    to = n;
+                }
+            }
+            if (to >= 0) {
+                pp_unhold(w, p, (uint32_t)(s - w->off[p]));
+                pp_hold(w, p, (uint32_t)(s - w->off[p]), to, frac);
+                moves++;
+                moved_one = 1;
+            }
+        }
+        if (!moved_one || node_over(w, worst) > 1.0 + 1e-9) {
+            stuck[worst] = 1;
+        }
+    }
+    free(stuck);
+    free(cand);
+    return 0;
+}
+
 int
 pp_greedy(struct pp_work *w, const unsigned char *free_mask)
 {
     const struct pol_pp_view *v = w->v;
-    struct pp_keyed *keep = malloc((v->nparts + 1) * sizeof(*keep));
-    struct pp_keyed *order = malloc((v->nparts + 1) * sizeof(*order));
+    struct pp_keyed *hot = malloc((v->nparts + 1) * sizeof(*hot));
+    struct pp_keyed *dear = malloc((v->nparts + 1) * sizeof(*dear));
+    uint32_t *part_of = malloc((w->nslots + 1) * sizeof(*part_of));
     struct snap before = {0}, best = {0};
     double best_over = INFINITY, best_moved = INFINITY;
     size_t n = 0;
     int rc = -ENOMEM;
 
-    if (keep == NULL || order == NULL || snap_init(&before, w) != 0 || snap_init(&best, w) != 0) {
+    if (hot == NULL || dear == NULL || part_of == NULL || snap_init(&before, w) != 0 ||
+        snap_init(&best, w) != 0) {
         goto out;
+    }
+    for (size_t p = 0; p < v->nparts; p++) {
+        for (size_t s = w->off[p]; s < w->off[p + 1]; s++) {
+            part_of[s] = (uint32_t)p;
+        }
     }
     for (size_t p = 0; p < v->nparts; p++) {
         double d = pp_dominant(w, p);
 
         if (free_mask == NULL || free_mask[p]) {
-            keep[n].key = d > 0.0 ? (double)v->parts[p].resident_bytes / d : INFINITY;
-            order[n].key = d;
-            keep[n].i = order[n].i = (uint32_t)p;
+            hot[n].key = d;
+            dear[n].key = d > 0.0 ? (double)v->parts[p].resident_bytes / d : INFINITY;
+            hot[n].i = dear[n].i = (uint32_t)p;
             n++;
         }
     }
-    qsort(keep, n, sizeof(*keep), pp_cmp_keyed);
-    qsort(order, n, sizeof(*order), pp_cmp_keyed);
+    qsort(hot, n, sizeof(*hot), pp_cmp_keyed);
+    qsort(dear, n, sizeof(*dear), pp_cmp_keyed);
     snap_copy(&before, w, 1);
-    /* Modes in order of the bytes they tend to move: keep + best fit, keep +
-     * spread, fresh + best fit, fresh + spread. */
-    for (int mode = 0; mode < 4; mode++) {
+    /* Keeping the hottest first, then the dearest to move per unit of load
+     * first, each with best fit and spread; without keeping only when none
+     * of those ends within limits. */
+    for (int mode = 0; mode < 6 && !(mode >= 4 && best_over <= 1.0); mode++) {
+        const struct pp_keyed *keep = mode < 2 ? hot : mode < 4 ? dear : NULL;
         double over, mv;
 
-        if (mode > 0) {
-            snap_copy(&before, w, 0);
+        snap_copy(&before, w, 0);
+        pass(w, keep, hot, n, mode % 2);
+        if (repair(w, free_mask, part_of) != 0) {
+            goto out;
         }
-        pass(w, order, n, keep, mode >= 2, mode % 2);
-        over = fmax(overload(w), 1.0);
-        mv = moved(w, order, n);
-        if (over < best_over || (over == best_over && mv < best_moved)) {
+        over = fmax(pp_overload(w), 1.0);
+        mv = pp_moved_bytes(w, free_mask);
+        if (over < best_over - 1e-12 || (over <= best_over + 1e-12 && mv < best_moved)) {
             best_over = over;
             best_moved = mv;
             snap_copy(&best, w, 1);
         }
-        if (best_over <= 1.0 + 1e-9) {
-            break;
-        }
     }
-    snap_copy(&best, w, 0);
     rc = 0;
 out:
-    free(keep);
-    free(order);
+    if (best_over < INFINITY) {
+        snap_copy(&best, w, 0);
+    }
+    free(hot);
+    free(dear);
+    free(part_of);
     snap_fini(&before);
     snap_fini(&best);
     return rc;

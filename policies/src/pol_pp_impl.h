@@ -73,14 +73,18 @@ struct pp_keyed {
     uint32_t i;
 };
 int pp_cmp_keyed(const void *a, const void *b);
+/* The candidate's worst up node: load over limit, the highest resource. */
+double pp_overload(const struct pp_work *w);
+/* Bytes the candidate moves: resident size x holders not current, over the
+ * partitions in mask (NULL = all). */
+double pp_moved_bytes(const struct pp_work *w, const unsigned char *mask);
 /* Dominant fair-share demand of p, each resource relative to the mean up
  * node's capacity. */
 double pp_dominant(const struct pp_work *w, size_t p);
 
 /* Best-fit-decreasing (pol_pp_greedy.c) of the partitions with free[p] set
  * (NULL = all), whose slots must be empty; the others stay as they are in
- * hold. Keeps each free partition's current holders where they still fit,
- * in order of resident bytes per unit of load (the dearest to move first). */
+ * hold. Keeps each free partition's current holders where they still fit. */
 int pp_greedy(struct pp_work *w, const unsigned char *free);
 
 /* Writes the candidate to out (ids, lengths, shares) with its stats. */

@@ -4,14 +4,17 @@
  * pol_milp.h), best-fit-decreasing when the solver cannot answer.
  *
  * When: a placement that is complete (every partition has c current holders
- * that are up) and within capacity is kept as it is. Otherwise the model
- * is free to move the partitions F:
+ * that are up) and within capacity is kept as it is. Otherwise greedy
+ * (pol_pp_greedy.c) places everything first: its answer is the fallback and
+ * the warm start. The model is then free to move the partitions F:
  *   - all of them when partitions x up nodes <= cfg.max_binaries;
- *   - else only those that must move: partitions missing holders, and on
- *     each node over its limit (most over first) its partitions in order of
- *     load relieved per resident byte until twice the excess is freed on
- *     every resource, while |F| x up nodes stays <= max_binaries. The other
- *     partitions stay put and enter as constant load.
+ *   - else the partitions greedy moved (partitions missing holders among
+ *     them), then, on each node over its limit (most over first), its
+ *     copies partitions (which can shed load there by their read fractions
+ *     without moving), then the others in order of load relieved per
+ *     resident byte, until twice the excess is freed on every resource,
+ *     while |F| x up nodes stays <= max_binaries. The other partitions stay put and enter as
+ * constant load. When greedy alone moves more than that, greedy answers.
  *
  * Model over F and the up nodes N (per-holder load as in pol_pp.h):
  *   y_pn in {0,1}                    p held by n
@@ -29,10 +32,10 @@
  * for balance alone, and balance may buy at most eps u more bytes moved
  * than the fewest (exactly: the objective is bytes/B + eps z).
  *
- * Warm start: the greedy placement of F (current holders kept where they
- * fit) when it is within capacity. Fallback: greedy over every partition
- * when the budget is 0, F alone would exceed max_binaries, or the solver
- * finds no solution (infeasible, or out of time without an incumbent).
+ * Warm starts (offered when within capacity): greedy's rows, and in a
+ * restricted model also greedy over F alone. Fallback, greedy's rows: when
+ * the budget is 0, greedy's moves exceed the model, or the solver finds no
+ * solution (infeasible, or out of time without an incumbent).
  */
 #include <errno.h>
 #include <math.h>
@@ -60,9 +63,14 @@ is_copies(const struct pp_work *w, size_t p)
 
 /* ---- which partitions may move ------------------------------------------ */
 
+/* How much of a node's excess load its free partitions should carry: the
+ * model needs choice, not just enough to fit. */
+#define RELIEF 2.0
+
 /* Relieves node n (over its limit in the current candidate): marks its
- * partitions in order of relief per byte until 2x the excess is freed or
- * *nf reaches maxf. */
+ * partitions, copies first (by load), then by load relieved per resident
+ * byte, until RELIEF x the excess is freed (counting its partitions already
+ * free) or *nf reaches maxf. */
 static int
 relieve(struct pp_work *w, int32_t n, unsigned char *free_mask, size_t *nf, size_t maxf)
 {
@@ -82,13 +90,21 @@ relieve(struct pp_work *w, int32_t n, unsigned char *free_mask, size_t *nf, size
     for (size_t p = 0; p < v->nparts; p++) {
         double relief = 0.0;
 
-        if (free_mask[p] || !pp_is_current(w, p, n)) {
+        if (!pp_is_current(w, p, n)) {
+            continue;
+        }
+        if (free_mask[p]) {
+            for (int r = 0; r < POL_PP_NRES; r++) {
+                freed[r] += w->dem[p * POL_PP_NRES + r] / w->c[p];
+            }
             continue;
         }
         for (int r = 0; r < POL_PP_NRES; r++) {
             relief = fmax(relief, w->dem[p * POL_PP_NRES + r] / w->c[p] / v->nodes[n].cap[r]);
         }
-        cand[nc].key = relief / fmax(1.0, (double)v->parts[p].resident_bytes);
+        /* Copies first: their reads can leave n without a byte moving. */
+        cand[nc].key =
+            is_copies(w, p) ? 2.0 + relief : relief / fmax(1.0, (double)v->parts[p].resident_bytes);
         cand[nc++].i = (uint32_t)p;
     }
     qsort(cand, nc, sizeof(*cand), pp_cmp_keyed);
@@ -97,7 +113,7 @@ relieve(struct pp_work *w, int32_t n, unsigned char *free_mask, size_t *nf, size
         int done = 1;
 
         for (int r = 0; r < POL_PP_NRES; r++) {
-            done &= freed[r] >= 2.0 * excess[r];
+            done &= freed[r] >= RELIEF * excess[r];
         }
         if (done) {
             break;
@@ -112,28 +128,67 @@ relieve(struct pp_work *w, int32_t n, unsigned char *free_mask, size_t *nf, size
     return 0;
 }
 
-/* Marks F in free_mask with the current holders in the candidate. Returns
- * |F| (0: keep the current placement), -1 when the partitions that must
- * move exceed the model, or -ENOMEM. */
-static long
-choose_free(struct pp_work *w, uint32_t max_binaries, unsigned char *free_mask)
+/* 1 if the candidate (the current placement) is complete and within
+ * limits, so nothing needs to move. */
+static int
+current_ok(const struct pp_work *w)
 {
-    const struct pol_pp_view *v = w->v;
-    size_t maxf = max_binaries / w->nup, nf = 0, nover = 0;
-    struct pp_keyed *over;
-    int rc = 0;
-
-    for (size_t p = 0; p < v->nparts; p++) {
-        for (uint32_t j = 0; j < w->c[p] && !free_mask[p]; j++) {
+    for (size_t p = 0; p < w->v->nparts; p++) {
+        for (uint32_t j = 0; j < w->c[p]; j++) {
             if (w->cur[w->off[p] + j] < 0) {
-                free_mask[p] = 1;
-                nf++;
+                return 0;
             }
         }
     }
+    return pp_overload(w) <= 1.0 + 1e-9;
+}
+
+/* Marks F in free_mask; the candidate holds the current placement and g
+ * (slot layout) the greedy one. Returns |F|, -1 when the partitions that
+ * must be placed exceed the model, or -ENOMEM. */
+static long
+choose_free(struct pp_work *w, uint32_t max_binaries, const int32_t *g, unsigned char *free_mask)
+{
+    const struct pol_pp_view *v = w->v;
+    size_t maxf = max_binaries / w->nup, nf = 0, nover = 0, ng;
+    struct pp_keyed *over;
+    unsigned char *moved;
+    int rc = 0;
+
+    if (v->nparts <= maxf) {
+        memset(free_mask, 1, v->nparts);
+        return (long)v->nparts;
+    }
     over = malloc((w->nup + 1) * sizeof(*over));
-    if (over == NULL) {
+    moved = calloc(v->nparts + 1, 1);
+    if (over == NULL || moved == NULL) {
+        free(over);
+        free(moved);
         return -ENOMEM;
+    }
+    /* Partitions missing a holder must be placed. */
+    for (size_t p = 0; p < v->nparts; p++) {
+        for (uint32_t j = 0; j < w->c[p]; j++) {
+            moved[p] |= !pp_is_current(w, p, g[w->off[p] + j]);
+            free_mask[p] |= w->cur[w->off[p] + j] < 0;
+        }
+        nf += free_mask[p];
+    }
+    if (nf > maxf) {
+        free(over);
+        free(moved);
+        return -1;
+    }
+    /* Greedy's moves, when they all fit: then its rows are a warm start. */
+    ng = 0;
+    for (size_t p = 0; p < v->nparts; p++) {
+        ng += moved[p] && !free_mask[p];
+    }
+    for (size_t p = 0; p < v->nparts && nf + ng <= maxf; p++) {
+        if (moved[p] && !free_mask[p]) {
+            free_mask[p] = 1;
+            nf++;
+        }
     }
     for (size_t i = 0; i < w->nup; i++) {
         int32_t n = w->up[i];
@@ -149,25 +204,40 @@ choose_free(struct pp_work *w, uint32_t max_binaries, unsigned char *free_mask)
             over[nover++].i = (uint32_t)n;
         }
     }
-    if (nf == 0 && nover == 0) {
-        goto out;
-    }
-    if (v->nparts <= maxf) {
-        memset(free_mask, 1, v->nparts);
-        nf = v->nparts;
-        goto out;
-    }
-    if (nf > maxf) {
-        free(over);
-        return -1;
-    }
     qsort(over, nover, sizeof(*over), pp_cmp_keyed);
     for (size_t i = 0; i < nover && rc == 0; i++) {
         rc = relieve(w, (int32_t)over[i].i, free_mask, &nf, maxf);
     }
-out:
     free(over);
+    free(moved);
     return rc != 0 ? rc : (long)nf;
+}
+
+/* 1 if every partition whose row differs in g (slot layout) from the
+ * current one is in free_mask: the model could choose g. */
+static int
+holds_rows(const struct pp_work *w, const int32_t *g, const unsigned char *free_mask)
+{
+    for (size_t p = 0; p < w->v->nparts; p++) {
+        for (uint32_t j = 0; j < w->c[p] && !free_mask[p]; j++) {
+            if (!pp_is_current(w, p, g[w->off[p] + j])) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* Puts the rows of g (slot layout, even shares) into the candidate for the
+ * partitions in free_mask (NULL = all), whose slots must be empty. */
+static void
+hold_rows(struct pp_work *w, const int32_t *g, const unsigned char *free_mask)
+{
+    for (size_t p = 0; p < w->v->nparts; p++) {
+        for (uint32_t j = 0; j < w->c[p] && (free_mask == NULL || free_mask[p]); j++) {
+            pp_hold(w, p, j, g[w->off[p] + j], 1.0 / w->c[p]);
+        }
+    }
 }
 
 /* ---- the model ---------------------------------------------------------- */
@@ -299,7 +369,9 @@ unhold_free(struct model *mo)
     }
 }
 
-/* The candidate as a solution vector; 0 if it breaks a capacity row. */
+/* The candidate as a solution vector; 0 if it breaks a capacity row by
+ * more than the slack pp_fits allows (z is then clamped to u: a 1e-9
+ * violation is far inside GLPK's own tolerances). */
 static int
 candidate_vector(const struct model *mo, double *sol)
 {
@@ -324,8 +396,8 @@ candidate_vector(const struct model *mo, double *sol)
     for (size_t u = 0; u < w->nup; u++) {
         z = fmax(z, pp_util(w, w->up[u]));
     }
-    sol[mo->z] = z;
-    return z <= w->v->headroom;
+    sol[mo->z] = fmin(z, w->v->headroom);
+    return z <= w->v->headroom * (1.0 + 1e-9);
 }
 
 #define PLACED UINT32_MAX
@@ -385,10 +457,11 @@ apply(struct model *mo, const double *sol)
 }
 
 /* Solves for F (marked in free_mask; the candidate holds the current
- * placement). On 0 the candidate is the solution. */
+ * placement), warm-started from g (greedy's rows, within limits or not) and
+ * from greedy over F alone. On 0 the candidate is the solution. */
 static int
-solve(struct pp_work *w, const unsigned char *free_mask, size_t nf, uint32_t budget_ms,
-      int *time_limited)
+solve(struct pp_work *w, const unsigned char *free_mask, size_t nf, const int32_t *g,
+      uint32_t budget_ms, int *time_limited)
 {
     struct model mo = {.w = w, .nf = 0};
     struct pol_milp *m = pol_milp_create();
@@ -420,11 +493,18 @@ solve(struct pp_work *w, const unsigned char *free_mask, size_t nf, uint32_t bud
         rc = -ENOMEM;
         goto out;
     }
-    rc = pp_greedy(w, free_mask);
-    if (rc == 0 && candidate_vector(&mo, sol)) {
+    hold_rows(w, g, free_mask);
+    if (candidate_vector(&mo, sol)) {
         rc = pol_milp_start(m, sol);
     }
     unhold_free(&mo);
+    if (rc == 0 && nf < w->v->nparts) {
+        rc = pp_greedy(w, free_mask);
+        if (rc == 0 && candidate_vector(&mo, sol)) {
+            rc = pol_milp_start(m, sol);
+        }
+        unhold_free(&mo);
+    }
     rc = rc != 0 ? rc : pol_milp_solve(m, budget_ms, sol, time_limited);
     rc = rc != 0 ? rc : apply(&mo, sol);
 out:
@@ -448,44 +528,65 @@ milp_place(struct pol_pp *pp, const struct pol_pp_view *v, uint32_t budget_ms,
            struct pol_pp_out *out)
 {
     struct pp_work w;
-    unsigned char *free_mask;
+    unsigned char *free_mask = NULL;
+    int32_t *g = NULL;
     int rc, time_limited = 0;
-    long nf;
+    double g_bytes;
+    long nf = 0;
 
     rc = pp_work_init(&w, v, 0);
     if (rc != 0) {
         return rc;
     }
-    free_mask = calloc(v->nparts + 1, 1);
-    if (free_mask == NULL) {
-        pp_work_fini(&w);
-        return -ENOMEM;
-    }
     pp_hold_current(&w);
-    nf = choose_free(&w, pp->cfg.max_binaries, free_mask);
-    if (nf < -1) {
-        rc = (int)nf;
-        goto out;
-    }
-    if (nf == 0) {
+    if (current_ok(&w)) {
         pp_finish(&w, out, "milp");
         goto out;
     }
-    rc = nf > 0 && budget_ms > 0 ? solve(&w, free_mask, (size_t)nf, budget_ms, &time_limited)
-                                 : CM_E_TIMEOUT;
-    if (rc == 0) {
-        pp_finish(&w, out, "milp");
-        out->stats.free_parts = (uint32_t)nf;
-    } else if (rc == CM_E_NOTFOUND || rc == CM_E_TIMEOUT) {
+    free_mask = calloc(v->nparts + 1, 1);
+    g = malloc((w.nslots + 1) * sizeof(*g));
+    if (free_mask == NULL || g == NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    /* Greedy first: the fallback, the warm start, and (in a restricted
+     * model) the partitions it moves must be free to move. */
+    pp_clear(&w);
+    rc = pp_greedy(&w, NULL);
+    if (rc != 0) {
+        goto out;
+    }
+    memcpy(g, w.hold, w.nslots * sizeof(*g));
+    g_bytes = pp_overload(&w) <= 1.0 + 1e-9 ? pp_moved_bytes(&w, NULL) : INFINITY;
+    if (budget_ms > 0) {
         pp_clear(&w);
-        rc = pp_greedy(&w, NULL);
-        if (rc == 0) {
-            pp_finish(&w, out, "greedy");
+        pp_hold_current(&w);
+        nf = choose_free(&w, pp->cfg.max_binaries, g, free_mask);
+        if (nf < -1) {
+            rc = (int)nf;
+            goto out;
         }
+        rc = nf > 0 ? solve(&w, free_mask, (size_t)nf, g, budget_ms, &time_limited) : CM_E_TIMEOUT;
+        /* When the model could not hold greedy's moves, its best may move
+         * more than greedy: then greedy's rows win. */
+        if (rc == 0 && (holds_rows(&w, g, free_mask) || pp_moved_bytes(&w, NULL) <= g_bytes)) {
+            pp_finish(&w, out, "milp");
+            out->stats.free_parts = (uint32_t)nf;
+            out->stats.time_limited = time_limited;
+            goto out;
+        }
+        if (rc != 0 && rc != CM_E_NOTFOUND && rc != CM_E_TIMEOUT) {
+            goto out;
+        }
+        pp_clear(&w);
+        hold_rows(&w, g, NULL);
     }
+    rc = 0;
+    pp_finish(&w, out, "greedy");
     out->stats.time_limited = time_limited;
 out:
     free(free_mask);
+    free(g);
     pp_work_fini(&w);
     return rc;
 }

@@ -658,6 +658,22 @@ test_copies_fractions(void)
 
 /* ---- fallbacks and the restricted model --------------------------------- */
 
+/* Requests the current placement (with its shares) puts on node n. */
+static double
+node_load(const struct inst *s, int n)
+{
+    double load = 0.0;
+
+    for (size_t p = 0; p < s->v.nparts; p++) {
+        for (uint32_t j = 0; j < s->cur_len[p]; j++) {
+            if (s->cur[off_of(s, p) + j] == s->nodes[n].id) {
+                load += s->parts[p].demand[0] * s->cur_share[off_of(s, p) + j];
+            }
+        }
+    }
+    return load;
+}
+
 static void
 test_restricted(void)
 {
@@ -679,13 +695,17 @@ test_restricted(void)
         s.v.cur_rows = s.cur;
         s.v.cur_len = s.cur_len;
         s.v.cur_share = s.cur_share;
-        /* One node turns hot: its partitions' demand doubles. Only up to
-         * 128 / 8 = 16 partitions may move, and only those do. */
-        hot = node_ix(&s, s.cur[0]);
+        /* The busiest node turns hot: its partitions' demand grows 2.5x,
+         * beyond its limit. Only up to 128 / 8 = 16 partitions may move,
+         * and only those do. */
+        hot = 0;
+        for (int n = 1; n < 8; n++) {
+            hot = node_load(&s, n) > node_load(&s, hot) ? n : hot;
+        }
         for (size_t p = 0; p < s.v.nparts; p++) {
             if (in_row(s.cur + off_of(&s, p), s.cur_len[p], s.nodes[hot].id)) {
-                s.parts[p].demand[0] *= 2;
-                s.parts[p].demand[1] *= 2;
+                s.parts[p].demand[0] *= 2.5;
+                s.parts[p].demand[1] *= 2.5;
             }
         }
         CHECK_EQ_INT(run(&s, "milp", 128, 3000), 0);
