@@ -9,6 +9,10 @@
  * least utilised one. Shares are 1/c (copies too: greedy does not split
  * reads).
  *
+ * Then a repair: while a node is over its limit, its movable holders that
+ * relieve most load per resident byte move, each to the node where it fits
+ * best, until it fits (or nothing can leave it).
+ *
  * Which holders are kept, and best fit itself, can fail where a feasible
  * answer exists: keeping cold partitions first can leave no node with room
  * for a hot one's holder, and best fit fills nodes one after another, so
@@ -18,7 +22,8 @@
  * (each holder to the node least full after taking it); two more without
  * keeping anything when none of those ends within limits. The best wins:
  * within limits first (else the lowest peak), then the fewest bytes moved.
- * O(P log P + P x width x nodes x width) per pass.
+ * O(P log P + P x width x nodes x width) per pass, the repair O(slots) per
+ * node it relieves plus O(width x nodes) per move.
  */
 #include <errno.h>
 #include <math.h>
@@ -172,8 +177,8 @@ node_over(const struct pp_work *w, int32_t n)
 
 /* Moves movable holders off the node most over its limit until it fits:
  * first those relieving most load per resident byte, each to the node
- * where it fits best (not in its row). A node nothing can leave is given
- * up. At most one move per slot. part_of maps slots to partitions. */
+ * where it fits best (not in its row). A node that stays over is given up;
+ * at most as many moves as slots. part_of maps slots to partitions. */
 static int
 repair(struct pp_work *w, const unsigned char *free_mask, const uint32_t *part_of)
 {

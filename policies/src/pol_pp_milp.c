@@ -5,16 +5,17 @@
  *
  * When: a placement that is complete (every partition has c current holders
  * that are up) and within capacity is kept as it is. Otherwise greedy
- * (pol_pp_greedy.c) places everything first: its answer is the fallback and
- * the warm start. The model is then free to move the partitions F:
+ * (pol_pp_greedy.c) places everything first: its rows are the fallback and
+ * a warm start. The model is then free to move the partitions F:
  *   - all of them when partitions x up nodes <= cfg.max_binaries;
- *   - else the partitions greedy moved (partitions missing holders among
- *     them), then, on each node over its limit (most over first), its
- *     copies partitions (which can shed load there by their read fractions
- *     without moving), then the others in order of load relieved per
- *     resident byte, until twice the excess is freed on every resource,
- *     while |F| x up nodes stays <= max_binaries. The other partitions stay put and enter as
- * constant load. When greedy alone moves more than that, greedy answers.
+ *   - else the partitions missing holders; then, if they all fit, the
+ *     partitions greedy moved (so its rows are a warm start); then, on each
+ *     node over its limit (most over first), its copies partitions (which
+ *     can shed load there by their read fractions without moving), then
+ *     the others in order of load relieved per resident byte, until RELIEF
+ *     x the excess is freed on every resource (counting the partitions
+ *     already free); all while |F| x up nodes stays <= max_binaries. The
+ *     other partitions stay put and enter as constant load.
  *
  * Model over F and the up nodes N (per-holder load as in pol_pp.h):
  *   y_pn in {0,1}                    p held by n
@@ -33,9 +34,11 @@
  * than the fewest (exactly: the objective is bytes/B + eps z).
  *
  * Warm starts (offered when within capacity): greedy's rows, and in a
- * restricted model also greedy over F alone. Fallback, greedy's rows: when
- * the budget is 0, greedy's moves exceed the model, or the solver finds no
- * solution (infeasible, or out of time without an incumbent).
+ * restricted model also greedy over F alone. Greedy's rows answer instead
+ * when the budget is 0, the partitions missing holders alone exceed the
+ * model, the solver finds no solution (infeasible, or out of time without
+ * an incumbent), or the model could not hold greedy's moves and its best
+ * moves more bytes.
  */
 #include <errno.h>
 #include <math.h>
