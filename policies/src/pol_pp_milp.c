@@ -14,8 +14,10 @@
  *     can shed load there by their read fractions without moving), then
  *     the others in order of load relieved per resident byte, until RELIEF
  *     x the excess is freed on every resource (counting the partitions
- *     already free); all while |F| x up nodes stays <= max_binaries. The
- *     other partitions stay put and enter as constant load.
+ *     already free); all while |F| x CANDIDATES stays <= max_binaries.
+ *     Each may use only CANDIDATES nodes: its current holders, greedy's,
+ *     then the least loaded (by the fixed load). The other partitions stay
+ *     put and enter as constant load.
  *
  * Model over F and the up nodes N (per-holder load as in pol_pp.h):
  *   y_pn in {0,1}                    p held by n
@@ -53,10 +55,26 @@ struct model {
     struct pp_work *w;
     uint32_t *f; /* the free partitions */
     size_t nf;
-    int *y, *x; /* nf x nup columns; x is -1 for stripes */
+    int *y, *x; /* nf x nup columns; -1: none (x for stripes, both off candidates) */
     int z;
     size_t ncols;
+    size_t ncand; /* nodes each free partition may use */
 };
+
+/* A restricted model offers each free partition this many nodes: its
+ * current holders, greedy's, then the least loaded. */
+#define CANDIDATES 24
+
+/* Nodes per free partition in the model: all of them when every partition
+ * fits in max_binaries, else CANDIDATES. */
+static size_t
+candidates(const struct pp_work *w, uint32_t max_binaries)
+{
+    if (w->v->nparts <= max_binaries / w->nup) {
+        return w->nup;
+    }
+    return w->nup < CANDIDATES ? w->nup : CANDIDATES;
+}
 
 static int
 is_copies(const struct pp_work *w, size_t p)
@@ -153,12 +171,12 @@ static long
 choose_free(struct pp_work *w, uint32_t max_binaries, const int32_t *g, unsigned char *free_mask)
 {
     const struct pol_pp_view *v = w->v;
-    size_t maxf = max_binaries / w->nup, nf = 0, nover = 0, ng;
+    size_t maxf = max_binaries / candidates(w, max_binaries), nf = 0, nover = 0, ng;
     struct pp_keyed *over;
     unsigned char *moved;
     int rc = 0;
 
-    if (v->nparts <= maxf) {
+    if (v->nparts <= max_binaries / w->nup) {
         memset(free_mask, 1, v->nparts);
         return (long)v->nparts;
     }
@@ -261,25 +279,32 @@ add_rows(struct model *mo, struct pol_milp *m, double *fixed)
         size_t p = mo->f[i], n = 0;
 
         for (size_t u = 0; u < w->nup; u++) {
-            idx[n] = mo->y[i * w->nup + u];
-            val[n++] = 1.0;
+            if (mo->y[i * w->nup + u] >= 0) {
+                idx[n] = mo->y[i * w->nup + u];
+                val[n++] = 1.0;
+            }
         }
         rc = pol_milp_row(m, n, idx, val, w->c[p], w->c[p]);
         if (rc != 0 || !is_copies(w, p)) {
             continue;
         }
+        n = 0;
         for (size_t u = 0; u < w->nup && rc == 0; u++) {
-            idx[0] = mo->x[i * w->nup + u];
-            idx[1] = mo->y[i * w->nup + u];
-            val[0] = 1.0;
-            val[1] = -1.0;
-            rc = pol_milp_row(m, 2, idx, val, -INFINITY, 0.0);
+            if (mo->x[i * w->nup + u] >= 0) {
+                idx[0] = mo->x[i * w->nup + u];
+                idx[1] = mo->y[i * w->nup + u];
+                val[0] = 1.0;
+                val[1] = -1.0;
+                rc = pol_milp_row(m, 2, idx, val, -INFINITY, 0.0);
+            }
         }
         for (size_t u = 0; u < w->nup; u++) {
-            idx[u] = mo->x[i * w->nup + u];
-            val[u] = 1.0;
+            if (mo->x[i * w->nup + u] >= 0) {
+                idx[n] = mo->x[i * w->nup + u];
+                val[n++] = 1.0;
+            }
         }
-        rc = rc != 0 ? rc : pol_milp_row(m, w->nup, idx, val, 1.0, 1.0);
+        rc = rc != 0 ? rc : pol_milp_row(m, n, idx, val, 1.0, 1.0);
     }
     for (size_t u = 0; u < w->nup && rc == 0; u++) {
         int32_t node = w->up[u];
@@ -292,7 +317,7 @@ add_rows(struct model *mo, struct pol_milp *m, double *fixed)
                 size_t p = mo->f[i];
                 double d = w->dem[p * POL_PP_NRES + r] / cap_nr;
 
-                if (d <= 0.0) {
+                if (d <= 0.0 || mo->y[i * w->nup + u] < 0) {
                     continue;
                 }
                 if (is_copies(w, p)) {
@@ -315,13 +340,48 @@ out:
     return rc;
 }
 
+/* Marks in mark (nup entries) the nodes free partition p may use: its
+ * current holders, g's, then the first of by_load until ncand. */
+static void
+mark_candidates(const struct model *mo, size_t p, const int32_t *g, const struct pp_keyed *by_load,
+                unsigned char *mark)
+{
+    const struct pp_work *w = mo->w;
+    size_t k = 0;
+
+    for (size_t u = 0; u < w->nup; u++) {
+        mark[u] = mo->ncand == w->nup || pp_is_current(w, p, w->up[u]) ||
+                  pp_has(g + w->off[p], w->c[p], w->up[u]);
+        k += mark[u];
+    }
+    for (size_t i = 0; i < w->nup && k < mo->ncand; i++) {
+        k += !mark[by_load[i].i];
+        mark[by_load[i].i] = 1;
+    }
+}
+
+/* Columns; the candidate holds only the fixed partitions (the load that
+ * orders the candidates). */
 static int
-add_cols(struct model *mo, struct pol_milp *m)
+add_cols(struct model *mo, struct pol_milp *m, const int32_t *g)
 {
     struct pp_work *w = mo->w;
     const struct pol_pp_view *v = w->v;
     double big = 1.0, minpos = INFINITY, eps;
-    int col;
+    struct pp_keyed *by_load = malloc((w->nup + 1) * sizeof(*by_load));
+    unsigned char *mark = malloc(w->nup + 1);
+    int col = 0;
+
+    if (by_load == NULL || mark == NULL) {
+        col = -ENOMEM;
+        goto out;
+    }
+    /* Least loaded first: keyed by minus the utilisation. */
+    for (size_t u = 0; u < w->nup; u++) {
+        by_load[u].key = -pp_util(w, w->up[u]);
+        by_load[u].i = (uint32_t)u;
+    }
+    qsort(by_load, w->nup, sizeof(*by_load), pp_cmp_keyed);
 
     for (size_t i = 0; i < mo->nf; i++) {
         big = fmax(big, (double)v->parts[mo->f[i]].resident_bytes);
@@ -334,32 +394,32 @@ add_cols(struct model *mo, struct pol_milp *m)
         }
     }
     eps = minpos == INFINITY ? 1.0 : fmax(0.5 * minpos, 1e-6);
-    for (size_t i = 0; i < mo->nf; i++) {
+    for (size_t i = 0; i < mo->nf && col >= 0; i++) {
         size_t p = mo->f[i];
         double c = (double)v->parts[p].resident_bytes / big;
 
-        for (size_t u = 0; u < w->nup; u++) {
-            col = pol_milp_col(m, 1, 0.0, 1.0, pp_is_current(w, p, w->up[u]) ? 0.0 : c);
-            if (col < 0) {
-                return col;
+        mark_candidates(mo, p, g, by_load, mark);
+        for (size_t u = 0; u < w->nup && col >= 0; u++) {
+            mo->y[i * w->nup + u] = mo->x[i * w->nup + u] = -1;
+            if (!mark[u]) {
+                continue;
             }
+            col = pol_milp_col(m, 1, 0.0, 1.0, pp_is_current(w, p, w->up[u]) ? 0.0 : c);
             mo->y[i * w->nup + u] = col;
-            mo->x[i * w->nup + u] = -1;
-            if (is_copies(w, p)) {
+            if (col >= 0 && is_copies(w, p)) {
                 col = pol_milp_col(m, 0, 0.0, 1.0, 0.0);
-                if (col < 0) {
-                    return col;
-                }
                 mo->x[i * w->nup + u] = col;
             }
         }
     }
-    mo->z = pol_milp_col(m, 0, 0.0, v->headroom, eps);
-    if (mo->z < 0) {
-        return mo->z;
+    if (col >= 0) {
+        col = mo->z = pol_milp_col(m, 0, 0.0, v->headroom, eps);
+        mo->ncols = (size_t)mo->z + 1;
     }
-    mo->ncols = (size_t)mo->z + 1;
-    return 0;
+out:
+    free(by_load);
+    free(mark);
+    return col < 0 ? col : 0;
 }
 
 static void
@@ -372,9 +432,9 @@ unhold_free(struct model *mo)
     }
 }
 
-/* The candidate as a solution vector; 0 if it breaks a capacity row by
- * more than the slack pp_fits allows (z is then clamped to u: a 1e-9
- * violation is far inside GLPK's own tolerances). */
+/* The candidate as a solution vector; 0 if it uses a node the model does
+ * not offer, or breaks a capacity row by more than the slack pp_fits allows (z is then clamped to
+ * u: a 1e-9 violation is far inside GLPK's own tolerances). */
 static int
 candidate_vector(const struct model *mo, double *sol)
 {
@@ -388,6 +448,9 @@ candidate_vector(const struct model *mo, double *sol)
         for (size_t u = 0; u < w->nup; u++) {
             for (uint32_t j = 0; j < w->c[p]; j++) {
                 if (w->hold[w->off[p] + j] == w->up[u]) {
+                    if (mo->y[i * w->nup + u] < 0) {
+                        return 0; /* a node the model does not offer p */
+                    }
                     sol[mo->y[i * w->nup + u]] = 1.0;
                     if (mo->x[i * w->nup + u] >= 0) {
                         sol[mo->x[i * w->nup + u]] = w->share[w->off[p] + j];
@@ -422,7 +485,7 @@ apply(struct model *mo, const double *sol)
         for (size_t u = 0; u < w->nup; u++) {
             int xc = mo->x[i * w->nup + u];
 
-            if (sol[mo->y[i * w->nup + u]] < 0.5) {
+            if (mo->y[i * w->nup + u] < 0 || sol[mo->y[i * w->nup + u]] < 0.5) {
                 continue;
             }
             if (nh == w->c[p]) {
@@ -460,13 +523,14 @@ apply(struct model *mo, const double *sol)
 }
 
 /* Solves for F (marked in free_mask; the candidate holds the current
- * placement), warm-started from g (greedy's rows, within limits or not) and
- * from greedy over F alone. On 0 the candidate is the solution. */
+ * placement), each free partition on ncand nodes, warm-started from g
+ * (greedy's rows, within limits or not) and from greedy over F alone. On 0
+ * the candidate is the solution. */
 static int
-solve(struct pp_work *w, const unsigned char *free_mask, size_t nf, const int32_t *g,
+solve(struct pp_work *w, const unsigned char *free_mask, size_t nf, const int32_t *g, size_t ncand,
       uint32_t budget_ms, int *time_limited)
 {
-    struct model mo = {.w = w, .nf = 0};
+    struct model mo = {.w = w, .nf = 0, .ncand = ncand};
     struct pol_milp *m = pol_milp_create();
     double *fixed = NULL, *sol = NULL;
     size_t nl = w->v->nnodes * POL_PP_NRES;
@@ -486,7 +550,7 @@ solve(struct pp_work *w, const unsigned char *free_mask, size_t nf, const int32_
     }
     unhold_free(&mo);
     memcpy(fixed, w->load, nl * sizeof(*fixed));
-    rc = add_cols(&mo, m);
+    rc = add_cols(&mo, m, g);
     rc = rc != 0 ? rc : add_rows(&mo, m, fixed);
     if (rc != 0) {
         goto out;
@@ -569,7 +633,9 @@ milp_place(struct pol_pp *pp, const struct pol_pp_view *v, uint32_t budget_ms,
             rc = (int)nf;
             goto out;
         }
-        rc = nf > 0 ? solve(&w, free_mask, (size_t)nf, g, budget_ms, &time_limited) : CM_E_TIMEOUT;
+        rc = nf > 0 ? solve(&w, free_mask, (size_t)nf, g, candidates(&w, pp->cfg.max_binaries),
+                            budget_ms, &time_limited)
+                    : CM_E_TIMEOUT;
         /* When the model could not hold greedy's moves, its best may move
          * more than greedy: then greedy's rows win. */
         if (rc == 0 && (holds_rows(&w, g, free_mask) || pp_moved_bytes(&w, NULL) <= g_bytes)) {
