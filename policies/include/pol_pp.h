@@ -24,9 +24,9 @@
  *            failure). Ignores demand, capacity and the current rows.
  *   "greedy" best-fit-decreasing on the dominant resource, keeping current
  *            holders where they still fit (the milp fallback, on its own).
- *   "milp"   bytes-moved-minimal placement within capacity (GLPK), greedy
- *            when the solver finds nothing in time or the model is
- *            infeasible.
+ *   "milp"   the placement within capacity that moves the fewest bytes (a
+ *            MILP solved by GLPK, warm-started from greedy), greedy's when
+ *            the solver finds nothing in time or the model is infeasible.
  *
  * Load model (greedy and milp). Each tenant's demand is first scaled to its
  * weighted DRF share of the whole cluster (pol_pp_drf): placement only owes
@@ -120,8 +120,10 @@ struct pol_pp_out {
 };
 
 struct pol_pp_cfg {
-    /* milp: a model with more binaries (partitions x up nodes) than this
-     * re-places only the partitions that must move; 0 = 4096. */
+    /* milp: the most binaries (partitions x nodes offered to each) in its
+     * model. When partitions x up nodes is more, the model re-places only
+     * the partitions that must move, each on a few candidate nodes (see
+     * pol_pp_milp.c). 0 = 4096. */
     uint32_t max_binaries;
 };
 
