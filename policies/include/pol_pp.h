@@ -93,7 +93,7 @@ struct pol_pp_view {
      * stays is judged by its shares, each in [0, 1], summing to 1. */
     const double *cur_share;
     double headroom; /* u in (0, 1] */
-    /* "hash" only: the 64-bit hash of a node's score and its seed (the
+    /* "hash" only: the 64-bit hash that scores the nodes, and its seed (the
      * controller passes cm_hash64 and 0). */
     uint64_t (*hash64)(const void *data, size_t len, uint64_t seed);
     uint64_t hash_seed;
