@@ -1,12 +1,13 @@
 /*
- * ctl_place.h - static partition placement: rendezvous (highest random
- * weight) hashing of (tenant, partition) over every registered node.
+ * ctl_place.h - the controller's partition placement rows: rendezvous
+ * (highest random weight) hashing of (tenant, partition) over every
+ * registered node, i.e. the "hash" PP policy (policies/include/pol_pp.h)
+ * with cm_hash64 and seed 0.
  *
  * A pure function: no state, no I/O, any thread. Adding a node moves a
  * partition only when the new node outranks one of its current holders,
  * so about width/N of the rows change; removing a node changes only the
- * rows it was in. The PP policy (policies/) will replace this behind the
- * same call.
+ * rows it was in.
  */
 #ifndef CTL_PLACE_H
 #define CTL_PLACE_H
@@ -14,7 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CTL_PLACE_MAX_WIDTH 64
+#include "pol_pp.h"
+
+#define CTL_PLACE_MAX_WIDTH POL_PP_MAX_WIDTH
 
 /* The score of node for (tenant, partition): cm_hash64 over the three ids
  * as 32-bit little-endian words, seed 0. Higher ranks first; ties by the
