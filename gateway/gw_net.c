@@ -3,7 +3,7 @@
  * one libevent adapter).
  *
  *   gw_net_send ─▶ conn.pending ─(cap)─▶ conn.inflight + out evbuffer ─▶ socket
- *   socket ─▶ in evbuffer ─▶ header ─▶ body straight into req.dst ─▶ done()
+ *   socket ─▶ in evbuffer ─▶ cm_frame: header ─▶ body straight into req.dst ─▶ done()
  *
  * Owns one loop thread, the posted-command queue, timers and one TCP
  * connection per node. Everything but the queue lives on the loop thread.
@@ -39,6 +39,7 @@
 
 #include "cm_ec.h"
 #include "cm_err.h"
+#include "cm_frame.h"
 #include "cm_hmap.h"
 #include "cm_log.h"
 #include "cm_time.h"
@@ -92,14 +93,10 @@ struct gw_conn {
     uint64_t suspect_until, down_since, next_connect, connect_deadline;
     int backoff_ms;
     int broken; /* failed mid-frame: fail at the next tick */
-    /* the response whose body is being received */
-    int body_active;
-    int body_status;
-    struct cm_wire_hdr body_hdr;
-    struct gw_net_req *body_req;
-    uint8_t *body_dst;
-    uint32_t body_got;
-    uint8_t *note; /* body of a PERSISTED notice being received (owned) */
+    struct cm_frame rd; /* the frame being received */
+    struct gw_net_req *body_req; /* whose answer it is (NULL: unknown, cancelled, a notice) */
+    int body_status;             /* CM_E_PROTO when it does not fit the request's dst */
+    uint8_t *note;               /* body of a PERSISTED notice being received (owned) */
 };
 
 struct gw_timer {
@@ -227,7 +224,7 @@ req_detach(struct gw_net_req *r)
     }
     if (c->body_req == r) {
         c->body_req = NULL;
-        c->body_dst = NULL;
+        cm_frame_payload_to(&c->rd, NULL); /* dst is no longer written */
     }
 }
 
@@ -272,9 +269,8 @@ conn_close_socket(struct gw_conn *c)
     evbuffer_free(c->out);
     c->out = evbuffer_new();
     evbuffer_drain(c->in, evbuffer_get_length(c->in));
-    c->body_active = 0;
+    cm_frame_init(&c->rd, CM_WIRE_MAX_DATA, CM_FRAME_RESPONSES);
     c->body_req = NULL;
-    c->body_dst = NULL;
     free(c->note);
     c->note = NULL;
     c->state = C_IDLE;
@@ -468,13 +464,13 @@ conn_pump(struct gw_conn *c)
 /* Hands a PERSISTED notice to the note handler, record by record. -1 when
  * it was corrupt (the connection failed). */
 static int
-note_deliver(struct gw_conn *c, const struct cm_wire_hdr *h)
+note_deliver(struct gw_conn *c, const struct cm_wire_hdr *h, int status)
 {
     uint8_t *buf = c->note;
     c->note = NULL;
-    if (cm_crc32c(0, buf, h->data_len) != h->data_crc) {
+    if (status != 0) {
         free(buf);
-        conn_fail(c, CM_E_CRC);
+        conn_fail(c, status);
         return -1;
     }
     struct gw_net *n = c->n;
@@ -487,27 +483,54 @@ note_deliver(struct gw_conn *c, const struct cm_wire_hdr *h)
     return 0;
 }
 
-/* Hands the response being received to its request (if still wanted). */
+/* A checked header: picks where its payload goes (the request's dst, a
+ * notice buffer, or nowhere). -1 when the connection failed. */
+static int
+conn_on_header(struct gw_conn *c)
+{
+    const struct cm_wire_hdr *h = &c->rd.hdr;
+    struct gw_net_req *r;
+
+    c->body_req = NULL;
+    c->body_status = 0;
+    if (h->op == (CM_OP_PERSISTED | CM_OP_RESPONSE)) {
+        if (h->data_len % CM_WIRE_NOTE_LEN != 0 || h->data_len > GW_NOTE_MAX_BYTES ||
+            !(c->note = malloc(h->data_len ? h->data_len : 1))) {
+            conn_fail(c, CM_E_PROTO);
+            return -1;
+        }
+        cm_frame_payload_to(&c->rd, c->note);
+        return 0;
+    }
+    r = inflight_find(c, h->req_id);
+    c->body_req = r;
+    if (r && h->data_len > 0) {
+        if (r->dst && h->data_len <= r->dst_cap) {
+            cm_frame_payload_to(&c->rd, r->dst);
+        } else {
+            c->body_status = CM_E_PROTO;
+        }
+    }
+    return 0;
+}
+
+/* Hands the frame received to its request (if still wanted); the reader
+ * has checked the payload's CRC. */
 static void
 conn_deliver(struct gw_conn *c)
 {
     struct gw_net_req *r = c->body_req;
-    struct cm_wire_hdr h = c->body_hdr;
-    int status = c->body_status;
-    c->body_active = 0;
+    struct cm_wire_hdr h = c->rd.hdr;
+    int status = c->body_status != 0 ? c->body_status : c->rd.status;
     c->body_req = NULL;
-    c->body_dst = NULL;
     c->healthy = 1;
     c->down_since = 0;
     if (c->note) {
-        (void)note_deliver(c, &h);
+        (void)note_deliver(c, &h, status);
         return;
     }
     if (!r) {
         return;
-    }
-    if (status == 0 && h.data_len > 0 && cm_crc32c(0, r->dst, h.data_len) != h.data_crc) {
-        status = CM_E_CRC;
     }
     inflight_del(c, r);
     gw_net_done_fn done = r->done;
@@ -518,73 +541,35 @@ conn_deliver(struct gw_conn *c)
     }
 }
 
-/* Consumes what is buffered in c->in. -1 when the connection failed. */
+/* Feeds what is buffered in c->in to the frame reader. -1 when the
+ * connection failed. */
 static int
 conn_process(struct gw_conn *c)
 {
     for (;;) {
-        if (c->body_active) {
-            size_t avail = evbuffer_get_length(c->in);
-            size_t left = c->body_hdr.data_len - c->body_got;
-            size_t take = avail < left ? avail : left;
-            if (take) {
-                if (c->body_dst) {
-                    evbuffer_remove(c->in, c->body_dst + c->body_got, take);
-                } else {
-                    evbuffer_drain(c->in, take);
-                }
-                c->body_got += (uint32_t)take;
+        struct evbuffer_iovec v = {NULL, 0};
+        size_t used;
+
+        (void)evbuffer_peek(c->in, -1, NULL, &v, 1);
+        int ev = cm_frame_feed(&c->rd, v.iov_base, v.iov_len, &used);
+        if (used > 0) {
+            evbuffer_drain(c->in, used);
+        }
+        if (ev < 0) {
+            conn_fail(c, ev);
+            return -1;
+        }
+        if (ev == CM_FRAME_HEADER) {
+            if (conn_on_header(c) < 0) {
+                return -1;
             }
-            if (c->body_got < c->body_hdr.data_len) {
-                return 0;
-            }
+        } else if (ev == CM_FRAME_END) {
             conn_deliver(c);
             if (c->state != C_OPEN) {
                 return -1;
             }
-            continue;
-        }
-        if (evbuffer_get_length(c->in) < CM_WIRE_HDR_LEN) {
+        } else if (evbuffer_get_length(c->in) == 0) {
             return 0;
-        }
-        const uint8_t *p = evbuffer_pullup(c->in, CM_WIRE_HDR_LEN);
-        struct cm_wire_hdr h;
-        int rc = p ? cm_wire_decode_hdr(p, CM_WIRE_HDR_LEN, CM_WIRE_MAX_DATA, &h) : -ENOMEM;
-        if (rc == 0 && !(h.op & CM_OP_RESPONSE)) {
-            rc = CM_E_PROTO;
-        }
-        if (rc < 0) {
-            conn_fail(c, rc);
-            return -1;
-        }
-        evbuffer_drain(c->in, CM_WIRE_HDR_LEN);
-        if (h.op == (CM_OP_PERSISTED | CM_OP_RESPONSE)) {
-            if (h.data_len % CM_WIRE_NOTE_LEN != 0 || h.data_len > GW_NOTE_MAX_BYTES ||
-                !(c->note = malloc(h.data_len ? h.data_len : 1))) {
-                conn_fail(c, CM_E_PROTO);
-                return -1;
-            }
-            c->body_active = 1;
-            c->body_hdr = h;
-            c->body_got = 0;
-            c->body_req = NULL;
-            c->body_dst = c->note;
-            c->body_status = 0;
-            continue;
-        }
-        struct gw_net_req *r = inflight_find(c, h.req_id);
-        c->body_active = 1;
-        c->body_hdr = h;
-        c->body_got = 0;
-        c->body_req = r;
-        c->body_dst = NULL;
-        c->body_status = 0;
-        if (r && h.data_len > 0) {
-            if (r->dst && h.data_len <= r->dst_cap) {
-                c->body_dst = r->dst;
-            } else {
-                c->body_status = CM_E_PROTO;
-            }
         }
     }
 }
@@ -631,14 +616,16 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
     (void)what;
     for (int i = 0; i < 64; i++) {
         /* Large bodies go from the socket straight to their buffer. */
-        int direct = c->body_active && c->body_dst && evbuffer_get_length(c->in) == 0;
-        size_t asked = direct ? c->body_hdr.data_len - c->body_got : GW_READ_BUF;
-        ssize_t got =
-            direct ? read(fd, c->body_dst + c->body_got, asked) : conn_read_buffered(c, fd, asked);
+        size_t asked = 0;
+        uint8_t *room = evbuffer_get_length(c->in) == 0 ? cm_frame_room(&c->rd, &asked) : NULL;
+        if (!room) {
+            asked = GW_READ_BUF;
+        }
+        ssize_t got = room ? read(fd, room, asked) : conn_read_buffered(c, fd, asked);
 
         if (got > 0) {
-            if (direct) {
-                c->body_got += (uint32_t)got;
+            if (room) {
+                cm_frame_wrote(&c->rd, (size_t)got);
             }
             if (conn_process(c) < 0) {
                 return;
@@ -959,6 +946,7 @@ conn_new(struct gw_net *n, const struct gw_node *node)
         return NULL;
     }
     cm_hmap_init(&c->ids, 64);
+    cm_frame_init(&c->rd, CM_WIRE_MAX_DATA, CM_FRAME_RESPONSES);
     if (!c->up) {
         c->down_since = cm_now_ns();
     }
