@@ -1,9 +1,12 @@
 /*
  * gw_net.h - the engine's event loop and wire client (private to gateway/;
- * the only gateway module that sees libevent).
+ * the only gateway interface behind which libevent lives).
  *
  *   any thread ──gw_net_post──▶ queue ──▶ loop thread: timers, one
  *                                         pipelined connection per node
+ *
+ * Built from gw_loop.c (thread, posts, timers), gw_nodes.c (the node
+ * directory and health) and gw_conn.c (one node's connection).
  *
  * Threads: gw_net_create/destroy and gw_net_post from any thread; every
  * other function only on the loop thread (inside a posted function, a

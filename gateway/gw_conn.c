@@ -1,41 +1,34 @@
 /*
- * gw_net.c - the engine's libevent loop and its wire client (the gateway's
- * one libevent adapter).
+ * gw_conn.c - one pipelined connection to a node: connect, backoff,
+ * suspect, frames in and out, the requests in flight.
  *
  *   gw_net_send ─▶ conn.pending ─(cap)─▶ conn.inflight + out evbuffer ─▶ socket
  *   socket ─▶ in evbuffer ─▶ cm_frame: header ─▶ body straight into req.dst ─▶ done()
  *
- * Owns one loop thread, the posted-command queue, timers and one TCP
- * connection per node. Everything but the queue lives on the loop thread.
- * Invariants: a request is on exactly one of its connection's lists
- * (pending: not yet written; inflight: written, awaiting its response);
- * inflight_bytes is the payload + expected response bytes of inflight;
- * done() runs at most once and never inside send/cancel. Payloads are sent
- * by reference (evbuffer_add_reference) and released when libevent drops
- * them. A connection that fails (connect, I/O, bad frame, timeout) fails
- * all its requests, makes its node unusable until a reconnect is answered
- * (PING) and at least GW_SUSPECT_MS have passed, and is retried with
- * backoff.
+ * Loop thread only. Invariants: a request is on exactly one of its
+ * connection's lists (pending: not yet written; inflight: written,
+ * awaiting its response); inflight_bytes is the payload + expected
+ * response bytes of inflight; done() runs at most once and never inside
+ * send/cancel. Payloads are sent by reference (evbuffer_add_reference) and
+ * released when libevent drops them. A connection that fails (connect,
+ * I/O, bad frame, timeout) fails all its requests, makes its node unusable
+ * until a reconnect is answered (PING) and at least GW_SUSPECT_MS have
+ * passed, and is retried with backoff.
  */
-#include "gw_net.h"
-
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/thread.h>
 
 #include "cm_ec.h"
 #include "cm_err.h"
@@ -43,13 +36,12 @@
 #include "cm_hmap.h"
 #include "cm_log.h"
 #include "cm_time.h"
-#include "gw_engine.h"
+#include "gw_net_impl.h"
 
 #define GW_SUSPECT_MS 2000
 #define GW_BACKOFF_MIN_MS 50
 #define GW_BACKOFF_MAX_MS 1000
 #define GW_CONN_CAP_BYTES (32u << 20) /* outstanding bytes per connection */
-#define GW_TICK_MS 20
 #define GW_READ_BUF (64 << 10)       /* bytes per buffered read (headers, small bodies) */
 #define GW_NOTE_MAX_BYTES (1u << 20) /* largest PERSISTED notice accepted */
 
@@ -78,11 +70,8 @@ struct gw_net_req {
 };
 
 struct gw_conn {
+    struct gw_conn_health h; /* the directory's view (gw_nodes.c) */
     struct gw_net *n;
-    uint32_t id;
-    char addr[64];
-    int up;
-    int healthy;
     int fd;
     enum conn_state state;
     struct event *rev, *wev;
@@ -90,57 +79,19 @@ struct gw_conn {
     struct req_list pending, inflight;
     struct cm_hmap ids; /* inflight by id */
     size_t inflight_bytes;
-    uint64_t suspect_until, down_since, next_connect, connect_deadline;
+    uint64_t next_connect, connect_deadline;
     int backoff_ms;
     int broken; /* failed mid-frame: fail at the next tick */
-    struct cm_frame rd; /* the frame being received */
+    struct cm_frame rd;          /* the frame being received */
     struct gw_net_req *body_req; /* whose answer it is (NULL: unknown, cancelled, a notice) */
     int body_status;             /* CM_E_PROTO when it does not fit the request's dst */
     uint8_t *note;               /* body of a PERSISTED notice being received (owned) */
-};
-
-struct gw_timer {
-    struct event *ev;
-    gw_net_fn fn;
-    void *arg;
-};
-
-struct post {
-    struct post *next;
-    gw_net_fn fn;
-    void *arg;
-};
-
-struct gw_net {
-    struct event_base *base;
-    pthread_t thread;
-    pthread_mutex_t lock; /* guards posts only */
-    struct post *posts_head, *posts_tail;
-    int wake_pending; /* under lock: wake_fd was written since the last drain */
-    int wake_fd;      /* eventfd: posts from other threads wake the loop */
-    struct event *wake;
-    struct event *tick;
-    struct event *kick; /* runs net_maintain soon (a send found its node idle) */
-    int io_timeout_ms;
-    uint64_t next_req_id;
-    struct gw_conn **conns;
-    size_t nconns;
-    gw_net_note_fn on_note;
-    void *note_arg;
 };
 
 struct release_closure {
     gw_net_fn fn;
     void *arg;
 };
-
-static pthread_once_t evthread_once = PTHREAD_ONCE_INIT;
-
-static void
-evthread_setup(void)
-{
-    evthread_use_pthreads();
-}
 
 static void
 list_push(struct req_list *l, struct gw_net_req *r)
@@ -228,25 +179,20 @@ req_detach(struct gw_net_req *r)
     }
 }
 
-static struct gw_conn *
-conn_find(struct gw_net *n, uint32_t id)
+struct gw_conn_health *
+gw_conn_health(struct gw_conn *c)
 {
-    for (size_t i = 0; i < n->nconns; i++) {
-        if (n->conns[i]->id == id) {
-            return n->conns[i];
-        }
-    }
-    return NULL;
+    return &c->h;
 }
 
 static void
 conn_mark_down(struct gw_conn *c)
 {
     uint64_t now = cm_now_ns();
-    c->healthy = 0;
-    c->suspect_until = now + (uint64_t)GW_SUSPECT_MS * 1000000u;
-    if (c->down_since == 0) {
-        c->down_since = now;
+    c->h.healthy = 0;
+    c->h.suspect_until = now + (uint64_t)GW_SUSPECT_MS * 1000000u;
+    if (c->h.down_since == 0) {
+        c->h.down_since = now;
     }
 }
 
@@ -296,11 +242,11 @@ conn_fail_all(struct gw_conn *c, int err)
     }
 }
 
-static void
-conn_fail(struct gw_conn *c, int err)
+void
+gw_conn_fail(struct gw_conn *c, int err)
 {
-    if (c->state == C_OPEN || c->healthy) { /* not once per failed reconnect */
-        CM_WARN("gateway conn down node=%u addr=%s err=%s", c->id, c->addr, cm_errname(err));
+    if (c->state == C_OPEN || c->h.healthy) { /* not once per failed reconnect */
+        CM_WARN("gateway conn down node=%u addr=%s err=%s", c->h.id, c->h.addr, cm_errname(err));
     }
     conn_close_socket(c);
     conn_mark_down(c);
@@ -353,14 +299,14 @@ conn_connect(struct gw_conn *c)
 {
     struct sockaddr_storage ss;
     socklen_t sslen;
-    int rc = parse_addr(c->addr, &ss, &sslen);
+    int rc = parse_addr(c->h.addr, &ss, &sslen);
     if (rc < 0) {
-        conn_fail(c, rc);
+        gw_conn_fail(c, rc);
         return;
     }
     c->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
-        conn_fail(c, -errno);
+        gw_conn_fail(c, -errno);
         return;
     }
     int one = 1;
@@ -368,13 +314,13 @@ conn_connect(struct gw_conn *c)
     c->rev = event_new(c->n->base, c->fd, EV_READ | EV_PERSIST, conn_on_read, c);
     c->wev = event_new(c->n->base, c->fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
     if (!c->rev || !c->wev) {
-        conn_fail(c, -ENOMEM);
+        gw_conn_fail(c, -ENOMEM);
         return;
     }
     c->state = C_CONNECTING;
     c->connect_deadline = cm_now_ns() + (uint64_t)c->n->io_timeout_ms * 1000000u;
     if (connect(c->fd, (struct sockaddr *)&ss, sslen) < 0 && errno != EINPROGRESS) {
-        conn_fail(c, -errno);
+        gw_conn_fail(c, -errno);
         return;
     }
     event_add(c->wev, NULL);
@@ -470,14 +416,14 @@ note_deliver(struct gw_conn *c, const struct cm_wire_hdr *h, int status)
     c->note = NULL;
     if (status != 0) {
         free(buf);
-        conn_fail(c, status);
+        gw_conn_fail(c, status);
         return -1;
     }
     struct gw_net *n = c->n;
     for (uint32_t off = 0; n->on_note && off < h->data_len; off += CM_WIRE_NOTE_LEN) {
         struct cm_wire_note rec;
         cm_wire_note_decode(buf + off, &rec);
-        n->on_note(n->note_arg, c->id, &rec);
+        n->on_note(n->note_arg, c->h.id, &rec);
     }
     free(buf);
     return 0;
@@ -496,7 +442,7 @@ conn_on_header(struct gw_conn *c)
     if (h->op == (CM_OP_PERSISTED | CM_OP_RESPONSE)) {
         if (h->data_len % CM_WIRE_NOTE_LEN != 0 || h->data_len > GW_NOTE_MAX_BYTES ||
             !(c->note = malloc(h->data_len ? h->data_len : 1))) {
-            conn_fail(c, CM_E_PROTO);
+            gw_conn_fail(c, CM_E_PROTO);
             return -1;
         }
         cm_frame_payload_to(&c->rd, c->note);
@@ -523,8 +469,8 @@ conn_deliver(struct gw_conn *c)
     struct cm_wire_hdr h = c->rd.hdr;
     int status = c->body_status != 0 ? c->body_status : c->rd.status;
     c->body_req = NULL;
-    c->healthy = 1;
-    c->down_since = 0;
+    c->h.healthy = 1;
+    c->h.down_since = 0;
     if (c->note) {
         (void)note_deliver(c, &h, status);
         return;
@@ -556,7 +502,7 @@ conn_process(struct gw_conn *c)
             evbuffer_drain(c->in, used);
         }
         if (ev < 0) {
-            conn_fail(c, ev);
+            gw_conn_fail(c, ev);
             return -1;
         }
         if (ev == CM_FRAME_HEADER) {
@@ -641,7 +587,7 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
         if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             break;
         }
-        conn_fail(c, got == 0 ? -ECONNRESET : -errno);
+        gw_conn_fail(c, got == 0 ? -ECONNRESET : -errno);
         return;
     }
     conn_pump(c);
@@ -659,7 +605,7 @@ conn_on_write(evutil_socket_t fd, short what, void *arg)
             err = errno;
         }
         if (err != 0) {
-            conn_fail(c, -err);
+            gw_conn_fail(c, -err);
             return;
         }
         event_del(c->wev);
@@ -689,7 +635,7 @@ conn_on_write(evutil_socket_t fd, short what, void *arg)
                 }
                 return;
             }
-            conn_fail(c, -errno);
+            gw_conn_fail(c, -errno);
             return;
         }
         evbuffer_drain(c->out, (size_t)sent);
@@ -699,126 +645,26 @@ conn_on_write(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-static void
-net_maintain(struct gw_net *n)
+void
+gw_conn_maintain(struct gw_conn *c, uint64_t now)
 {
-    uint64_t now = cm_now_ns();
-    for (size_t i = 0; i < n->nconns; i++) {
-        struct gw_conn *c = n->conns[i];
-        if (c->state == C_IDLE && c->up && now >= c->next_connect) {
-            conn_connect(c);
-        } else if (c->state == C_CONNECTING && now > c->connect_deadline) {
-            conn_fail(c, CM_E_TIMEOUT);
-        } else if (c->state == C_OPEN &&
-                   (c->broken || (c->inflight.head && now > c->inflight.head->deadline_ns))) {
-            c->broken = 0;
-            conn_fail(c, CM_E_TIMEOUT);
-        }
+    if (c->state == C_IDLE && c->h.up && now >= c->next_connect) {
+        conn_connect(c);
+    } else if (c->state == C_CONNECTING && now > c->connect_deadline) {
+        gw_conn_fail(c, CM_E_TIMEOUT);
+    } else if (c->state == C_OPEN &&
+               (c->broken || (c->inflight.head && now > c->inflight.head->deadline_ns))) {
+        c->broken = 0;
+        gw_conn_fail(c, CM_E_TIMEOUT);
     }
 }
 
-static void
-net_on_tick(evutil_socket_t fd, short what, void *arg)
+void
+gw_conn_readdress(struct gw_conn *c, const char *addr)
 {
-    (void)fd;
-    (void)what;
-    net_maintain(arg);
-}
-
-static void
-net_on_kick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    net_maintain(arg);
-}
-
-static void
-net_on_wake(evutil_socket_t fd, short what, void *arg)
-{
-    struct gw_net *n = arg;
-    uint64_t v;
-    (void)what;
-    if (fd >= 0) {
-        (void)read(fd, &v, sizeof(v));
-    }
-    pthread_mutex_lock(&n->lock);
-    struct post *p = n->posts_head;
-    n->posts_head = n->posts_tail = NULL;
-    n->wake_pending = 0;
-    pthread_mutex_unlock(&n->lock);
-    while (p) {
-        struct post *next = p->next;
-        p->fn(p->arg);
-        free(p);
-        p = next;
-    }
-}
-
-static void *
-net_thread(void *arg)
-{
-    struct gw_net *n = arg;
-    event_base_loop(n->base, EVLOOP_NO_EXIT_ON_EMPTY);
-    return NULL;
-}
-
-int
-gw_net_create(int io_timeout_ms, struct gw_net **out)
-{
-    int rc = 0;
-    struct gw_net *n = calloc(1, sizeof(*n));
-    if (!n) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    pthread_once(&evthread_once, evthread_setup);
-    n->wake_fd = -1;
-    pthread_mutex_init(&n->lock, NULL);
-    n->io_timeout_ms = io_timeout_ms > 0 ? io_timeout_ms : 5000;
-    n->base = event_base_new();
-    if (!n->base) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    n->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    n->wake = n->wake_fd >= 0 ? event_new(n->base, n->wake_fd, EV_READ | EV_PERSIST, net_on_wake, n)
-                              : NULL;
-    n->tick = event_new(n->base, -1, EV_PERSIST, net_on_tick, n);
-    n->kick = event_new(n->base, -1, 0, net_on_kick, n);
-    if (!n->wake || !n->tick || !n->kick) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    struct timeval tv = {0, GW_TICK_MS * 1000};
-    event_add(n->tick, &tv);
-    event_add(n->wake, NULL);
-    if (pthread_create(&n->thread, NULL, net_thread, n) != 0) {
-        rc = -EAGAIN;
-        goto out;
-    }
-    *out = n;
-out:
-    if (rc < 0 && n) {
-        if (n->wake) {
-            event_free(n->wake);
-        }
-        if (n->tick) {
-            event_free(n->tick);
-        }
-        if (n->kick) {
-            event_free(n->kick);
-        }
-        if (n->base) {
-            event_base_free(n->base);
-        }
-        if (n->wake_fd >= 0) {
-            close(n->wake_fd);
-        }
-        pthread_mutex_destroy(&n->lock);
-        free(n);
-    }
-    return rc;
+    snprintf(c->h.addr, sizeof(c->h.addr), "%s", addr);
+    gw_conn_fail(c, -ECONNRESET);
+    c->next_connect = 0;
 }
 
 void
@@ -828,38 +674,9 @@ gw_net_set_note_handler(struct gw_net *n, gw_net_note_fn fn, void *arg)
     n->note_arg = arg;
 }
 
-int
-gw_net_post(struct gw_net *n, gw_net_fn fn, void *arg)
-{
-    struct post *p = malloc(sizeof(*p));
-    if (!p) {
-        return -ENOMEM;
-    }
-    p->fn = fn;
-    p->arg = arg;
-    p->next = NULL;
-    pthread_mutex_lock(&n->lock);
-    if (n->posts_tail) {
-        n->posts_tail->next = p;
-    } else {
-        n->posts_head = p;
-    }
-    n->posts_tail = p;
-    int wake = !n->wake_pending;
-    n->wake_pending = 1;
-    pthread_mutex_unlock(&n->lock);
-    /* Not event_active: from another thread it takes libevent's base lock,
-     * which the loop holds most of the time (a futex wait per post). */
-    if (wake) {
-        uint64_t one = 1;
-        (void)write(n->wake_fd, &one, sizeof(one));
-    }
-    return 0;
-}
-
 /* Drops every request without completing it (shutdown, node removed). */
-static void
-conn_free(struct gw_conn *c)
+void
+gw_conn_free(struct gw_conn *c)
 {
     for (;;) {
         struct gw_net_req *r = c->inflight.head ? c->inflight.head : c->pending.head;
@@ -876,61 +693,18 @@ conn_free(struct gw_conn *c)
     free(c);
 }
 
-struct stop_ctx {
-    struct gw_net *n;
-    gw_net_fn fin;
-    void *arg;
-};
-
-static void
-net_stop(void *arg)
-{
-    struct stop_ctx *s = arg;
-    struct gw_net *n = s->n;
-    if (s->fin) {
-        s->fin(s->arg);
-    }
-    for (size_t i = 0; i < n->nconns; i++) {
-        conn_free(n->conns[i]);
-    }
-    free(n->conns);
-    n->conns = NULL;
-    n->nconns = 0;
-    event_base_loopbreak(n->base);
-}
-
-void
-gw_net_destroy(struct gw_net *n, gw_net_fn fin, void *arg)
-{
-    if (!n) {
-        return;
-    }
-    struct stop_ctx s = {n, fin, arg};
-    if (gw_net_post(n, net_stop, &s) == 0) {
-        pthread_join(n->thread, NULL);
-    }
-    net_on_wake(-1, 0, n); /* drop anything posted late */
-    event_free(n->wake);
-    event_free(n->tick);
-    event_free(n->kick);
-    event_base_free(n->base);
-    close(n->wake_fd);
-    pthread_mutex_destroy(&n->lock);
-    free(n);
-}
-
-static struct gw_conn *
-conn_new(struct gw_net *n, const struct gw_node *node)
+struct gw_conn *
+gw_conn_new(struct gw_net *n, const struct gw_node *node)
 {
     struct gw_conn *c = calloc(1, sizeof(*c));
     if (!c) {
         return NULL;
     }
     c->n = n;
-    c->id = node->id;
-    snprintf(c->addr, sizeof(c->addr), "%s", node->addr);
-    c->up = node->up;
-    c->healthy = 1;
+    c->h.id = node->id;
+    snprintf(c->h.addr, sizeof(c->h.addr), "%s", node->addr);
+    c->h.up = node->up;
+    c->h.healthy = 1;
     c->fd = -1;
     c->backoff_ms = GW_BACKOFF_MIN_MS;
     c->in = evbuffer_new();
@@ -947,111 +721,10 @@ conn_new(struct gw_net *n, const struct gw_node *node)
     }
     cm_hmap_init(&c->ids, 64);
     cm_frame_init(&c->rd, CM_WIRE_MAX_DATA, CM_FRAME_RESPONSES);
-    if (!c->up) {
-        c->down_since = cm_now_ns();
+    if (!c->h.up) {
+        c->h.down_since = cm_now_ns();
     }
     return c;
-}
-
-void
-gw_net_set_nodes(struct gw_net *n, const struct gw_node *nodes, size_t count)
-{
-    struct gw_conn **next = calloc(count ? count : 1, sizeof(*next));
-    if (!next) {
-        CM_ERROR("gateway set_nodes err=ENOMEM");
-        return;
-    }
-    size_t nn = 0;
-    for (size_t i = 0; i < count; i++) {
-        struct gw_conn *c = conn_find(n, nodes[i].id);
-        int dup = 0;
-        for (size_t j = 0; j < nn; j++) {
-            dup |= next[j]->id == nodes[i].id;
-        }
-        if (dup) {
-            continue;
-        }
-        if (c) {
-            if (strncmp(c->addr, nodes[i].addr, sizeof(c->addr)) != 0) {
-                snprintf(c->addr, sizeof(c->addr), "%s", nodes[i].addr);
-                conn_fail(c, -ECONNRESET);
-                c->next_connect = 0;
-            }
-            if (c->up && !nodes[i].up) {
-                if (c->down_since == 0) {
-                    c->down_since = cm_now_ns();
-                }
-            }
-            c->up = nodes[i].up;
-        } else {
-            c = conn_new(n, &nodes[i]);
-            if (!c) {
-                continue;
-            }
-        }
-        next[nn++] = c;
-    }
-    /* Connections of removed nodes fail their requests, then go. */
-    struct gw_conn **old = n->conns;
-    size_t nold = n->nconns;
-    for (size_t i = 0; i < nold; i++) {
-        int kept = 0;
-        for (size_t j = 0; j < nn; j++) {
-            kept |= next[j] == old[i];
-        }
-        if (!kept) {
-            old[i]->up = 0;
-            conn_fail(old[i], CM_E_UNAVAIL);
-        }
-    }
-    n->conns = next;
-    n->nconns = nn;
-    for (size_t i = 0; i < nold; i++) {
-        int kept = 0;
-        for (size_t j = 0; j < nn; j++) {
-            kept |= next[j] == old[i];
-        }
-        if (!kept) {
-            conn_free(old[i]);
-        }
-    }
-    free(old);
-    event_active(n->kick, EV_READ, 0);
-}
-
-static int
-conn_usable(const struct gw_conn *c, uint64_t now)
-{
-    return c && c->up && c->healthy && now >= c->suspect_until;
-}
-
-int
-gw_net_node_usable(struct gw_net *n, uint32_t id)
-{
-    return conn_usable(conn_find(n, id), cm_now_ns());
-}
-
-uint64_t
-gw_net_node_down_since(struct gw_net *n, uint32_t id)
-{
-    struct gw_conn *c = conn_find(n, id);
-    if (!c) {
-        return 1; /* unknown: long gone */
-    }
-    if (!c->up || !c->healthy) {
-        return c->down_since ? c->down_since : 1;
-    }
-    return 0;
-}
-
-size_t
-gw_net_node_ids(struct gw_net *n, uint32_t *ids, size_t cap)
-{
-    size_t i;
-    for (i = 0; i < n->nconns && i < cap; i++) {
-        ids[i] = n->conns[i]->id;
-    }
-    return i;
 }
 
 static int
@@ -1090,13 +763,8 @@ conn_enqueue(struct gw_conn *c, const struct gw_net_send *s, struct gw_net_req *
 }
 
 int
-gw_net_send(struct gw_net *n, uint32_t node, const struct gw_net_send *s,
-            struct gw_net_req **out)
+gw_conn_send(struct gw_conn *c, const struct gw_net_send *s, struct gw_net_req **out)
 {
-    struct gw_conn *c = conn_find(n, node);
-    if (!conn_usable(c, cm_now_ns())) {
-        return CM_E_UNAVAIL;
-    }
     int rc = conn_enqueue(c, s, out);
     if (rc < 0) {
         return rc;
@@ -1105,7 +773,7 @@ gw_net_send(struct gw_net *n, uint32_t node, const struct gw_net_send *s,
         conn_pump(c);
     } else if (c->state == C_IDLE) {
         c->next_connect = 0;
-        event_active(n->kick, EV_READ, 0);
+        gw_loop_kick(c->n);
     }
     return 0;
 }
@@ -1119,56 +787,4 @@ gw_net_cancel(struct gw_net *n, struct gw_net_req *r)
     }
     req_detach(r);
     free(r);
-}
-
-static void
-timer_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct gw_timer *t = arg;
-    (void)fd;
-    (void)what;
-    t->fn(t->arg);
-}
-
-struct gw_timer *
-gw_timer_create(struct gw_net *n, gw_net_fn fn, void *arg)
-{
-    struct gw_timer *t = calloc(1, sizeof(*t));
-    if (!t) {
-        return NULL;
-    }
-    t->fn = fn;
-    t->arg = arg;
-    t->ev = evtimer_new(n->base, timer_cb, t);
-    if (!t->ev) {
-        free(t);
-        return NULL;
-    }
-    return t;
-}
-
-void
-gw_timer_arm(struct gw_timer *t, int ms)
-{
-    if (ms < 0) {
-        ms = 0;
-    }
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    evtimer_add(t->ev, &tv);
-}
-
-void
-gw_timer_stop(struct gw_timer *t)
-{
-    evtimer_del(t->ev);
-}
-
-void
-gw_timer_destroy(struct gw_timer *t)
-{
-    if (!t) {
-        return;
-    }
-    event_free(t->ev);
-    free(t);
 }
