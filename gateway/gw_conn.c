@@ -14,6 +14,10 @@
  * I/O, bad frame, timeout) fails all its requests, makes its node unusable
  * until a reconnect is answered (PING) and at least GW_SUSPECT_MS have
  * passed, and is retried with backoff.
+ *
+ * Round trips: a request's sent_ns is taken with the clock read that pump
+ * makes once per batch anyway (it also starts the I/O timeout); the answer
+ * costs one more read, and only while an RTT handler is set.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -65,7 +69,7 @@ struct gw_net_req {
     size_t dst_cap;
     gw_net_done_fn done;
     void *arg;
-    uint64_t deadline_ns;
+    uint64_t sent_ns; /* monotonic; when it entered the output (timeout, round trip) */
     int inflight;
 };
 
@@ -364,7 +368,7 @@ conn_pump(struct gw_conn *c)
     if (c->state != C_OPEN) {
         return;
     }
-    uint64_t deadline = cm_now_ns() + (uint64_t)c->n->io_timeout_ms * 1000000u;
+    uint64_t now = cm_now_ns();
     int added = 0;
     while (c->pending.head &&
            (c->inflight_bytes < GW_CONN_CAP_BYTES || c->inflight.head == NULL)) {
@@ -396,7 +400,7 @@ conn_pump(struct gw_conn *c)
         } else if (r->release) {
             r->release(r->release_arg);
         }
-        r->deadline_ns = deadline;
+        r->sent_ns = now;
         inflight_add(c, r);
         added = 1;
     }
@@ -477,6 +481,18 @@ conn_deliver(struct gw_conn *c)
     }
     if (!r) {
         return;
+    }
+    if (c->n->on_rtt) {
+        struct gw_net_rtt sample = {
+            .node = c->h.id,
+            .op = r->hdr[5],
+            .status = status != 0 ? status : h.status,
+            .sent_bytes = (uint32_t)r->len,
+            .got_bytes = h.data_len,
+            .rtt_ns = cm_now_ns() - r->sent_ns,
+            .arg = r->arg,
+        };
+        c->n->on_rtt(c->n->rtt_arg, &sample);
     }
     inflight_del(c, r);
     gw_net_done_fn done = r->done;
@@ -653,7 +669,8 @@ gw_conn_maintain(struct gw_conn *c, uint64_t now)
     } else if (c->state == C_CONNECTING && now > c->connect_deadline) {
         gw_conn_fail(c, CM_E_TIMEOUT);
     } else if (c->state == C_OPEN &&
-               (c->broken || (c->inflight.head && now > c->inflight.head->deadline_ns))) {
+               (c->broken || (c->inflight.head && now - c->inflight.head->sent_ns >
+                                                      (uint64_t)c->n->io_timeout_ms * 1000000u))) {
         c->broken = 0;
         gw_conn_fail(c, CM_E_TIMEOUT);
     }
@@ -672,6 +689,13 @@ gw_net_set_note_handler(struct gw_net *n, gw_net_note_fn fn, void *arg)
 {
     n->on_note = fn;
     n->note_arg = arg;
+}
+
+void
+gw_net_set_rtt_handler(struct gw_net *n, gw_net_rtt_fn fn, void *arg)
+{
+    n->on_rtt = fn;
+    n->rtt_arg = arg;
 }
 
 /* Drops every request without completing it (shutdown, node removed). */

@@ -41,6 +41,8 @@ struct gw_net {
     size_t nconns;
     gw_net_note_fn on_note;
     void *note_arg;
+    gw_net_rtt_fn on_rtt;
+    void *rtt_arg;
 };
 
 /*
