@@ -19,7 +19,6 @@
  * makes once per batch anyway (it also starts the I/O timeout); the answer
  * costs one more read, and only while an RTT handler is set.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -34,6 +33,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "cm_config.h"
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_frame.h"
@@ -50,6 +50,10 @@
 #define GW_NOTE_MAX_BYTES (1u << 20) /* largest PERSISTED notice accepted */
 
 enum conn_state { C_IDLE, C_CONNECTING, C_OPEN };
+
+/* Where a request is: not yet written; written, awaiting its answer; or
+ * refused for want of memory, its done due from the next maintain. */
+enum req_where { Q_PENDING, Q_INFLIGHT, Q_FAILED };
 
 struct req_list {
     struct gw_net_req *head, *tail;
@@ -70,7 +74,9 @@ struct gw_net_req {
     gw_net_done_fn done;
     void *arg;
     uint64_t sent_ns; /* monotonic; when it entered the output (timeout, round trip) */
-    int inflight;
+    enum req_where where;
+    int held;   /* the output still references payload: release not yet run */
+    int orphan; /* answered or dropped while held: freed by the release */
 };
 
 struct gw_conn {
@@ -80,7 +86,7 @@ struct gw_conn {
     enum conn_state state;
     struct event *rev, *wev;
     struct evbuffer *in, *out;
-    struct req_list pending, inflight;
+    struct req_list pending, inflight, failed;
     struct cm_hmap ids; /* inflight by id */
     size_t inflight_bytes;
     uint64_t next_connect, connect_deadline;
@@ -90,11 +96,6 @@ struct gw_conn {
     struct gw_net_req *body_req; /* whose answer it is (NULL: unknown, cancelled, a notice) */
     int body_status;             /* CM_E_PROTO when it does not fit the request's dst */
     uint8_t *note;               /* body of a PERSISTED notice being received (owned) */
-};
-
-struct release_closure {
-    gw_net_fn fn;
-    void *arg;
 };
 
 static void
@@ -151,7 +152,7 @@ static void
 inflight_add(struct gw_conn *c, struct gw_net_req *r)
 {
     cm_hmap_add(&c->ids, &r->hn, cm_hmix64(r->id));
-    r->inflight = 1;
+    r->where = Q_INFLIGHT;
     list_push(&c->inflight, r);
     c->inflight_bytes += req_bytes(r);
 }
@@ -164,13 +165,15 @@ inflight_del(struct gw_conn *c, struct gw_net_req *r)
     c->inflight_bytes -= req_bytes(r);
 }
 
-/* Takes r off its connection; the caller frees it. */
+/* Takes r off its connection; the caller frees it (req_free). */
 static void
 req_detach(struct gw_net_req *r)
 {
     struct gw_conn *c = r->c;
-    if (r->inflight) {
+    if (r->where == Q_INFLIGHT) {
         inflight_del(c, r);
+    } else if (r->where == Q_FAILED) {
+        list_unlink(&c->failed, r);
     } else {
         list_unlink(&c->pending, r);
         if (r->release) {
@@ -181,6 +184,51 @@ req_detach(struct gw_net_req *r)
         c->body_req = NULL;
         cm_frame_payload_to(&c->rd, NULL); /* dst is no longer written */
     }
+}
+
+/* A detached request goes once the output no longer references its
+ * payload (a node may answer, or a caller cancel, before it is all sent). */
+static void
+req_free(struct gw_net_req *r)
+{
+    if (r->held) {
+        r->orphan = 1;
+    } else {
+        free(r);
+    }
+}
+
+/* libevent dropped r's payload (sent, or the output was drained). */
+static void
+req_released(const void *data, size_t len, void *extra)
+{
+    struct gw_net_req *r = extra;
+    (void)data;
+    (void)len;
+    r->held = 0;
+    r->release(r->release_arg);
+    if (r->orphan) {
+        free(r);
+    }
+}
+
+/* Detaches r, frees it and runs its done with err. */
+static void
+req_complete(struct gw_net_req *r, int err)
+{
+    gw_net_done_fn done = r->done;
+    void *arg = r->arg;
+    req_detach(r);
+    req_free(r);
+    if (done) {
+        done(arg, err, NULL);
+    }
+}
+
+static struct gw_net_req *
+conn_first(const struct gw_conn *c)
+{
+    return c->inflight.head ? c->inflight.head : c->pending.head ? c->pending.head : c->failed.head;
 }
 
 struct gw_conn_health *
@@ -215,9 +263,8 @@ conn_close_socket(struct gw_conn *c)
         close(c->fd);
         c->fd = -1;
     }
-    /* Freeing out runs the release of every payload still referenced. */
-    evbuffer_free(c->out);
-    c->out = evbuffer_new();
+    /* Draining out runs the release of every payload still referenced. */
+    evbuffer_drain(c->out, evbuffer_get_length(c->out));
     evbuffer_drain(c->in, evbuffer_get_length(c->in));
     cm_frame_init(&c->rd, CM_WIRE_MAX_DATA, CM_FRAME_RESPONSES);
     c->body_req = NULL;
@@ -231,18 +278,9 @@ conn_close_socket(struct gw_conn *c)
 static void
 conn_fail_all(struct gw_conn *c, int err)
 {
-    for (;;) {
-        struct gw_net_req *r = c->inflight.head ? c->inflight.head : c->pending.head;
-        if (!r) {
-            break;
-        }
-        req_detach(r);
-        gw_net_done_fn done = r->done;
-        void *arg = r->arg;
-        free(r);
-        if (done) {
-            done(arg, err, NULL);
-        }
+    struct gw_net_req *r;
+    while ((r = conn_first(c)) != NULL) {
+        req_complete(r, err);
     }
 }
 
@@ -267,29 +305,16 @@ static void conn_pump(struct gw_conn *c);
 static int
 parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *sslen)
 {
-    char host[64];
-    const char *colon = strrchr(addr, ':');
-    if (!colon || (size_t)(colon - addr) >= sizeof(host)) {
-        return CM_E_BADARG;
-    }
-    memcpy(host, addr, (size_t)(colon - addr));
-    host[colon - addr] = '\0';
-    char *end;
-    unsigned long port = strtoul(colon + 1, &end, 10);
-    if (*end != '\0' || port == 0 || port > 65535) {
-        return CM_E_BADARG;
-    }
-    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-    memset(ss, 0, sizeof(*ss));
-    if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-        sin->sin_family = AF_INET;
-        sin->sin_port = htons((uint16_t)port);
-        *sslen = sizeof(*sin);
-        return 0;
-    }
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
-    if (getaddrinfo(host, colon + 1, &hints, &ai) != 0 || !ai) {
+    char host[64], port[8];
+    uint16_t p;
+
+    if (cm_parse_addr(addr, host, sizeof(host), &p) != 0) {
+        return CM_E_BADARG;
+    }
+    snprintf(port, sizeof(port), "%u", (unsigned)p);
+    if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai) {
         return CM_E_BADARG;
     }
     memcpy(ss, ai->ai_addr, ai->ai_addrlen);
@@ -330,15 +355,40 @@ conn_connect(struct gw_conn *c)
     event_add(c->wev, NULL);
 }
 
-static void
-ping_done(void *arg, int status, const struct cm_wire_hdr *rsp)
+static int
+conn_enqueue(struct gw_conn *c, const struct gw_net_send *s, struct gw_net_req **out)
 {
-    (void)arg;
-    (void)status;
-    (void)rsp;
+    struct gw_net *n = c->n;
+    if (s->len > CM_WIRE_MAX_DATA) {
+        return CM_E_TOOBIG;
+    }
+    struct gw_net_req *r = calloc(1, sizeof(*r));
+    if (!r) {
+        return -ENOMEM;
+    }
+    struct cm_wire_hdr h = s->hdr;
+    h.req_id = ++n->next_req_id;
+    h.data_len = (uint32_t)s->len;
+    if (s->len > 0 && h.data_crc == 0) {
+        h.data_crc = cm_crc32c(0, s->payload, s->len);
+    }
+    cm_wire_encode_hdr(&h, r->hdr);
+    r->c = c;
+    r->id = h.req_id;
+    r->payload = s->payload;
+    r->len = s->len;
+    r->release = s->release;
+    r->release_arg = s->release_arg;
+    r->dst = s->dst;
+    r->dst_cap = s->dst ? s->dst_cap : 0;
+    r->done = s->done;
+    r->arg = s->arg;
+    list_push(&c->pending, r);
+    if (out) {
+        *out = r;
+    }
+    return 0;
 }
-
-static int conn_enqueue(struct gw_conn *c, const struct gw_net_send *s, struct gw_net_req **out);
 
 static void
 conn_opened(struct gw_conn *c)
@@ -347,19 +397,12 @@ conn_opened(struct gw_conn *c)
     c->backoff_ms = GW_BACKOFF_MIN_MS;
     event_add(c->rev, NULL);
     /* A reconnect is trusted once the node answers: PING it. */
-    struct gw_net_send s = {.hdr = {.op = CM_OP_PING}, .done = ping_done};
-    conn_enqueue(c, &s, NULL);
+    struct gw_net_send s = {.hdr = {.op = CM_OP_PING}};
+    if (conn_enqueue(c, &s, NULL) < 0) {
+        gw_conn_fail(c, -ENOMEM);
+        return;
+    }
     conn_pump(c);
-}
-
-static void
-release_cb(const void *data, size_t len, void *extra)
-{
-    struct release_closure *rc = extra;
-    (void)data;
-    (void)len;
-    rc->fn(rc->arg);
-    free(rc);
 }
 
 static void
@@ -373,31 +416,25 @@ conn_pump(struct gw_conn *c)
     while (c->pending.head &&
            (c->inflight_bytes < GW_CONN_CAP_BYTES || c->inflight.head == NULL)) {
         struct gw_net_req *r = c->pending.head;
-        struct release_closure *rc = NULL;
-        if (r->len && r->release) {
-            rc = malloc(sizeof(*rc));
-            if (!rc) {
-                break;
-            }
-            rc->fn = r->release;
-            rc->arg = r->release_arg;
-        }
-        if (evbuffer_add(c->out, r->hdr, CM_WIRE_HDR_LEN) < 0) {
-            free(rc);
-            break;
-        }
         list_unlink(&c->pending, r);
-        if (r->len) {
-            if (evbuffer_add_reference(c->out, r->payload, r->len, rc ? release_cb : NULL, rc) <
-                0) {
-                /* Half a frame is queued: the stream is lost. */
-                free(rc);
-                if (r->release) {
-                    r->release(r->release_arg);
-                }
-                c->broken = 1;
+        if (evbuffer_add(c->out, r->hdr, CM_WIRE_HDR_LEN) < 0) {
+            /* Out of memory: this request fails (not inside send, which
+             * may be our caller: from the next maintain). */
+            if (r->release) {
+                r->release(r->release_arg);
             }
-        } else if (r->release) {
+            r->where = Q_FAILED;
+            list_push(&c->failed, r);
+            gw_loop_kick(c->n);
+            continue;
+        }
+        r->held = r->len && r->release;
+        if (r->len && evbuffer_add_reference(c->out, r->payload, r->len,
+                                             r->held ? req_released : NULL, r) < 0) {
+            r->held = 0; /* half a frame is queued: the stream is lost */
+            c->broken = 1;
+        }
+        if (r->release && !r->held) {
             r->release(r->release_arg);
         }
         r->sent_ns = now;
@@ -444,10 +481,14 @@ conn_on_header(struct gw_conn *c)
     c->body_req = NULL;
     c->body_status = 0;
     if (h->op == (CM_OP_PERSISTED | CM_OP_RESPONSE)) {
-        if (h->data_len % CM_WIRE_NOTE_LEN != 0 || h->data_len > GW_NOTE_MAX_BYTES ||
-            !(c->note = malloc(h->data_len ? h->data_len : 1))) {
+        if (h->data_len % CM_WIRE_NOTE_LEN != 0 || h->data_len > GW_NOTE_MAX_BYTES) {
             gw_conn_fail(c, CM_E_PROTO);
             return -1;
+        }
+        c->note = malloc(h->data_len ? h->data_len : 1);
+        if (!c->note) {
+            /* Skipped: the chunks it names are STATed later instead. */
+            CM_WARN("gateway skips a persisted notice node=%u err=ENOMEM", c->h.id);
         }
         cm_frame_payload_to(&c->rd, c->note);
         return 0;
@@ -497,7 +538,7 @@ conn_deliver(struct gw_conn *c)
     inflight_del(c, r);
     gw_net_done_fn done = r->done;
     void *arg = r->arg;
-    free(r);
+    req_free(r);
     if (done) {
         done(arg, status, &h);
     }
@@ -664,6 +705,11 @@ conn_on_write(evutil_socket_t fd, short what, void *arg)
 void
 gw_conn_maintain(struct gw_conn *c, uint64_t now)
 {
+    /* Only those failed before: a done may send again, and fail again. */
+    uint64_t upto = c->failed.tail ? c->failed.tail->id : 0;
+    while (c->failed.head && c->failed.head->id <= upto) {
+        req_complete(c->failed.head, -ENOMEM);
+    }
     if (c->state == C_IDLE && c->h.up && now >= c->next_connect) {
         conn_connect(c);
     } else if (c->state == C_CONNECTING && now > c->connect_deadline) {
@@ -684,33 +730,16 @@ gw_conn_readdress(struct gw_conn *c, const char *addr)
     c->next_connect = 0;
 }
 
-void
-gw_net_set_note_handler(struct gw_net *n, gw_net_note_fn fn, void *arg)
-{
-    n->on_note = fn;
-    n->note_arg = arg;
-}
-
-void
-gw_net_set_rtt_handler(struct gw_net *n, gw_net_rtt_fn fn, void *arg)
-{
-    n->on_rtt = fn;
-    n->rtt_arg = arg;
-}
-
 /* Drops every request without completing it (shutdown, node removed). */
 void
 gw_conn_free(struct gw_conn *c)
 {
-    for (;;) {
-        struct gw_net_req *r = c->inflight.head ? c->inflight.head : c->pending.head;
-        if (!r) {
-            break;
-        }
+    struct gw_net_req *r;
+    conn_close_socket(c); /* first: payloads are released, no request held */
+    while ((r = conn_first(c)) != NULL) {
         req_detach(r);
         free(r);
     }
-    conn_close_socket(c);
     evbuffer_free(c->in);
     evbuffer_free(c->out);
     cm_hmap_free(&c->ids);
@@ -751,41 +780,6 @@ gw_conn_new(struct gw_net *n, const struct gw_node *node)
     return c;
 }
 
-static int
-conn_enqueue(struct gw_conn *c, const struct gw_net_send *s, struct gw_net_req **out)
-{
-    struct gw_net *n = c->n;
-    if (s->len > CM_WIRE_MAX_DATA) {
-        return CM_E_TOOBIG;
-    }
-    struct gw_net_req *r = calloc(1, sizeof(*r));
-    if (!r) {
-        return -ENOMEM;
-    }
-    struct cm_wire_hdr h = s->hdr;
-    h.req_id = ++n->next_req_id;
-    h.data_len = (uint32_t)s->len;
-    if (s->len > 0 && h.data_crc == 0) {
-        h.data_crc = cm_crc32c(0, s->payload, s->len);
-    }
-    cm_wire_encode_hdr(&h, r->hdr);
-    r->c = c;
-    r->id = h.req_id;
-    r->payload = s->payload;
-    r->len = s->len;
-    r->release = s->release;
-    r->release_arg = s->release_arg;
-    r->dst = s->dst;
-    r->dst_cap = s->dst ? s->dst_cap : 0;
-    r->done = s->done;
-    r->arg = s->arg;
-    list_push(&c->pending, r);
-    if (out) {
-        *out = r;
-    }
-    return 0;
-}
-
 int
 gw_conn_send(struct gw_conn *c, const struct gw_net_send *s, struct gw_net_req **out)
 {
@@ -810,5 +804,5 @@ gw_net_cancel(struct gw_net *n, struct gw_net_req *r)
         return;
     }
     req_detach(r);
-    free(r);
+    req_free(r);
 }

@@ -144,6 +144,20 @@ out:
     return rc;
 }
 
+void
+gw_net_set_note_handler(struct gw_net *n, gw_net_note_fn fn, void *arg)
+{
+    n->on_note = fn;
+    n->note_arg = arg;
+}
+
+void
+gw_net_set_rtt_handler(struct gw_net *n, gw_net_rtt_fn fn, void *arg)
+{
+    n->on_rtt = fn;
+    n->rtt_arg = arg;
+}
+
 int
 gw_net_post(struct gw_net *n, gw_net_fn fn, void *arg)
 {

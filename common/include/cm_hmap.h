@@ -9,7 +9,9 @@
  *       if (CM_CONTAINER_OF(n, struct rec, hn)->id == id) ...
  *
  * The hash is stored in the node, so growing (doubling once there are more
- * nodes than buckets) never calls back, and chains compare it first. Not
+ * nodes than buckets) never calls back, and chains compare it first; when
+ * memory for a larger table is short, adding goes on with longer chains
+ * (adding never fails). Not
  * thread-safe; the map owns its buckets only, never the records.
  */
 #ifndef CM_HMAP_H

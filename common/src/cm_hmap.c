@@ -32,9 +32,12 @@ static void
 hmap_grow(struct cm_hmap *m)
 {
     size_t oldn = m->mask + 1;
-    struct cm_hnode **old = m->b;
+    struct cm_hnode **old = m->b, **b = calloc(2 * oldn, sizeof(*b));
 
-    m->b = cm_calloc(2 * oldn, sizeof(*m->b));
+    if (b == NULL) {
+        return; /* out of memory: the table works on, with longer chains */
+    }
+    m->b = b;
     m->mask = 2 * oldn - 1;
     for (size_t i = 0; i < oldn; i++) {
         while (old[i] != NULL) {

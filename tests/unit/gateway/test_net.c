@@ -9,7 +9,8 @@
  * gateway side must do: deliver each answer to its request with the
  * payload in dst and a round-trip sample first; fail a request whose
  * payload is corrupt or too big for dst and keep the connection; close the
- * connection (failing its requests) on a bad header.
+ * connection (failing its requests) on a bad header; keep a cancelled
+ * request's payload until it is sent, then release it once.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -225,6 +226,48 @@ node_usable(struct gw_net *n)
     return q.usable;
 }
 
+/* A PUT of a payload far larger than the socket buffers, cancelled at once:
+ * its bytes are still queued, so the release must wait for them to go. */
+struct big_put {
+    struct gw_net *n;
+    uint8_t *payload;
+    size_t len;
+    int sent, released_at_cancel;
+    atomic_int released;
+};
+
+static void
+big_released(void *arg)
+{
+    struct big_put *b = arg;
+
+    atomic_fetch_add(&b->released, 1);
+}
+
+static void
+do_big_put(void *arg)
+{
+    struct big_put *b = arg;
+    struct gw_net_req *r = NULL;
+    struct gw_net_send s = {
+        .hdr = {.op = CM_OP_PUT, .tenant = 1},
+        .payload = b->payload,
+        .len = b->len,
+        .release = big_released,
+        .release_arg = b,
+        .done = on_done, /* never runs: cancelled */
+    };
+
+    pthread_mutex_lock(&mu);
+    b->sent = gw_net_send(b->n, NODE_ID, &s, &r) == 0 ? 1 : -1;
+    if (b->sent == 1) {
+        gw_net_cancel(b->n, r);
+        b->released_at_cancel = atomic_load(&b->released);
+    }
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
 struct nodes_ctx {
     struct gw_net *n;
     struct gw_node node;
@@ -315,6 +358,31 @@ main(void)
         CHECK_EQ_INT(c.status, 0);
         CHECK_EQ_INT(atomic_load(&accepts), 2 + (m - M_GARBAGE));
     }
+
+    /* A cancelled request's payload stays referenced until it is sent. */
+    static struct big_put big;
+    big.n = n;
+    big.len = 16u << 20;
+    big.payload = calloc(1, big.len);
+    CHECK(big.payload != NULL);
+    CHECK_EQ_INT(gw_net_post(n, do_big_put, &big), 0);
+    pthread_mutex_lock(&mu);
+    while (big.sent == 0) {
+        pthread_cond_wait(&cv, &mu);
+    }
+    pthread_mutex_unlock(&mu);
+    CHECK_EQ_INT(big.sent, 1);
+    CHECK_EQ_INT(big.released_at_cancel, 0);
+    uint64_t t1 = cm_now_ns();
+    while (atomic_load(&big.released) == 0) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+        CHECK(cm_now_ns() - t1 < 10000000000ull);
+    }
+    call(n, &c, CM_OP_STAT, 0, 0); /* the connection carried on */
+    CHECK_EQ_INT(c.status, 0);
+    CHECK_EQ_INT(atomic_load(&big.released), 1);
+    free(big.payload);
 
     gw_net_destroy(n, NULL, NULL);
     shutdown(lfd, SHUT_RDWR);
