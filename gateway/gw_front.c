@@ -1,5 +1,6 @@
 /*
- * gw_front.c - routing, auth and the object handlers of the tenant API.
+ * gw_front.c - routing, auth, the request's life and answers, and the
+ * metrics of the tenant API; the object handlers are gw_objects.c's.
  *
  *   HTTP thread                       engine thread        committer (gw_commit.c)
  *   ───────────                       ─────────────        ───────────────────────
@@ -31,11 +32,7 @@
  *   - the committer is the only metadata writer besides tenant purges and
  *     state saves in gw_state.
  */
-#include "gw_front.h"
-
 #include <errno.h>
-#include <jansson.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,57 +41,20 @@
 #include "cm_buf.h"
 #include "cm_err.h"
 #include "cm_hash.h"
-#include "cm_hmap.h"
 #include "cm_log.h"
 #include "cm_metrics.h"
 #include "cm_time.h"
-#include "gw_commit.h"
+#include "gw_front_impl.h"
 #include "gw_grace.h"
 #include "gw_meta.h"
-#include "gw_parse.h"
 #include "gw_state.h"
 
 #define OBJ_PREFIX "/v1/objects/"
 #define OBJ_PREFIX_LEN (sizeof(OBJ_PREFIX) - 1)
 
-/* The HTTP request kinds (metrics label op=). */
-enum req_kind { REQ_PUT, REQ_GET, REQ_HEAD, REQ_DELETE, REQ_LIST, REQ_N, REQ_NONE = -1 };
 static const char *const req_names[REQ_N] = {"put", "get", "head", "delete", "list"};
 
 enum route { R_NONE, R_HEALTH, R_METRICS, R_LIST, R_OBJECT };
-
-struct req {
-    struct gw_front *f;
-    struct cm_http_req *r;
-    char id[GW_REQID_MAX + 1];
-    char method[8]; /* copied: r's strings die with the response */
-    enum req_kind kind;
-    int async; /* suspended: counted in f->inflight */
-    uint32_t tenant;
-    uint64_t t0;
-    uint64_t bytes;
-    char key[GW_KEY_MAX];
-    size_t klen;
-    /* GET */
-    struct gw_grace_bucket *grace; /* in the grace period from before the layout read */
-    struct gw_layout lay;
-    uint64_t off, len;
-    int partial;
-    /* PUT, DELETE */
-    struct gw_commit_op commit;
-};
-
-struct gw_front {
-    struct gw_front_cfg cfg;
-    struct gw_meta *meta;
-    struct gw_engine *engine;
-    struct gw_state *state;
-    struct cm_reqstats *rs;
-    struct gw_grace *grace; /* GETs in flight vs the deletes of old versions */
-    struct gw_commit *commit;
-    atomic_int inflight;
-    atomic_int draining;
-};
 
 /* ---- responses ---- */
 
@@ -159,16 +119,16 @@ req_done(struct req *q, int status, const char *error)
 }
 
 /* Answers and frees q. body per mem (see cm_http_respond). */
-static void
-reply(struct req *q, int status, const char *ctype, void *body, size_t len, enum cm_http_mem mem)
+void
+gw_req_reply(struct req *q, int status, const char *ctype, void *body, size_t len, enum cm_http_mem mem)
 {
     cm_http_add_header(q->r, "X-Request-Id", q->id);
     cm_http_respond(q->r, status, ctype, body, len, mem);
     req_done(q, status, NULL);
 }
 
-static void
-reply_head(struct req *q, int status, const char *ctype, uint64_t len)
+void
+gw_req_reply_head(struct req *q, int status, const char *ctype, uint64_t len)
 {
     cm_http_add_header(q->r, "X-Request-Id", q->id);
     cm_http_respond_head(q->r, status, ctype, len);
@@ -177,8 +137,8 @@ reply_head(struct req *q, int status, const char *ctype, uint64_t len)
 
 /* An API error: status + {"error","message"}; msg is a static one-liner
  * without quotes or backslashes. */
-static void
-fail(struct req *q, int status, const char *code, const char *msg)
+void
+gw_req_fail(struct req *q, int status, const char *code, const char *msg)
 {
     char buf[512];
     int n = snprintf(buf, sizeof(buf), "{\"error\":\"%s\",\"message\":\"%s\"}", code, msg);
@@ -193,12 +153,12 @@ fail(struct req *q, int status, const char *code, const char *msg)
     req_done(q, status, code);
 }
 
-static void
-fail_status(struct req *q, int rc)
+void
+gw_req_fail_status(struct req *q, int rc)
 {
     switch (rc) {
     case CM_E_BUSY:
-        fail(q, 429, "slow_down", "tenant queue is full, retry later");
+        gw_req_fail(q, 429, "slow_down", "tenant queue is full, retry later");
         break;
     case CM_E_UNAVAIL:
     case CM_E_TIMEOUT:
@@ -206,31 +166,31 @@ fail_status(struct req *q, int rc)
     case -ECONNRESET:
     case -EPIPE:
     case -EIO:
-        fail(q, 503, "unavailable", "not enough chunk holders reachable");
+        gw_req_fail(q, 503, "unavailable", "not enough chunk holders reachable");
         break;
     case CM_E_TOOBIG:
-        fail(q, 413, "too_large", "object too large");
+        gw_req_fail(q, 413, "too_large", "object too large");
         break;
     case -ENOMEM:
-        fail(q, 503, "unavailable", "gateway out of memory, retry later");
+        gw_req_fail(q, 503, "unavailable", "gateway out of memory, retry later");
         break;
     default:
         CM_ERROR("internal error req=%s tenant=%u err=%s", q->id, q->tenant, cm_errname(rc));
-        fail(q, 500, "internal", "internal error, see the gateway log");
+        gw_req_fail(q, 500, "internal", "internal error, see the gateway log");
         break;
     }
 }
 
-static void
-suspend(struct req *q)
+void
+gw_req_suspend(struct req *q)
 {
     q->async = 1;
     atomic_fetch_add(&q->f->inflight, 1);
     cm_http_suspend(q->r);
 }
 
-static void
-add_etag_version(struct req *q, const struct gw_layout *l)
+void
+gw_req_etag_version(struct req *q, const struct gw_layout *l)
 {
     char v[40];
 
@@ -290,7 +250,7 @@ route_check(struct gw_front *f, struct cm_http_req *r, enum route *rt, enum req_
     switch (*rt) {
     case R_NONE:
         if ((q = req_new(f, r, REQ_NONE)) != NULL) {
-            fail(q, 404, "not_found", "no such path");
+            gw_req_fail(q, 404, "not_found", "no such path");
         }
         return 1;
     case R_HEALTH:
@@ -316,7 +276,7 @@ route_check(struct gw_front *f, struct cm_http_req *r, enum route *rt, enum req_
         break;
     }
     if ((q = req_new(f, r, REQ_NONE)) != NULL) {
-        fail(q, 405, "method_not_allowed", "method not allowed on this path");
+        gw_req_fail(q, 405, "method_not_allowed", "method not allowed on this path");
     }
     return 1;
 }
@@ -331,14 +291,14 @@ authenticate(struct req *q, struct gw_snap **snap, const struct gw_tenant **tena
     const struct gw_tenant *t;
 
     if (gw_parse_bearer(cm_http_header(q->r, "Authorization"), &tok, &toklen) != 0) {
-        fail(q, 401, "unauthorized", "missing or malformed bearer key");
+        gw_req_fail(q, 401, "unauthorized", "missing or malformed bearer key");
         return -1;
     }
     s = gw_state_snap(q->f->state);
     t = gw_snap_auth(s, tok, toklen);
     if (t == NULL) {
         gw_snap_unref(s);
-        fail(q, 401, "unauthorized", "unknown key");
+        gw_req_fail(q, 401, "unauthorized", "unknown key");
         return -1;
     }
     q->tenant = t->id;
@@ -354,34 +314,9 @@ parse_key(struct req *q)
     const char *why = NULL;
 
     if (gw_parse_key(raw, strlen(raw), q->key, &q->klen, &why) != 0) {
-        fail(q, 400, "bad_request", why);
+        gw_req_fail(q, 400, "bad_request", why);
         return -1;
     }
-    return 0;
-}
-
-/* Data chunks per stripe: small objects are stored as 1+m whole copies. */
-static uint8_t
-put_k(const struct gw_front *f, const struct gw_tenant *t, uint64_t size)
-{
-    return size < f->cfg.small_threshold ? 1 : t->k;
-}
-
-/* The PUT checks that must happen before the body is read. */
-static int
-put_precheck(struct req *q)
-{
-    uint64_t clen;
-
-    if (cm_http_content_length(q->r, &clen) != 0) {
-        fail(q, 411, "length_required", "PUT needs a Content-Length");
-        return -1;
-    }
-    if (clen > q->f->cfg.max_object_size) {
-        fail(q, 413, "too_large", "object larger than max_object_size");
-        return -1;
-    }
-    q->bytes = clen;
     return 0;
 }
 
@@ -405,330 +340,19 @@ front_headers(void *arg, struct cm_http_req *r)
         return 1;
     }
     if (atomic_load(&f->draining)) {
-        fail(q, 503, "unavailable", "gateway is shutting down");
+        gw_req_fail(q, 503, "unavailable", "gateway is shutting down");
         return 1;
     }
     if (authenticate(q, &s, &t) != 0) {
         return 1;
     }
-    if (parse_key(q) != 0 || put_precheck(q) != 0) {
+    if (parse_key(q) != 0 || gw_obj_put_headers(q, t) != 0) {
         gw_snap_unref(s);
         return 1;
     }
-    /* Room to pad the last stripe in place: the engine need not copy it. */
-    cm_http_reserve_body(r, gw_engine_put_room(f->engine, put_k(f, t, q->bytes), q->bytes));
     gw_snap_unref(s);
     free(q);
     return 0;
-}
-
-/* ---- GET / HEAD ---- */
-
-static void
-get_done(void *arg, int status, void *buf, size_t len)
-{
-    struct req *q = arg;
-
-    if (status != 0) {
-        cm_free_big(buf);
-        fail_status(q, status);
-        return;
-    }
-    if (len != q->len) {
-        cm_free_big(buf);
-        CM_ERROR("engine returned a short read req=%s tenant=%u want=%llu got=%zu", q->id,
-                 q->tenant, (unsigned long long)q->len, len);
-        fail(q, 500, "internal", "internal error, see the gateway log");
-        return;
-    }
-    q->bytes = len;
-    add_etag_version(q, &q->lay);
-    cm_http_add_header(q->r, "Accept-Ranges", "bytes");
-    if (q->partial) {
-        char cr[96];
-        snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)q->off,
-                 (unsigned long long)(q->off + q->len - 1), (unsigned long long)q->lay.size);
-        cm_http_add_header(q->r, "Content-Range", cr);
-    }
-    reply(q, q->partial ? 206 : 200, "application/octet-stream", buf, len, CM_HTTP_FREE);
-}
-
-static void
-handle_get(struct req *q)
-{
-    struct gw_front *f = q->f;
-    const char *range = cm_http_header(q->r, "Range");
-    char cr[96];
-    int rc;
-
-    if (q->kind == REQ_GET) {
-        q->grace = gw_grace_enter(f->grace); /* before the read: see retire() */
-    }
-    rc = gw_meta_get(f->meta, q->tenant, q->key, q->klen, &q->lay);
-    if (rc == CM_E_NOTFOUND) {
-        fail(q, 404, "not_found", "no such object");
-        return;
-    }
-    if (rc != 0) {
-        fail_status(q, rc);
-        return;
-    }
-    switch (gw_parse_range(range, q->lay.size, &q->off, &q->len)) {
-    case GW_RANGE_NONE:
-        q->off = 0;
-        q->len = q->lay.size;
-        break;
-    case GW_RANGE_OK:
-        q->partial = 1;
-        break;
-    case GW_RANGE_UNSAT:
-        snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)q->lay.size);
-        cm_http_add_header(q->r, "Content-Range", cr);
-        fail(q, 416, "range_not_satisfiable", "range outside the object");
-        return;
-    case GW_RANGE_BAD:
-        fail(q, 400, "bad_request", "bad Range header (one bytes=a-b range)");
-        return;
-    }
-    if (q->kind == REQ_HEAD || q->len == 0) {
-        add_etag_version(q, &q->lay);
-        cm_http_add_header(q->r, "Accept-Ranges", "bytes");
-        if (q->partial) {
-            snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)q->off,
-                     (unsigned long long)(q->off + q->len - 1), (unsigned long long)q->lay.size);
-            cm_http_add_header(q->r, "Content-Range", cr);
-        }
-        if (q->kind == REQ_HEAD) {
-            reply_head(q, q->partial ? 206 : 200, "application/octet-stream", q->len);
-        } else {
-            reply(q, 200, "application/octet-stream", NULL, 0, CM_HTTP_STATIC);
-        }
-        return;
-    }
-    suspend(q);
-    gw_engine_get(f->engine, &q->lay, q->off, q->len, get_done, q);
-}
-
-/* ---- PUT / DELETE: the committer answers ---- */
-
-struct retired {
-    struct gw_front *f;
-    struct gw_layout lay;
-};
-
-static void
-retire_run(void *arg)
-{
-    struct retired *r = arg;
-
-    gw_engine_delete(r->f->engine, &r->lay, r->f->cfg.delete_delay_ms);
-    free(r);
-}
-
-/* Deletes the chunks of a version that a commit replaced or deleted, once
- * the GETs that may have read its layout are answered. The commit happened
- * before this call, and a GET enters before it reads: a GET that enters
- * later reads the new layout. Out of memory, the chunks stay (orphans, as
- * when the gateway stops before their delete). */
-static void
-retire(struct gw_front *f, const struct gw_layout *old)
-{
-    struct retired *r = malloc(sizeof(*r));
-
-    if (r != NULL) {
-        r->f = f;
-        r->lay = *old;
-    }
-    if (r == NULL || gw_grace_defer(f->grace, retire_run, r) != 0) {
-        CM_WARN("old version left undeleted object=%016llx tenant=%u err=ENOMEM",
-                (unsigned long long)old->object, old->tenant);
-        free(r);
-    }
-}
-
-/* The committer's answer to a PUT or DELETE (committer thread). */
-static void
-commit_done(struct gw_commit_op *op)
-{
-    struct req *q = CM_CONTAINER_OF(op, struct req, commit);
-    struct gw_front *f = q->f;
-
-    if (op->kind == COMMIT_DELETE) {
-        if (op->rc == 0) {
-            reply(q, 204, NULL, NULL, 0, CM_HTTP_STATIC);
-            retire(f, &op->old);
-        } else if (op->rc == CM_E_NOTFOUND) {
-            fail(q, 404, "not_found", "no such object");
-        } else {
-            fail_status(q, op->rc);
-        }
-        return;
-    }
-    if (op->rc == 0) {
-        add_etag_version(q, &op->lay);
-        reply(q, 201, NULL, NULL, 0, CM_HTTP_STATIC);
-        if (op->had_old) {
-            retire(f, &op->old);
-        }
-        return;
-    }
-    gw_engine_delete(f->engine, &op->lay, 0);
-    if (op->rc == GW_COMMIT_TENANT_GONE) {
-        fail(q, 401, "unauthorized", "tenant was deleted");
-    } else {
-        fail_status(q, op->rc);
-    }
-}
-
-static void
-put_done(void *arg, int status, const struct gw_layout *layout)
-{
-    struct req *q = arg;
-
-    if (status != 0) {
-        fail_status(q, status);
-        return;
-    }
-    q->commit.kind = COMMIT_PUT;
-    q->commit.key = q->key;
-    q->commit.klen = q->klen;
-    q->commit.lay = *layout;
-    q->commit.lay.tenant = q->tenant;
-    q->commit.done = commit_done;
-    gw_commit_queue(q->f->commit, &q->commit);
-}
-
-void
-gw_front_on_layout(void *arg, const struct gw_layout *layout)
-{
-    struct gw_front *f = arg;
-
-    if (gw_commit_update(f->commit, layout) != 0) {
-        CM_WARN("layout update dropped object=%016llx tenant=%u err=ENOMEM",
-                (unsigned long long)layout->object, layout->tenant);
-    }
-}
-
-static void
-handle_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
-{
-    struct gw_front *f = q->f;
-    const uint32_t *row;
-    size_t nrow, len, cap;
-    void *body;
-
-    if (put_precheck(q) != 0) {
-        return;
-    }
-    body = cm_http_take_body(q->r, &len, &cap);
-    if (len != q->bytes) {
-        cm_free_big(body);
-        fail(q, 400, "bad_request", "body shorter than Content-Length");
-        return;
-    }
-    gw_snap_row(s, t, (uint32_t)(cm_hash64(q->key, q->klen, t->id) % s->partitions), &row, &nrow);
-    if (nrow == 0) {
-        cm_free_big(body);
-        fail(q, 503, "unavailable", "no storage nodes known for this partition");
-        return;
-    }
-    if (body == NULL) {
-        cap = 0;
-        if ((body = malloc(1)) == NULL) { /* the engine takes ownership of a real buffer */
-            fail_status(q, -ENOMEM);
-            return;
-        }
-    }
-    suspend(q);
-    gw_engine_put(f->engine, t->id, row, nrow, put_k(f, t, len), t->m, body, len, cap, put_done, q);
-}
-
-static void
-handle_delete(struct req *q)
-{
-    q->commit.kind = COMMIT_DELETE;
-    q->commit.tenant = q->tenant;
-    q->commit.key = q->key;
-    q->commit.klen = q->klen;
-    q->commit.done = commit_done;
-    suspend(q);
-    gw_commit_queue(q->f->commit, &q->commit);
-}
-
-/* ---- LIST ---- */
-
-struct list_out {
-    json_t *arr;
-    int nomem; /* an entry could not be added: the listing is not whole */
-    const char *last;
-    size_t last_len;
-    char lastbuf[GW_KEY_MAX];
-};
-
-static void
-list_one(void *arg, const char *key, size_t klen, const struct gw_layout *l)
-{
-    struct list_out *o = arg;
-    char etag[24];
-    json_t *obj = json_object();
-
-    snprintf(etag, sizeof(etag), "%016llx", (unsigned long long)l->etag);
-    if (obj == NULL || json_object_set_new(obj, "key", json_stringn(key, klen)) != 0 ||
-        json_object_set_new(obj, "size", json_integer((json_int_t)l->size)) != 0 ||
-        json_object_set_new(obj, "etag", json_string(etag)) != 0 ||
-        json_object_set_new(obj, "version", json_integer((json_int_t)l->version)) != 0) {
-        json_decref(obj);
-        o->nomem = 1;
-        return;
-    }
-    if (json_array_append_new(o->arr, obj) != 0) { /* it took obj */
-        o->nomem = 1;
-        return;
-    }
-    memcpy(o->lastbuf, key, klen);
-    o->last = o->lastbuf;
-    o->last_len = klen;
-}
-
-static void
-handle_list(struct req *q)
-{
-    struct gw_list_query lq;
-    struct list_out o = {0};
-    const char *why = NULL;
-    json_t *root;
-    char *text;
-    int more = 0, rc;
-
-    if (gw_parse_list_query(cm_http_query(q->r, "prefix"), cm_http_query(q->r, "after"),
-                            cm_http_query(q->r, "limit"), &lq, &why) != 0) {
-        fail(q, 400, "bad_request", why);
-        return;
-    }
-    o.arr = json_array();
-    rc = gw_meta_list(q->f->meta, q->tenant, lq.prefix, lq.prefix_len, lq.after, lq.after_len,
-                      lq.limit, list_one, &o, &more);
-    if (rc != 0 || o.nomem) {
-        json_decref(o.arr);
-        fail_status(q, rc != 0 ? rc : -ENOMEM);
-        return;
-    }
-    root = json_object();
-    text = NULL;
-    if (root != NULL && json_object_set_new(root, "objects", o.arr) == 0 &&
-        json_object_set_new(root, "next", more && o.last != NULL
-                                              ? json_stringn(o.last, o.last_len)
-                                              : json_null()) == 0) {
-        text = json_dumps(root, JSON_COMPACT);
-    } else if (root == NULL) {
-        json_decref(o.arr);
-    }
-    json_decref(root);
-    if (text == NULL) {
-        fail_status(q, -ENOMEM); /* encoding what was listed only needs memory */
-        return;
-    }
-    reply(q, 200, "application/json", text, strlen(text), CM_HTTP_FREE);
 }
 
 /* ---- health and metrics ---- */
@@ -814,10 +438,10 @@ handle_metrics(struct req *q)
     text = cm_buf_take(&b, &len);
     if (q->kind == REQ_NONE && strcmp(q->method, "HEAD") == 0) {
         free(text);
-        reply_head(q, 200, "text/plain; version=0.0.4; charset=utf-8", len);
+        gw_req_reply_head(q, 200, "text/plain; version=0.0.4; charset=utf-8", len);
         return;
     }
-    reply(q, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, CM_HTTP_FREE);
+    gw_req_reply(q, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, CM_HTTP_FREE);
 }
 
 /* ---- request entry ---- */
@@ -837,9 +461,9 @@ front_request(void *arg, struct cm_http_req *r)
     }
     if (rt == R_HEALTH) {
         if (strcmp(q->method, "HEAD") == 0) {
-            reply_head(q, 200, "text/plain", 2);
+            gw_req_reply_head(q, 200, "text/plain", 2);
         } else {
-            reply(q, 200, "text/plain", "ok", 2, CM_HTTP_STATIC);
+            gw_req_reply(q, 200, "text/plain", "ok", 2, CM_HTTP_STATIC);
         }
         return;
     }
@@ -848,7 +472,7 @@ front_request(void *arg, struct cm_http_req *r)
         return;
     }
     if (atomic_load(&f->draining)) {
-        fail(q, 503, "unavailable", "gateway is shutting down");
+        gw_req_fail(q, 503, "unavailable", "gateway is shutting down");
         return;
     }
     if (authenticate(q, &s, &t) != 0) {
@@ -856,7 +480,7 @@ front_request(void *arg, struct cm_http_req *r)
     }
     if (rt == R_LIST) {
         gw_snap_unref(s);
-        handle_list(q);
+        gw_obj_list(q);
         return;
     }
     if (parse_key(q) != 0) {
@@ -867,19 +491,19 @@ front_request(void *arg, struct cm_http_req *r)
     case REQ_GET:
     case REQ_HEAD:
         gw_snap_unref(s);
-        handle_get(q);
+        gw_obj_get(q);
         break;
     case REQ_PUT:
-        handle_put(q, s, t);
+        gw_obj_put(q, s, t);
         gw_snap_unref(s);
         break;
     case REQ_DELETE:
         gw_snap_unref(s);
-        handle_delete(q);
+        gw_obj_delete(q);
         break;
     default:
         gw_snap_unref(s);
-        fail(q, 405, "method_not_allowed", "method not allowed on this path");
+        gw_req_fail(q, 405, "method_not_allowed", "method not allowed on this path");
         break;
     }
 }
