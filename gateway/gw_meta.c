@@ -29,7 +29,6 @@
  */
 #include "gw_meta.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -556,8 +555,8 @@ gw_meta_state_save(struct gw_meta *m, const char *json, size_t len)
 int
 gw_meta_batch_begin(struct gw_meta *m, struct gw_meta_batch **out)
 {
-    struct gw_meta_batch *b = calloc(1, sizeof(*b));
-    int rc = b != NULL ? cm_kv_begin(m->kv, 1, &b->txn) : -ENOMEM;
+    struct gw_meta_batch *b = cm_calloc(1, sizeof(*b));
+    int rc = cm_kv_begin(m->kv, 1, &b->txn);
 
     if (rc != 0) {
         free(b);

@@ -66,8 +66,7 @@ int gw_meta_tenants(struct gw_meta *m, void (*cb)(void *arg, uint32_t tenant), v
 int gw_meta_state_load(struct gw_meta *m, char **json, size_t *len);
 int gw_meta_state_save(struct gw_meta *m, const char *json, size_t len);
 
-/* Write batches: one write transaction (begin: 0, -ENOMEM or the store's
- * error). commit frees b (also on error);
+/* Write batches: one write transaction. commit frees b (also on error);
  * abort frees b; after an operation returned an error other than
  * CM_E_NOTFOUND, the batch can only be aborted. */
 int gw_meta_batch_begin(struct gw_meta *m, struct gw_meta_batch **out);
