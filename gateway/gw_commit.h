@@ -37,8 +37,8 @@ enum gw_commit_kind {
 
 struct gw_commit_op {
     enum gw_commit_kind kind;
-    uint32_t tenant;    /* DELETE */
-    const char *key;    /* PUT, DELETE: borrowed until done */
+    uint32_t tenant; /* DELETE */
+    const char *key; /* PUT, DELETE: borrowed until done */
     size_t klen;
     struct gw_layout lay; /* PUT: the version (lay.tenant set) */
     /* Set before done: rc 0, CM_E_NOTFOUND (DELETE of nothing),

@@ -46,8 +46,8 @@
 #define GW_BACKOFF_MIN_MS 50
 #define GW_BACKOFF_MAX_MS 1000
 #define GW_CONN_CAP_BYTES (32u << 20) /* outstanding bytes per connection */
-#define GW_READ_BUF (64 << 10)       /* bytes per buffered read (headers, small bodies) */
-#define GW_NOTE_MAX_BYTES (1u << 20) /* largest PERSISTED notice accepted */
+#define GW_READ_BUF (64 << 10)        /* bytes per buffered read (headers, small bodies) */
+#define GW_NOTE_MAX_BYTES (1u << 20)  /* largest PERSISTED notice accepted */
 
 enum conn_state { C_IDLE, C_CONNECTING, C_OPEN };
 
@@ -91,7 +91,7 @@ struct gw_conn {
     size_t inflight_bytes;
     uint64_t next_connect, connect_deadline;
     int backoff_ms;
-    int broken; /* failed mid-frame: fail at the next tick */
+    int broken;                  /* failed mid-frame: fail at the next tick */
     struct cm_frame rd;          /* the frame being received */
     struct gw_net_req *body_req; /* whose answer it is (NULL: unknown, cancelled, a notice) */
     int body_status;             /* CM_E_PROTO when it does not fit the request's dst */
@@ -413,8 +413,7 @@ conn_pump(struct gw_conn *c)
     }
     uint64_t now = cm_now_ns();
     int added = 0;
-    while (c->pending.head &&
-           (c->inflight_bytes < GW_CONN_CAP_BYTES || c->inflight.head == NULL)) {
+    while (c->pending.head && (c->inflight_bytes < GW_CONN_CAP_BYTES || c->inflight.head == NULL)) {
         struct gw_net_req *r = c->pending.head;
         list_unlink(&c->pending, r);
         if (evbuffer_add(c->out, r->hdr, CM_WIRE_HDR_LEN) < 0) {

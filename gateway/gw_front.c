@@ -41,6 +41,7 @@
 #include "cm_buf.h"
 #include "cm_err.h"
 #include "cm_hash.h"
+#include "cm_hmap.h"
 #include "cm_log.h"
 #include "cm_metrics.h"
 #include "cm_time.h"
@@ -120,7 +121,8 @@ req_done(struct req *q, int status, const char *error)
 
 /* Answers and frees q. body per mem (see cm_http_respond). */
 void
-gw_req_reply(struct req *q, int status, const char *ctype, void *body, size_t len, enum cm_http_mem mem)
+gw_req_reply(struct req *q, int status, const char *ctype, void *body, size_t len,
+             enum cm_http_mem mem)
 {
     cm_http_add_header(q->r, "X-Request-Id", q->id);
     cm_http_respond(q->r, status, ctype, body, len, mem);
@@ -184,8 +186,10 @@ gw_req_fail_status(struct req *q, int rc)
 void
 gw_req_suspend(struct req *q)
 {
-    q->async = 1;
-    atomic_fetch_add(&q->f->inflight, 1);
+    if (!q->async) { /* not yet: a request that waited for a refresh is */
+        q->async = 1;
+        atomic_fetch_add(&q->f->inflight, 1);
+    }
     cm_http_suspend(q->r);
 }
 
@@ -281,7 +285,15 @@ route_check(struct gw_front *f, struct cm_http_req *r, enum route *rt, enum req_
     return 1;
 }
 
-/* 0 with a snapshot reference (*snap) and its tenant, or answered 401. */
+static void auth_resumed(struct gw_state_wait *w);
+
+/*
+ * 0 with a snapshot reference (*snap) and its tenant; 1 when the key is
+ * unknown and q waits, suspended, for one state refresh (auth_resumed then
+ * takes it up again, on the state thread: a key works as soon as the
+ * controller made it); or -1: answered 401. Waiting costs no HTTP thread:
+ * libmicrohttpd suspends the request, as it does for chunk I/O.
+ */
 static int
 authenticate(struct req *q, struct gw_snap **snap, const struct gw_tenant **tenant)
 {
@@ -298,6 +310,14 @@ authenticate(struct req *q, struct gw_snap **snap, const struct gw_tenant **tena
     t = gw_snap_auth(s, tok, toklen);
     if (t == NULL) {
         gw_snap_unref(s);
+        if (!q->refreshed) {
+            q->refreshed = 1;
+            q->wait.fn = auth_resumed;
+            gw_req_suspend(q); /* before: the refresh may end at once */
+            if (gw_state_refresh(q->f->state, &q->wait) == 0) {
+                return 1;
+            }
+        }
         gw_req_fail(q, 401, "unauthorized", "unknown key");
         return -1;
     }
@@ -320,6 +340,32 @@ parse_key(struct req *q)
     return 0;
 }
 
+/* A PUT before its body: auth, key, 411/413. 1 when answered; 0 when its
+ * body is to be read, now or once a refresh knew its key (q is gone then,
+ * or waiting). */
+static int
+put_headers(struct req *q)
+{
+    struct gw_snap *s;
+    const struct gw_tenant *t;
+    int rc = authenticate(q, &s, &t);
+
+    if (rc != 0) {
+        return rc < 0;
+    }
+    if (parse_key(q) != 0 || gw_obj_put_headers(q, t) != 0) {
+        gw_snap_unref(s);
+        return 1;
+    }
+    gw_snap_unref(s);
+    if (q->async) { /* it waited: the body can come now (request() makes a new req) */
+        atomic_fetch_sub(&q->f->inflight, 1);
+        cm_http_proceed(q->r);
+    }
+    free(q);
+    return 0;
+}
+
 static int
 front_headers(void *arg, struct cm_http_req *r)
 {
@@ -327,8 +373,6 @@ front_headers(void *arg, struct cm_http_req *r)
     enum route rt;
     enum req_kind kind;
     struct req *q;
-    struct gw_snap *s;
-    const struct gw_tenant *t;
 
     if (route_check(f, r, &rt, &kind) != 0) {
         return 1;
@@ -343,16 +387,8 @@ front_headers(void *arg, struct cm_http_req *r)
         gw_req_fail(q, 503, "unavailable", "gateway is shutting down");
         return 1;
     }
-    if (authenticate(q, &s, &t) != 0) {
-        return 1;
-    }
-    if (parse_key(q) != 0 || gw_obj_put_headers(q, t) != 0) {
-        gw_snap_unref(s);
-        return 1;
-    }
-    gw_snap_unref(s);
-    free(q);
-    return 0;
+    q->in_headers = 1;
+    return put_headers(q);
 }
 
 /* ---- health and metrics ---- */
@@ -377,6 +413,8 @@ front_headers(void *arg, struct cm_http_req *r)
     X(state_epoch, "gauge", "Epoch of the controller state in use")                                \
     X(controller_up, "gauge", "1 when the last controller state poll succeeded")                   \
     X(state_polls_failed_total, "counter", "Controller state polls that failed")                   \
+    X(state_refreshes_total, "counter",                                                            \
+      "State polls that requests with an unknown key waited for")                                  \
     X(tenants_purged_total, "counter", "Deleted tenants whose objects were purged")                \
     X(objects_purged_total, "counter", "Objects purged with their deleted tenant")
 
@@ -422,6 +460,7 @@ handle_metrics(struct req *q)
     v.state_epoch = ss.epoch;
     v.controller_up = (uint64_t)ss.controller_up;
     v.state_polls_failed_total = ss.polls_failed;
+    v.state_refreshes_total = ss.refreshes;
     v.tenants_purged_total = ss.tenants_purged;
     v.objects_purged_total = ss.objects_purged;
 
@@ -446,12 +485,63 @@ handle_metrics(struct req *q)
 
 /* ---- request entry ---- */
 
+/* An object or LIST request, routed: auth, then its handler. */
+static void
+dispatch(struct req *q)
+{
+    struct gw_snap *s = NULL;
+    const struct gw_tenant *t = NULL;
+
+    if (authenticate(q, &s, &t) != 0) {
+        return;
+    }
+    if (q->kind == REQ_LIST) {
+        gw_snap_unref(s);
+        gw_obj_list(q);
+        return;
+    }
+    if (parse_key(q) != 0) {
+        gw_snap_unref(s);
+        return;
+    }
+    switch (q->kind) {
+    case REQ_GET:
+    case REQ_HEAD:
+        gw_snap_unref(s);
+        gw_obj_get(q);
+        break;
+    case REQ_PUT:
+        gw_obj_put(q, s, t);
+        gw_snap_unref(s);
+        break;
+    case REQ_DELETE:
+        gw_snap_unref(s);
+        gw_obj_delete(q);
+        break;
+    default:
+        gw_snap_unref(s);
+        gw_req_fail(q, 405, "method_not_allowed", "method not allowed on this path");
+        break;
+    }
+}
+
+/* The state was refreshed for q's unknown key (state thread). */
+static void
+auth_resumed(struct gw_state_wait *w)
+{
+    struct req *q = CM_CONTAINER_OF(w, struct req, wait);
+
+    if (q->in_headers) {
+        (void)put_headers(q);
+    } else {
+        dispatch(q);
+    }
+}
+
 static void
 front_request(void *arg, struct cm_http_req *r)
 {
     struct gw_front *f = arg;
-    struct gw_snap *s = NULL;
-    const struct gw_tenant *t = NULL;
     enum route rt;
     enum req_kind kind;
     struct req *q;
@@ -475,37 +565,7 @@ front_request(void *arg, struct cm_http_req *r)
         gw_req_fail(q, 503, "unavailable", "gateway is shutting down");
         return;
     }
-    if (authenticate(q, &s, &t) != 0) {
-        return;
-    }
-    if (rt == R_LIST) {
-        gw_snap_unref(s);
-        gw_obj_list(q);
-        return;
-    }
-    if (parse_key(q) != 0) {
-        gw_snap_unref(s);
-        return;
-    }
-    switch (kind) {
-    case REQ_GET:
-    case REQ_HEAD:
-        gw_snap_unref(s);
-        gw_obj_get(q);
-        break;
-    case REQ_PUT:
-        gw_obj_put(q, s, t);
-        gw_snap_unref(s);
-        break;
-    case REQ_DELETE:
-        gw_snap_unref(s);
-        gw_obj_delete(q);
-        break;
-    default:
-        gw_snap_unref(s);
-        gw_req_fail(q, 405, "method_not_allowed", "method not allowed on this path");
-        break;
-    }
+    dispatch(q);
 }
 
 const struct cm_http_handlers gw_front_handlers = {

@@ -19,9 +19,8 @@
 #include "gw_commit.h"
 #include "gw_front.h"
 #include "gw_parse.h"
+#include "gw_state.h"
 
-struct gw_snap;
-struct gw_tenant;
 struct gw_grace_bucket;
 
 /* The HTTP request kinds (metrics label op=). */
@@ -33,7 +32,10 @@ struct req {
     char id[GW_REQID_MAX + 1];
     char method[8]; /* copied: r's strings die with the response */
     enum req_kind kind;
-    int async; /* suspended: counted in f->inflight */
+    int async;      /* suspended: counted in f->inflight */
+    int in_headers; /* a PUT before its body is read */
+    int refreshed;  /* its key was looked up again after a state refresh */
+    struct gw_state_wait wait;
     uint32_t tenant;
     uint64_t t0;
     uint64_t bytes;

@@ -156,8 +156,7 @@ gw_net_node_ids(struct gw_net *n, uint32_t *ids, size_t cap)
 }
 
 int
-gw_net_send(struct gw_net *n, uint32_t node, const struct gw_net_send *s,
-            struct gw_net_req **out)
+gw_net_send(struct gw_net *n, uint32_t node, const struct gw_net_send *s, struct gw_net_req **out)
 {
     struct gw_conn *c = conn_find(n, node);
     if (!usable(c, cm_now_ns())) {

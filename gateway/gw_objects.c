@@ -357,9 +357,9 @@ gw_obj_list(struct req *q)
     root = json_object();
     text = NULL;
     if (root != NULL && json_object_set_new(root, "objects", o.arr) == 0 &&
-        json_object_set_new(root, "next", more && o.last != NULL
-                                              ? json_stringn(o.last, o.last_len)
-                                              : json_null()) == 0) {
+        json_object_set_new(root, "next",
+                            more && o.last != NULL ? json_stringn(o.last, o.last_len)
+                                                   : json_null()) == 0) {
         text = json_dumps(root, JSON_COMPACT);
     } else if (root == NULL) {
         json_decref(o.arr);
@@ -371,4 +371,3 @@ gw_obj_list(struct req *q)
     }
     gw_req_reply(q, 200, "application/json", text, strlen(text), CM_HTTP_FREE);
 }
-
