@@ -193,31 +193,28 @@ commit_done(struct gw_commit_op *op)
 {
     struct req *q = CM_CONTAINER_OF(op, struct req, commit);
     struct gw_front *f = q->f;
+    struct gw_layout old = op->old; /* op is freed with q, once q is answered */
+    int retire_old = op->rc == 0 && op->had_old;
 
-    if (op->kind == COMMIT_DELETE) {
-        if (op->rc == 0) {
-            gw_req_reply(q, 204, NULL, NULL, 0, CM_HTTP_STATIC);
-            retire(f, &op->old);
-        } else if (op->rc == CM_E_NOTFOUND) {
-            gw_req_fail(q, 404, "not_found", "no such object");
+    if (op->kind == COMMIT_DELETE && op->rc == 0) {
+        gw_req_reply(q, 204, NULL, NULL, 0, CM_HTTP_STATIC);
+    } else if (op->kind == COMMIT_DELETE && op->rc == CM_E_NOTFOUND) {
+        gw_req_fail(q, 404, "not_found", "no such object");
+    } else if (op->rc == 0) {
+        gw_req_etag_version(q, &op->lay);
+        gw_req_reply(q, 201, NULL, NULL, 0, CM_HTTP_STATIC);
+    } else {
+        if (op->kind == COMMIT_PUT) {
+            gw_engine_delete(f->engine, &op->lay, 0);
+        }
+        if (op->rc == GW_COMMIT_TENANT_GONE) {
+            gw_req_fail(q, 401, "unauthorized", "tenant was deleted");
         } else {
             gw_req_fail_status(q, op->rc);
         }
-        return;
     }
-    if (op->rc == 0) {
-        gw_req_etag_version(q, &op->lay);
-        gw_req_reply(q, 201, NULL, NULL, 0, CM_HTTP_STATIC);
-        if (op->had_old) {
-            retire(f, &op->old);
-        }
-        return;
-    }
-    gw_engine_delete(f->engine, &op->lay, 0);
-    if (op->rc == GW_COMMIT_TENANT_GONE) {
-        gw_req_fail(q, 401, "unauthorized", "tenant was deleted");
-    } else {
-        gw_req_fail_status(q, op->rc);
+    if (retire_old) {
+        retire(f, &old);
     }
 }
 
