@@ -238,17 +238,6 @@ gw_conn_health(struct gw_conn *c)
 }
 
 static void
-conn_mark_down(struct gw_conn *c)
-{
-    uint64_t now = cm_now_ns();
-    c->h.healthy = 0;
-    c->h.suspect_until = now + (uint64_t)GW_SUSPECT_MS * 1000000u;
-    if (c->h.down_since == 0) {
-        c->h.down_since = now;
-    }
-}
-
-static void
 conn_close_socket(struct gw_conn *c)
 {
     if (c->rev) {
@@ -291,8 +280,12 @@ gw_conn_fail(struct gw_conn *c, int err)
         CM_WARN("gateway conn down node=%u addr=%s err=%s", c->h.id, c->h.addr, cm_errname(err));
     }
     conn_close_socket(c);
-    conn_mark_down(c);
     uint64_t now = cm_now_ns();
+    c->h.healthy = 0; /* suspect: unusable until a reconnect answers and the time is up */
+    c->h.suspect_until = now + (uint64_t)GW_SUSPECT_MS * 1000000u;
+    if (c->h.down_since == 0) {
+        c->h.down_since = now;
+    }
     c->next_connect = now + (uint64_t)c->backoff_ms * 1000000u;
     c->backoff_ms = c->backoff_ms * 2 > GW_BACKOFF_MAX_MS ? GW_BACKOFF_MAX_MS : c->backoff_ms * 2;
     conn_fail_all(c, err);
