@@ -15,10 +15,11 @@
  * flushed with writev once per loop turn, from the write event activated
  * by hand; the socket joins epoll for writing only when it pushes back.
  *
- * Read state: waiting for a header (have_hdr = 0), or for the payload of
- * `hdr` (have_hdr = 1): discarding (skip > 0, oversized) or filling dst.
+ * Frames are read by the shared reader (cm_frame): the node only picks
+ * each payload's buffer and says what a frame that fails a check does.
  * Invariant: open conns are in their list; outstanding = frames delivered
- * minus answers sent; ibuf[ibeg, iend) is received, unparsed input.
+ * minus answers sent; ibuf[ibeg, iend) is received input not yet fed to
+ * the reader (kept while paused).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,6 +38,7 @@
 #include "cm_buf.h"
 #include "cm_ec.h"
 #include "cm_err.h"
+#include "cm_frame.h"
 #include "cm_log.h"
 #include "fns_arena.h"
 #include "fns_conn.h"
@@ -59,12 +61,11 @@ struct fns_conn {
     unsigned refs;
     uint32_t max_payload;
     size_t outstanding;
-    int closed, eof, paused, stop_reading, have_hdr;
-    uint32_t skip; /* payload bytes still to discard */
-    uint8_t *dst;  /* payload being filled (have_hdr, skip == 0, data_len > 0) */
-    uint32_t got;  /* bytes of dst filled */
-    int lowat;     /* SO_RCVLOWAT set on fd (0: the default, 1) */
-    struct cm_wire_hdr hdr;
+    int closed, eof, paused, stop_reading;
+    int toobig;   /* the frame being read is over max_payload: skipped */
+    uint8_t *dst; /* its payload buffer (owned until delivered), or NULL */
+    int lowat;  /* SO_RCVLOWAT set on fd (0: the default, 1) */
+    struct cm_frame rd;
     size_t ibeg, iend;
     uint8_t *ibuf;
     char peer[64];
@@ -143,118 +144,94 @@ fns_conn_maybe_finish(struct fns_conn *c)
 static void
 fns_conn_check_truncated(struct fns_conn *c)
 {
+    int rc;
+
     if (!c->closed && c->eof && !c->paused && !c->stop_reading &&
-        (c->have_hdr || c->iend > c->ibeg)) {
-        fns_conn_bad_frame(c, CM_E_PROTO, "truncated");
-    }
-}
-
-static void
-fns_conn_deliver(struct fns_conn *c, uint8_t *payload, int status)
-{
-    struct cm_wire_hdr h = c->hdr;
-
-    c->have_hdr = 0;
-    c->outstanding++;
-    c->ops->frame(c->arg, c, &h, payload, status);
-}
-
-/* The payload buffer is complete: check it and hand it over. */
-static void
-fns_conn_payload_done(struct fns_conn *c)
-{
-    uint8_t *p = c->dst;
-
-    c->dst = NULL;
-    if (cm_crc32c(0, p, c->hdr.data_len) != c->hdr.data_crc) {
-        fns_arena_free(p);
-        fns_conn_deliver(c, NULL, CM_E_CRC);
-    } else {
-        fns_conn_deliver(c, p, 0);
+        (rc = cm_frame_eof(&c->rd)) != 0) {
+        fns_conn_bad_frame(c, rc, cm_frame_why_name(c->rd.why));
     }
 }
 
 /*
  * The buffer for a payload of len bytes plus the chunk trailer's room, so a
  * PUT keeps it as chunk memory. A PUT's comes from the arena (fresh memory
- * is slow to fault in; the arena packs chunks into huge-page segments);
+ * is slow to fault in; the arena packs chunks into huge-page slabs);
  * others are malloc'd (huge pages when big), as the frame contract says.
  */
 static uint8_t *
-fns_conn_payload_alloc(struct fns_conn *c, uint32_t len)
+fns_conn_payload_alloc(struct fns_conn *c, const struct cm_wire_hdr *h)
 {
-    size_t n = (size_t)len + FNS_CHUNK_TAIL;
+    size_t n = (size_t)h->data_len + FNS_CHUNK_TAIL;
 
-    if (c->hdr.op == CM_OP_PUT) {
+    if (h->op == CM_OP_PUT) {
         return fns_arena_alloc(c->list->arena, n);
     }
     return cm_malloc_big(n);
 }
 
-/* Parses a header from the input buffer; 0, or nonzero when c was closed. */
+/* A checked header: picks where its payload goes. 0, or nonzero when c
+ * was closed. */
 static int
-fns_conn_take_header(struct fns_conn *c)
+fns_conn_on_header(struct fns_conn *c)
 {
-    int rc = cm_wire_decode_hdr(c->ibuf + c->ibeg, CM_WIRE_HDR_LEN, CM_WIRE_MAX_DATA, &c->hdr);
+    const struct cm_wire_hdr *h = &c->rd.hdr;
 
-    if (rc != 0) {
-        fns_conn_bad_frame(c, rc, "header");
-        return rc;
+    c->toobig = h->data_len > c->max_payload;
+    if (c->toobig || h->data_len == 0) {
+        return 0;
     }
-    c->ibeg += CM_WIRE_HDR_LEN;
-    c->have_hdr = 1;
-    c->got = 0;
-    c->skip = c->hdr.data_len > c->max_payload ? c->hdr.data_len : 0;
-    if (c->skip == 0 && c->hdr.data_len > 0) {
-        c->dst = fns_conn_payload_alloc(c, c->hdr.data_len);
-        if (c->dst == NULL) {
-            fns_conn_bad_frame(c, -ENOMEM, "alloc");
-            return -ENOMEM;
-        }
+    c->dst = fns_conn_payload_alloc(c, h);
+    if (c->dst == NULL) {
+        fns_conn_bad_frame(c, -ENOMEM, "alloc");
+        return -ENOMEM;
     }
+    cm_frame_payload_to(&c->rd, c->dst);
     return 0;
 }
 
-/* Parses every complete frame in the input buffer, unless paused or closed;
- * a payload's first bytes move into its buffer. */
+/* A whole frame: hands it over, its payload (when it has one and its CRC
+ * matched) with it. */
+static void
+fns_conn_deliver(struct fns_conn *c)
+{
+    struct cm_wire_hdr h = c->rd.hdr;
+    uint8_t *p = c->dst;
+    int status = c->toobig ? CM_E_TOOBIG : c->rd.status;
+
+    c->dst = NULL;
+    if (status != 0) {
+        fns_arena_free(p);
+        p = NULL;
+    }
+    c->outstanding++;
+    c->ops->frame(c->arg, c, &h, p, status);
+}
+
+/* Feeds the input buffer to the reader and delivers every whole frame,
+ * unless paused or closed. */
 static void
 fns_conn_process(struct fns_conn *c)
 {
     fns_conn_ref(c);
     while (!c->closed && !c->paused && !c->stop_reading) {
-        size_t avail = c->iend - c->ibeg;
+        size_t used;
+        int ev = cm_frame_feed(&c->rd, c->ibuf + c->ibeg, c->iend - c->ibeg, &used);
 
-        if (!c->have_hdr) {
-            if (avail < CM_WIRE_HDR_LEN || fns_conn_take_header(c) != 0) {
+        c->ibeg += used;
+        if (ev < 0) {
+            fns_conn_bad_frame(c, ev, cm_frame_why_name(c->rd.why));
+            break;
+        }
+        if (ev == CM_FRAME_MORE) {
+            break;
+        }
+        if (ev == CM_FRAME_HEADER) {
+            if (fns_conn_on_header(c) != 0) {
                 break;
             }
             continue;
         }
-        if (c->skip > 0) {
-            size_t n = avail < c->skip ? avail : c->skip;
-
-            c->ibeg += n;
-            c->skip -= (uint32_t)n;
-            if (c->skip > 0) {
-                break;
-            }
-            fns_conn_deliver(c, NULL, CM_E_TOOBIG);
-        } else if (c->hdr.data_len == 0) {
-            fns_conn_deliver(c, NULL, 0);
-        } else {
-            size_t n = c->hdr.data_len - c->got;
-
-            if (n > avail) {
-                n = avail;
-            }
-            memcpy(c->dst + c->got, c->ibuf + c->ibeg, n);
-            c->ibeg += n;
-            c->got += (uint32_t)n;
-            if (c->got < c->hdr.data_len) {
-                break;
-            }
-            fns_conn_payload_done(c);
-        }
+        fns_conn_deliver(c);
         if (!c->closed && evbuffer_get_length(c->out) > FNS_CONN_OUT_HIGH) {
             c->paused = 1;
             event_del(c->rev);
@@ -282,9 +259,10 @@ fns_conn_on_eof(struct fns_conn *c)
 static void
 fns_conn_set_lowat(struct fns_conn *c)
 {
-    uint32_t left = c->dst != NULL ? c->hdr.data_len - c->got : 0;
+    size_t left;
     int want = 0;
 
+    (void)cm_frame_room(&c->rd, &left);
     if (left >= FNS_CONN_LOWAT_MIN && c->ibeg == c->iend && !c->paused) {
         want = (int)(left < FNS_CONN_LOWAT_MAX ? left : FNS_CONN_LOWAT_MAX);
     }
@@ -301,13 +279,13 @@ fns_conn_set_lowat(struct fns_conn *c)
 static ssize_t
 fns_conn_read_once(struct fns_conn *c, size_t *asked)
 {
+    uint8_t *room = cm_frame_room(&c->rd, asked);
     ssize_t got;
 
-    if (c->dst != NULL && c->ibeg == c->iend) {
-        *asked = c->hdr.data_len - c->got;
-        got = read(c->fd, c->dst + c->got, *asked);
+    if (room != NULL && c->ibeg == c->iend) {
+        got = read(c->fd, room, *asked);
         if (got > 0) {
-            c->got += (uint32_t)got;
+            cm_frame_wrote(&c->rd, (size_t)got);
         }
     } else {
         if (c->ibeg > 0) {
@@ -349,10 +327,7 @@ fns_conn_on_read(evutil_socket_t fd, short what, void *arg)
             fns_conn_on_eof(c);
             break;
         }
-        if (c->dst != NULL && c->got == c->hdr.data_len && c->ibeg == c->iend) {
-            fns_conn_payload_done(c); /* filled by a direct read */
-        }
-        fns_conn_process(c);
+        fns_conn_process(c); /* also ends a payload filled by a direct read */
         if ((size_t)got < asked) {
             break; /* the socket is drained */
         }
@@ -477,6 +452,7 @@ fns_conn_create(struct fns_loop *l, int fd, uint32_t max_payload, const struct f
     c->ops = ops;
     c->arg = arg;
     c->list = list;
+    cm_frame_init(&c->rd, CM_WIRE_MAX_DATA, CM_FRAME_ANY);
     c->refs = 1;
     c->max_payload = max_payload;
     c->next = list->head;

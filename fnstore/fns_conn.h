@@ -2,7 +2,7 @@
  * fns_conn.h - one client connection of the wire protocol: framing,
  * checks and buffered I/O (libevent events, hidden here).
  *
- *   socket ─▶ input ─▶ [64-byte header: cm_wire_decode_hdr] ─▶ [payload, CRC32C]
+ *   socket ─▶ input ─▶ cm_frame: [64-byte header, checked] ─▶ [payload, CRC32C]
  *                         │ bad header / truncated: log, close      │
  *                         ▼                                         ▼
  *                      closed(err)                         frame(h, payload, status)

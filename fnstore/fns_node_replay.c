@@ -8,9 +8,11 @@
  * Threads: runs in fns_node_create, before the loop and the COS workers have
  * anything to do; its COS calls are synchronous.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cm_buf.h"
 #include "cm_cos.h"
@@ -19,6 +21,9 @@
 #include "fns_cos.h"
 #include "fns_node_impl.h"
 #include "fns_pack.h"
+
+/* Listings of this node's segments tried at start (one a second) before it gives up. */
+#define FNS_REPLAY_LIST_TRIES 60
 
 struct seg_list {
     uint32_t node;
@@ -115,7 +120,20 @@ fns_node_replay(struct fns_node *n)
     int rc;
 
     snprintf(prefix, sizeof(prefix), "seg/n%u/", n->cfg.id);
-    rc = cm_cos_list(n->cos, prefix, fns_node_seg_found, &l);
+    /* A COS that is down or restarting while the node starts is waited for
+     * (the backend already retried each call): the node must not come up
+     * without the index of its packed chunks, nor give up on an outage. */
+    for (int attempt = 1;; attempt++) {
+        l.n = 0;
+        rc = cm_cos_list(n->cos, prefix, fns_node_seg_found, &l);
+        if (rc == 0 || rc == CM_E_NOTFOUND || rc == CM_E_BADARG || rc == -EACCES ||
+            attempt >= FNS_REPLAY_LIST_TRIES) {
+            break;
+        }
+        CM_WARN("cos segments not listable yet, waiting prefix=%s attempt=%d err=%s", prefix,
+                attempt, cm_errname(rc));
+        sleep(1);
+    }
     if (rc != 0 && rc != CM_E_NOTFOUND) {
         CM_ERROR("cannot list cos segments prefix=%s err=%s", prefix, cm_errname(rc));
         free(l.seqs);

@@ -1,6 +1,7 @@
 /*
  * gw_front.h - the tenant-facing HTTP API of the gateway (private to
- * gateway/): routing, auth, the object handlers and the group committer.
+ * gateway/): routing, auth and the object handlers. It starts the
+ * committer (gw_commit.c), which answers PUT and DELETE.
  *
  * Threads: the handlers run on cm_http threads; engine callbacks on the
  * engine thread; one committer thread owns every metadata write. See
@@ -24,7 +25,8 @@ struct gw_front_cfg {
     int delete_delay_ms;      /* extra wait before deleting an old version's chunks */
 };
 
-/* meta is borrowed and must outlive the front. Starts the committer. */
+/* meta is borrowed and must outlive the front. Starts the committer. The
+ * only allocations that end the process are the start-up's. */
 int gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_front **out);
 /* The engine's on_layout callback; arg is the front. */
 void gw_front_on_layout(void *arg, const struct gw_layout *layout);

@@ -12,6 +12,7 @@
  */
 #include "gw_grace.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -39,9 +40,11 @@ struct gw_grace {
 static struct gw_grace_bucket *
 bucket_new(void)
 {
-    struct gw_grace_bucket *b = cm_calloc(1, sizeof(*b));
+    struct gw_grace_bucket *b = calloc(1, sizeof(*b));
 
-    b->acts_tail = &b->acts;
+    if (b != NULL) {
+        b->acts_tail = &b->acts;
+    }
     return b;
 }
 
@@ -51,7 +54,8 @@ gw_grace_create(void)
     struct gw_grace *g = cm_calloc(1, sizeof(*g));
 
     pthread_mutex_init(&g->mu, NULL);
-    g->head = g->tail = bucket_new();
+    g->head = g->tail = cm_calloc(1, sizeof(*g->head)); /* start-up: may abort */
+    g->head->acts_tail = &g->head->acts;
     return g;
 }
 
@@ -126,33 +130,43 @@ gw_grace_exit(struct gw_grace *g, struct gw_grace_bucket *ticket)
     }
 }
 
-void
+int
 gw_grace_defer(struct gw_grace *g, void (*fn)(void *arg), void *arg)
 {
-    struct gw_grace_bucket *b;
+    struct gw_grace_bucket *b, *nb = NULL;
     struct act *a;
 
     pthread_mutex_lock(&g->mu);
     if (g->readers == 0) {
         pthread_mutex_unlock(&g->mu);
         fn(arg);
-        return;
+        return 0;
     }
-    a = cm_malloc(sizeof(*a));
+    a = malloc(sizeof(*a));
+    if (a != NULL && !(g->tail->readers == 0 && g->closed != NULL) &&
+        (nb = bucket_new()) == NULL) {
+        free(a);
+        a = NULL;
+    }
+    if (a == NULL) {
+        pthread_mutex_unlock(&g->mu);
+        return -ENOMEM;
+    }
     a->next = NULL;
     a->fn = fn;
     a->arg = arg;
-    if (g->tail->readers == 0 && g->closed != NULL) {
+    if (nb == NULL) {
         b = g->closed; /* nobody entered since it closed */
     } else {
         b = g->tail;
         g->closed = b;
-        g->tail = b->next = bucket_new();
+        g->tail = b->next = nb;
     }
     *b->acts_tail = a;
     b->acts_tail = &a->next;
     g->waiting++;
     pthread_mutex_unlock(&g->mu);
+    return 0;
 }
 
 void

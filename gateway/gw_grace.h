@@ -27,8 +27,9 @@ size_t gw_grace_destroy(struct gw_grace *g);
 struct gw_grace_bucket *gw_grace_enter(struct gw_grace *g);
 /* May run deferred actions before it returns. */
 void gw_grace_exit(struct gw_grace *g, struct gw_grace_bucket *ticket);
-/* Runs fn(arg) once the readers in now are gone. */
-void gw_grace_defer(struct gw_grace *g, void (*fn)(void *arg), void *arg);
+/* Runs fn(arg) once the readers in now are gone: 0; or -ENOMEM, and fn
+ * will not run. */
+int gw_grace_defer(struct gw_grace *g, void (*fn)(void *arg), void *arg);
 /* Readers in, and actions waiting (for metrics and tests). */
 void gw_grace_counts(struct gw_grace *g, size_t *readers, size_t *waiting);
 

@@ -1,9 +1,12 @@
 /*
  * gw_net.h - the engine's event loop and wire client (private to gateway/;
- * the only gateway module that sees libevent).
+ * the only gateway interface behind which libevent lives).
  *
  *   any thread ──gw_net_post──▶ queue ──▶ loop thread: timers, one
  *                                         pipelined connection per node
+ *
+ * Built from gw_loop.c (thread, posts, timers), gw_nodes.c (the node
+ * directory and health) and gw_conn.c (one node's connection).
  *
  * Threads: gw_net_create/destroy and gw_net_post from any thread; every
  * other function only on the loop thread (inside a posted function, a
@@ -48,9 +51,32 @@ struct gw_net_send {
 /* One record of a node's PERSISTED notice; node is the sender's id. */
 typedef void (*gw_net_note_fn)(void *arg, uint32_t node, const struct cm_wire_note *note);
 
+/*
+ * One answered request's round trip, for a latency-aware choice of the
+ * node to read from. rtt_ns (monotonic) runs from the request entering its
+ * connection's output (after any wait for the connection's byte cap) to
+ * its whole answer having been read: the network both ways, the node's
+ * queueing and service, and the loop's own delays.
+ */
+struct gw_net_rtt {
+    uint32_t node;
+    uint8_t op;          /* the request's wire op (CM_OP_GET, ...) */
+    int32_t status;      /* what done gets, or else the node's status (CM_E_BUSY, ...) */
+    uint32_t sent_bytes; /* request payload */
+    uint32_t got_bytes;  /* answer payload */
+    uint64_t rtt_ns;
+    void *arg;           /* the request's done arg (NULL: the connection's own PING) */
+};
+typedef void (*gw_net_rtt_fn)(void *arg, const struct gw_net_rtt *sample);
+
 int gw_net_create(int io_timeout_ms, struct gw_net **out);
 /* Where PERSISTED notices go (default: dropped). Set before gw_net_set_nodes. */
 void gw_net_set_note_handler(struct gw_net *n, gw_net_note_fn fn, void *arg);
+/* Where round-trip samples go (default: nowhere, and no clock is read for
+ * them): one per request a node answered, just before its done runs;
+ * sample borrowed for the call. Not for requests that failed on the
+ * connection, timed out or were cancelled. Set before gw_net_set_nodes. */
+void gw_net_set_rtt_handler(struct gw_net *n, gw_net_rtt_fn fn, void *arg);
 /* Runs fin(arg) on the loop thread, stops the loop, joins it, closes
  * every connection (failing nothing: fin is expected to cancel). */
 void gw_net_destroy(struct gw_net *n, gw_net_fn fin, void *arg);

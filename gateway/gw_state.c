@@ -7,6 +7,13 @@
  * of tenants that disappeared. Readers take a reference under st->mu and
  * drop it with an atomic decrement; the last reference frees.
  *
+ * Refreshes: a request whose key is unknown waits for a poll that begins
+ * after it asked (gw_state_refresh). Such polls come at most every
+ * REFRESH_GAP_MS and give up after REFRESH_TIMEOUT_MS; only this thread
+ * polls, so one is in flight at most. Once a poll failed, requests do not
+ * wait until one succeeds again: with the controller down, unknown keys
+ * are refused at once instead of each costing a timeout.
+ *
  * Invariants: st->cur is never NULL. A purge runs only on a state fresh
  * from the controller whose epoch is not older than any seen before (a
  * controller that lost its data would otherwise erase every tenant).
@@ -14,6 +21,7 @@
 #include "gw_state.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,6 +42,8 @@
 #define MAX_PARTITIONS 65536
 #define MAX_ROW 1024
 #define PURGE_BATCH 256
+#define REFRESH_GAP_MS 200     /* between the starts of polls asked by requests */
+#define REFRESH_TIMEOUT_MS 500 /* a poll someone waits for */
 
 struct gw_snap_hash {
     char hex[65];
@@ -48,11 +58,13 @@ struct gw_state {
     struct gw_meta *meta;
     struct gw_engine *engine;
 
-    pthread_mutex_t mu; /* guards cur, stop, stats */
-    pthread_cond_t cv;
+    pthread_mutex_t mu; /* guards cur, stop, running, stats, the waiters */
+    pthread_cond_t cv;  /* CLOCK_MONOTONIC */
     struct gw_snap *cur;
     int stop;
+    int running; /* the thread polls: refreshes can be had */
     int started;
+    struct gw_state_wait *waiting, **waiting_tail; /* asked since the last poll began */
     pthread_t thread;
     struct gw_state_stats stats;
 
@@ -497,19 +509,21 @@ build_url(struct gw_state *st)
     }
 }
 
-static void
-poll_once(struct gw_state *st)
+/* One poll with timeout_ms. Returns the new snapshot (a reference) when
+ * the objects of deleted tenants are to be purged by it, else NULL. */
+static struct gw_snap *
+poll_once(struct gw_state *st, int timeout_ms)
 {
     struct cm_httpc_resp resp = {0};
-    struct gw_snap *s;
+    struct gw_snap *s, *purge = NULL;
     const char *why = NULL;
     int rc, up = 0;
 
     if (!st->have_token && st->cfg.token_file != NULL) {
         st->have_token = cm_token_load(st->cfg.token_file, 0, st->token, sizeof(st->token)) == 0;
     }
-    rc = cm_httpc_request("GET", st->url, st->have_token ? st->token : NULL, NULL,
-                          st->cfg.timeout_ms, &resp);
+    rc = cm_httpc_request("GET", st->url, st->have_token ? st->token : NULL, NULL, timeout_ms,
+                          &resp);
     if (rc != 0 || resp.status != 200) {
         if (rc == 0 && resp.status == 401) {
             st->have_token = 0; /* the token file may have been rewritten */
@@ -545,7 +559,8 @@ poll_once(struct gw_state *st)
                 (unsigned long long)s->epoch, (unsigned long long)st->max_epoch);
     } else {
         st->max_epoch = s->epoch;
-        purge_gone(st, s);
+        gw_snap_ref(s);
+        purge = s;
     }
 out:
     pthread_mutex_lock(&st->mu);
@@ -557,6 +572,52 @@ out:
     }
     pthread_mutex_unlock(&st->mu);
     cm_httpc_resp_fini(&resp);
+    return purge;
+}
+
+/* Lets the requests in list go on (each runs against the current state). */
+static void
+wake_waiters(struct gw_state_wait *list)
+{
+    while (list != NULL) {
+        struct gw_state_wait *w = list;
+
+        list = w->next; /* w may be gone once its fn ran */
+        w->fn(w);
+    }
+}
+
+/* Under st->mu: the waiters asked so far, off the list. */
+static struct gw_state_wait *
+take_waiters_locked(struct gw_state *st)
+{
+    struct gw_state_wait *list = st->waiting;
+
+    st->waiting = NULL;
+    st->waiting_tail = &st->waiting;
+    return list;
+}
+
+/* Under st->mu: until stopped, the periodic poll is due (poll_ms after the
+ * last ended), or a refresh is asked and REFRESH_GAP_MS have passed since
+ * the last poll began. */
+static void
+wait_next_poll_locked(struct gw_state *st, uint64_t began)
+{
+    uint64_t periodic = cm_now_ns() + (uint64_t)st->cfg.poll_ms * 1000000u;
+    uint64_t refresh = began + (uint64_t)REFRESH_GAP_MS * 1000000u;
+
+    while (!st->stop) {
+        uint64_t now = cm_now_ns();
+        uint64_t until = st->waiting != NULL && refresh < periodic ? refresh : periodic;
+        struct timespec ts;
+
+        if (now >= until) {
+            break;
+        }
+        ts = cm_deadline(CLOCK_MONOTONIC, until - now);
+        (void)pthread_cond_timedwait(&st->cv, &st->mu, &ts);
+    }
 }
 
 static void *
@@ -564,23 +625,56 @@ state_main(void *arg)
 {
     struct gw_state *st = arg;
 
-    for (;;) {
-        struct timespec ts;
-        poll_once(st);
-        ts = cm_deadline(CLOCK_REALTIME, (uint64_t)st->cfg.poll_ms * 1000000u);
-        pthread_mutex_lock(&st->mu);
-        while (!st->stop) {
-            if (pthread_cond_timedwait(&st->cv, &st->mu, &ts) != 0) {
-                break;
-            }
-        }
-        if (st->stop) {
-            pthread_mutex_unlock(&st->mu);
-            break;
+    pthread_mutex_lock(&st->mu);
+    while (!st->stop) {
+        /* This poll begins after they asked: it is theirs. */
+        struct gw_state_wait *waiters = take_waiters_locked(st);
+        uint64_t began = cm_now_ns();
+        int timeout = st->cfg.timeout_ms;
+        struct gw_snap *purge;
+
+        if (waiters != NULL && timeout > REFRESH_TIMEOUT_MS) {
+            timeout = REFRESH_TIMEOUT_MS;
         }
         pthread_mutex_unlock(&st->mu);
+        purge = poll_once(st, timeout);
+        if (waiters != NULL) {
+            pthread_mutex_lock(&st->mu);
+            st->stats.refreshes++;
+            pthread_mutex_unlock(&st->mu);
+        }
+        wake_waiters(waiters);
+        if (purge != NULL) {
+            purge_gone(st, purge);
+            gw_snap_unref(purge);
+        }
+        pthread_mutex_lock(&st->mu);
+        wait_next_poll_locked(st, began);
     }
+    st->running = 0;
+    struct gw_state_wait *left = take_waiters_locked(st);
+    pthread_mutex_unlock(&st->mu);
+    wake_waiters(left); /* refused against the last state */
     return NULL;
+}
+
+int
+gw_state_refresh(struct gw_state *st, struct gw_state_wait *w)
+{
+    int rc = -EAGAIN;
+
+    pthread_mutex_lock(&st->mu);
+    /* Not once a poll failed (until one succeeds); before the first, yes. */
+    if (st->running &&
+        (st->stats.controller_up || st->stats.polls_ok + st->stats.polls_failed == 0)) {
+        w->next = NULL;
+        *st->waiting_tail = w;
+        st->waiting_tail = &w->next;
+        pthread_cond_signal(&st->cv);
+        rc = 0;
+    }
+    pthread_mutex_unlock(&st->mu);
+    return rc;
 }
 
 int
@@ -588,6 +682,7 @@ gw_state_create(const struct gw_state_cfg *cfg, struct gw_meta *meta, struct gw_
                 struct gw_state **out)
 {
     struct gw_state *st = cm_calloc(1, sizeof(*st));
+    pthread_condattr_t ca;
     char *json = NULL;
     size_t len = 0;
     int rc;
@@ -601,8 +696,12 @@ gw_state_create(const struct gw_state_cfg *cfg, struct gw_meta *meta, struct gw_
     }
     st->meta = meta;
     st->engine = e;
+    st->waiting_tail = &st->waiting;
     pthread_mutex_init(&st->mu, NULL);
-    pthread_cond_init(&st->cv, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&st->cv, &ca);
+    pthread_condattr_destroy(&ca);
     build_url(st);
     st->cur = gw_snap_empty();
     rc = gw_meta_state_load(meta, &json, &len);
@@ -630,9 +729,16 @@ gw_state_create(const struct gw_state_cfg *cfg, struct gw_meta *meta, struct gw_
 int
 gw_state_start(struct gw_state *st)
 {
-    int rc = pthread_create(&st->thread, NULL, state_main, st);
+    int rc;
 
+    pthread_mutex_lock(&st->mu);
+    st->running = 1;
+    pthread_mutex_unlock(&st->mu);
+    rc = pthread_create(&st->thread, NULL, state_main, st);
     if (rc != 0) {
+        pthread_mutex_lock(&st->mu);
+        st->running = 0;
+        pthread_mutex_unlock(&st->mu);
         return -rc;
     }
     st->started = 1;

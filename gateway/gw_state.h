@@ -6,6 +6,10 @@
  *        parse ─▶ new gw_snap ─▶ swap (mutex) ─▶ gw_engine_set_nodes,
  *        cache JSON in gw_meta, purge objects of tenants that disappeared
  *
+ * A request with a key the snapshot does not know may ask for one refresh
+ * (gw_state_refresh) before it is refused, so a key works as soon as the
+ * controller has created it.
+ *
  * A snapshot is immutable and reference counted: a request takes one
  * (gw_state_snap) and keeps using it even if a newer one is swapped in.
  * At start the last cached state is loaded from gw_meta, so the gateway
@@ -84,9 +88,25 @@ void gw_state_destroy(struct gw_state *st); /* stops the thread; NULL is a no-op
 /* The current snapshot, with a reference (shared; gw_snap_unref it). */
 struct gw_snap *gw_state_snap(struct gw_state *st);
 
+/* A request waiting for a refresh (caller's storage). */
+struct gw_state_wait {
+    void (*fn)(struct gw_state_wait *w); /* on the state thread */
+    struct gw_state_wait *next;          /* the state's */
+};
+/*
+ * Any thread. 0: w->fn runs once a poll that began after this call has
+ * ended (polls asked this way start at least 200 ms apart and wait at most
+ * 500 ms for the controller), or at stop; w is borrowed until then. w->fn
+ * may run before this call returns. -EAGAIN: no refresh to be had (the
+ * last poll failed and none succeeded since, or polling is stopped):
+ * answer at once.
+ */
+int gw_state_refresh(struct gw_state *st, struct gw_state_wait *w);
+
 struct gw_state_stats {
     uint64_t epoch;
     uint64_t polls_ok, polls_failed;
+    uint64_t refreshes; /* polls that requests with an unknown key waited for */
     uint64_t tenants_purged, objects_purged;
     int controller_up;
 };

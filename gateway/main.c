@@ -70,7 +70,8 @@ static const struct cm_opt opts[] = {
     CM_OPT_INT(T, persist_poll_ms, "200", 1, 600000, "how often unpersisted chunks are checked"),
     CM_OPT_INT(T, redrive_after_ms, "3000", 1, 3600000,
                "store an unpersisted chunk again after its holder is gone this long"),
-    CM_OPT_INT(T, state_poll_ms, "1000", 10, 600000, "controller state poll interval"),
+    CM_OPT_INT(T, state_poll_ms, "500", 10, 600000,
+               "controller state poll interval (a rotated-away key works at most this long)"),
     CM_OPT_INT(T, delete_delay_ms, "0", 0, 3600000,
                "extra wait before deleting a replaced or deleted version's chunks, after the "
                "GETs that may read them are answered"),

@@ -5,7 +5,10 @@
  * Request life:
  *   headers(r)  on an HTTP thread once the headers are in, before the body:
  *               return 0 to read the body, or respond now (e.g. 401, 411,
- *               413) and return 1. May be NULL.
+ *               413) and return 1. May be NULL. It may also call
+ *               cm_http_suspend(r) and return 0: no body is read until
+ *               some thread calls cm_http_proceed(r) (then request()
+ *               follows) or answers r (early, as if headers() had).
  *   request(r)  once the whole body is buffered: respond now, or call
  *               cm_http_suspend(r) and respond later from any thread.
  *   The request object lives until the response has been sent or the
@@ -66,6 +69,8 @@ void *cm_http_user(const struct cm_http_req *r);
 /* Adds a response header (copied). Before cm_http_respond*(). */
 void cm_http_add_header(struct cm_http_req *r, const char *name, const char *value);
 void cm_http_suspend(struct cm_http_req *r);
+/* Any thread, for a request suspended in headers(): read its body. */
+void cm_http_proceed(struct cm_http_req *r);
 
 enum cm_http_mem {
     CM_HTTP_COPY,   /* body copied */

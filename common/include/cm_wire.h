@@ -17,7 +17,7 @@
  * CM_OP_PERSISTED | CM_OP_RESPONSE with req_id 0, unasked, to a client that
  * sent PUTs flagged CM_WF_NOTIFY (see cm_wire_note). A peer that receives
  * a header failing any check closes the connection (nothing after a bad
- * header can be trusted).
+ * header can be trusted). cm_frame.h reads frames.
  */
 #ifndef CM_WIRE_H
 #define CM_WIRE_H
@@ -64,14 +64,6 @@ struct cm_wire_hdr {
 
 /* Fills out[CM_WIRE_HDR_LEN], setting magic, version and hdr_crc. */
 void cm_wire_encode_hdr(const struct cm_wire_hdr *h, uint8_t *out);
-
-/*
- * Parses and checks one header from buf[len]: -EAGAIN if len < HDR_LEN;
- * CM_E_PROTO for bad magic, version, reserved bits, unknown op, or
- * data_len > max_data; CM_E_CRC for a bad hdr_crc. 0 on success.
- */
-int cm_wire_decode_hdr(const uint8_t *buf, size_t len, uint32_t max_data,
-                       struct cm_wire_hdr *out);
 
 /* One record of a CM_OP_PERSISTED payload: 16 bytes, little-endian
  * u32 tenant, u32 index, u64 object (obj_version is always 0 on the wire). */

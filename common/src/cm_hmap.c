@@ -34,11 +34,10 @@ static void
 hmap_grow(struct cm_hmap *m)
 {
     size_t oldn = m->mask + 1;
-    struct cm_hnode **old = m->b;
-    struct cm_hnode **b = calloc(2 * oldn, sizeof(*m->b));
+    struct cm_hnode **old = m->b, **b = calloc(2 * oldn, sizeof(*b));
 
     if (b == NULL) {
-        return;
+        return; /* out of memory: the table works on, with longer chains */
     }
     m->b = b;
     m->mask = 2 * oldn - 1;

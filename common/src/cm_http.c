@@ -2,7 +2,8 @@
  * cm_http.c - HTTP/1.1 server over libmicrohttpd (the only file that
  * includes <microhttpd.h>).
  *
- *   MHD thread:  call 1 (headers)  -> headers() may answer early
+ *   MHD thread:  call 1 (headers)  -> headers() may answer early, or
+ *                                     suspend until cm_http_proceed/respond
  *                call 2..n (body)  -> appended to r->body (bounded)
  *                last call         -> request(): respond, or suspend
  *   any thread:  cm_http_respond() -> stores the response, resumes
@@ -15,7 +16,7 @@
  * exactly what the client sent (a %00 or %2F in a key matters); query
  * values are decoded here on demand.
  *
- * Invariant: r->lock guards the answer, in_handler, suspend_wanted, suspended; a
+ * Invariant: r->lock guards the answer, suspend_wanted, suspended, held; a
  * suspended request is never freed by MHD (it is not polled), so the thread
  * that responds owns the only live reference until it resumes it.
  */
@@ -76,11 +77,11 @@ struct cm_http_req {
     size_t body_room;   /* cm_http_reserve_body() */
     int dispatched;     /* request() has been called */
     int early;          /* answered before the body was read */
+    int held;           /* suspended by headers(): no body read yet */
     void *user;
     struct cm_http_kv *query_cache; /* decoded query values handed out */
 
     pthread_mutex_t lock;
-    int in_handler;
     int suspend_wanted;
     int suspended;
 
@@ -254,25 +255,13 @@ answer_early(struct cm_http_req *r)
     return has_body ? queue_stored(r) : MHD_YES;
 }
 
+/* After headers() let the request go on: room for its body. */
 static enum MHD_Result
-http_first_call(struct cm_http_server *s, struct MHD_Connection *c, const char *url,
-                const char *method, void **con_cls)
+accept_body(struct cm_http_req *r)
 {
-    struct cm_http_req *r;
+    struct cm_http_server *s = r->srv;
     uint64_t cl;
 
-    r = cm_calloc(1, sizeof(*r));
-    r->srv = s;
-    r->conn = c;
-    r->method = method;
-    r->path = url;
-    pthread_mutex_init(&r->lock, NULL);
-    *con_cls = r;
-    atomic_fetch_add(&s->active, 1);
-
-    if (s->h.headers != NULL && s->h.headers(s->arg, r) != 0) {
-        return answer_early(r);
-    }
     if (cm_http_content_length(r, &cl) == 0) {
         if (cl > s->max_body) {
             respond_error(r, 413, "too_large", "request body too large");
@@ -290,6 +279,43 @@ http_first_call(struct cm_http_server *s, struct MHD_Connection *c, const char *
         }
     }
     return MHD_YES;
+}
+
+static enum MHD_Result
+http_first_call(struct cm_http_server *s, struct MHD_Connection *c, const char *url,
+                const char *method, void **con_cls)
+{
+    struct cm_http_req *r;
+    int early;
+
+    r = cm_calloc(1, sizeof(*r));
+    r->srv = s;
+    r->conn = c;
+    r->method = method;
+    r->path = url;
+    pthread_mutex_init(&r->lock, NULL);
+    *con_cls = r;
+    atomic_fetch_add(&s->active, 1);
+
+    if (s->h.headers == NULL) {
+        return accept_body(r);
+    }
+    early = s->h.headers(s->arg, r);
+    pthread_mutex_lock(&r->lock);
+    early = early || r->answered; /* answered from another thread meanwhile */
+    if (!early && r->suspend_wanted) {
+        /* No body is read until cm_http_proceed; libmicrohttpd calls again
+         * (as a first call) once resumed. */
+        r->suspend_wanted = 0;
+        r->suspended = 1;
+        r->held = 1;
+        MHD_suspend_connection(c);
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (early) {
+        return answer_early(r);
+    }
+    return r->held ? MHD_YES : accept_body(r);
 }
 
 static int
@@ -319,14 +345,9 @@ http_dispatch(struct cm_http_req *r)
     int suspend = 0;
 
     r->dispatched = 1;
-    pthread_mutex_lock(&r->lock);
-    r->in_handler = 1;
-    pthread_mutex_unlock(&r->lock);
-
     s->h.request(s->arg, r);
 
     pthread_mutex_lock(&r->lock);
-    r->in_handler = 0;
     if (!r->answered && r->suspend_wanted) {
         r->suspended = 1;
         MHD_suspend_connection(r->conn);
@@ -354,6 +375,16 @@ http_access(void *cls, struct MHD_Connection *c, const char *url, const char *me
 
     if (r == NULL) {
         return http_first_call(s, c, url, method, con_cls);
+    }
+    if (r->held) {
+        /* Resumed, as a first call again: answered (early), or go on. */
+        int answered;
+
+        pthread_mutex_lock(&r->lock);
+        r->held = 0;
+        answered = r->answered;
+        pthread_mutex_unlock(&r->lock);
+        return answered ? answer_early(r) : accept_body(r);
     }
     if (r->early) {
         /* Swallow a small body so the connection can be kept alive. */
@@ -598,6 +629,23 @@ cm_http_suspend(struct cm_http_req *r)
     pthread_mutex_lock(&r->lock);
     r->suspend_wanted = 1;
     pthread_mutex_unlock(&r->lock);
+}
+
+void
+cm_http_proceed(struct cm_http_req *r)
+{
+    int resume = 0;
+
+    pthread_mutex_lock(&r->lock);
+    r->suspend_wanted = 0; /* headers() still runs: it will not suspend */
+    if (r->suspended) {
+        r->suspended = 0;
+        resume = 1;
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (resume) {
+        MHD_resume_connection(r->conn);
+    }
 }
 
 /* Records the answer and resumes r if it waits for one; the HTTP thread

@@ -1,32 +1,17 @@
 /*
- * cm_wire.c - the 64-byte frame header of the node protocol.
+ * cm_wire.c - encoding of the node protocol: the 64-byte frame header,
+ * PERSISTED records, chunk names. Decoding is cm_frame.c's.
  *
  * Fields are packed byte by byte in little-endian order, never by casting
- * a struct, so the layout is the same on every host and compiler. Decode
- * checks everything a peer could get wrong before a single field is
- * trusted: magic and version first (so garbage reads as PROTO), then the
- * header CRC, then the semantic checks.
+ * a struct, so the layout is the same on every host and compiler.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "cm_bytes.h"
 #include "cm_ec.h"
-#include "cm_err.h"
 #include "cm_wire.h"
-
-#define WF_KNOWN \
-    (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS | CM_WF_NOTIFY)
-
-static int
-op_valid(uint8_t op)
-{
-    uint8_t base = op & (uint8_t)~CM_OP_RESPONSE;
-
-    return base >= CM_OP_PING && base <= CM_OP_PERSISTED;
-}
 
 void
 cm_wire_encode_hdr(const struct cm_wire_hdr *h, uint8_t *out)
@@ -46,45 +31,6 @@ cm_wire_encode_hdr(const struct cm_wire_hdr *h, uint8_t *out)
     cm_put_le32(out + 52, h->data_crc);
     cm_put_le32(out + 56, 0);
     cm_put_le32(out + 60, cm_crc32c(0, out, 60));
-}
-
-int
-cm_wire_decode_hdr(const uint8_t *buf, size_t len, uint32_t max_data, struct cm_wire_hdr *out)
-{
-    struct cm_wire_hdr h;
-
-    if (len < CM_WIRE_HDR_LEN) {
-        return -EAGAIN;
-    }
-    if (cm_get_le32(buf) != CM_WIRE_MAGIC || buf[4] != CM_WIRE_VERSION) {
-        return CM_E_PROTO;
-    }
-    if (cm_get_le32(buf + 60) != cm_crc32c(0, buf, 60)) {
-        return CM_E_CRC;
-    }
-    h.op = buf[5];
-    h.flags = cm_get_le16(buf + 6);
-    h.status = (int32_t)cm_get_le32(buf + 8);
-    h.tenant = cm_get_le32(buf + 12);
-    h.req_id = cm_get_le64(buf + 16);
-    h.object = cm_get_le64(buf + 24);
-    h.obj_version = cm_get_le64(buf + 32);
-    h.index = cm_get_le32(buf + 40);
-    h.incarnation = cm_get_le32(buf + 44);
-    h.data_len = cm_get_le32(buf + 48);
-    h.data_crc = cm_get_le32(buf + 52);
-    if (!op_valid(h.op) || (h.flags & ~WF_KNOWN) != 0 || cm_get_le32(buf + 56) != 0) {
-        return CM_E_PROTO;
-    }
-    /* 0 means "no lower limit than the hard cap": an all-empty peer is useless. */
-    if (max_data == 0 || max_data > CM_WIRE_MAX_DATA) {
-        max_data = CM_WIRE_MAX_DATA;
-    }
-    if (h.data_len > max_data) {
-        return CM_E_PROTO;
-    }
-    *out = h;
-    return 0;
 }
 
 int

@@ -3,6 +3,9 @@
  * headers that outgrow the inline buffer arrive whole, once each and in
  * order, whether answered on the HTTP thread or, suspended, from another
  * thread; a second answer to one request changes nothing of the first.
+ * A request suspended by headers() reads no body until it is let go on
+ * (then it is served whole, also behind "Expect: 100-continue", and its
+ * connection stays usable) or answered early (then no body is read).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -41,12 +44,59 @@ answer_later(void *arg)
     return NULL;
 }
 
+/* ---- headers() that suspends: /hold/ok goes on, /hold/no is refused,
+ * /hold/now is let go on before headers() returns ---- */
+
+static void *
+decide_later(void *arg)
+{
+    struct cm_http_req *r = arg;
+
+    usleep(30 * 1000);
+    if (strcmp(cm_http_path(r), "/hold/no") == 0) {
+        cm_http_respond(r, 401, "text/plain", (void *)"no", 2, CM_HTTP_STATIC);
+    } else {
+        cm_http_reserve_body(r, 1 << 20);
+        cm_http_proceed(r);
+    }
+    return NULL;
+}
+
+static int
+on_headers(void *arg, struct cm_http_req *r)
+{
+    pthread_t th;
+
+    (void)arg;
+    if (strncmp(cm_http_path(r), "/hold/", 6) != 0) {
+        return 0;
+    }
+    cm_http_suspend(r);
+    if (strcmp(cm_http_path(r), "/hold/now") == 0) {
+        cm_http_proceed(r);
+        return 0;
+    }
+    CHECK(pthread_create(&th, NULL, decide_later, r) == 0);
+    pthread_detach(th);
+    return 0;
+}
+
 static void
 on_request(void *arg, struct cm_http_req *r)
 {
     pthread_t th;
 
     (void)arg;
+    if (strncmp(cm_http_path(r), "/hold/", 6) == 0) {
+        char n[32];
+        size_t len;
+
+        CHECK(strcmp(cm_http_path(r), "/hold/no") != 0);
+        (void)cm_http_body(r, &len);
+        snprintf(n, sizeof(n), "got %zu;", len);
+        cm_http_respond(r, 200, "text/plain", n, strlen(n), CM_HTTP_COPY);
+        return;
+    }
     if (strcmp(cm_http_path(r), "/later") == 0) {
         cm_http_suspend(r);
         CHECK(pthread_create(&th, NULL, answer_later, r) == 0);
@@ -113,10 +163,105 @@ check_answer(const char *resp, const char *status, const char *body)
     CHECK(p != NULL && strcmp(p + 4, body) == 0);
 }
 
+static int
+dial(int port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+    return fd;
+}
+
+/* Reads until want is in buf (NUL-terminated); 0, or -1 at EOF first. */
+static int
+read_until(int fd, char *buf, size_t cap, const char *want)
+{
+    size_t off = 0;
+    ssize_t n;
+
+    buf[0] = '\0';
+    while (strstr(buf, want) == NULL) {
+        if (off >= cap - 1 || (n = read(fd, buf + off, cap - 1 - off)) <= 0) {
+            return -1;
+        }
+        off += (size_t)n;
+        buf[off] = '\0';
+    }
+    return 0;
+}
+
+/* PUT path with a body of len bytes on fd; with expect, the body goes
+ * only after "100 Continue". The answer's head and body are in out. */
+static void
+put_held(int fd, const char *path, size_t len, int expect, char *out, size_t cap)
+{
+    static char body[300000];
+    char head[256];
+    int n =
+        snprintf(head, sizeof(head), "PUT %s HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n%s\r\n",
+                 path, len, expect ? "Expect: 100-continue\r\n" : "");
+
+    memset(body, 'b', sizeof(body));
+    CHECK(write(fd, head, (size_t)n) == n);
+    if (expect) {
+        CHECK(read_until(fd, out, cap, "\r\n\r\n") == 0);
+        CHECK(strncmp(out, "HTTP/1.1 100", 12) == 0);
+    }
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(fd, body + off, len - off);
+        CHECK(w > 0);
+        off += (size_t)w;
+    }
+    CHECK(read_until(fd, out, cap, ";") == 0);
+}
+
+static void
+test_held(int port)
+{
+    char out[4096], want[64];
+    size_t lens[] = {0, 10, 250000};
+
+    for (int expect = 0; expect < 2; expect++) {
+        for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+            const char *paths[] = {"/hold/ok", "/hold/now"};
+            for (int p = 0; p < 2; p++) {
+                int fd = dial(port);
+
+                if (expect && lens[i] == 0) {
+                    close(fd);
+                    continue; /* no body: no 100 Continue either */
+                }
+                put_held(fd, paths[p], lens[i], expect, out, sizeof(out));
+                CHECK(strstr(out, "HTTP/1.1 200") != NULL);
+                snprintf(want, sizeof(want), "\r\n\r\ngot %zu;", lens[i]);
+                CHECK(strstr(out, want) != NULL);
+                /* the connection is still good for the next request */
+                put_held(fd, "/hold/ok", 5, 0, out, sizeof(out));
+                CHECK(strstr(out, "HTTP/1.1 200") != NULL);
+                close(fd);
+            }
+        }
+    }
+    /* Refused while held: 401, and the body is never asked for. */
+    for (int expect = 0; expect < 2; expect++) {
+        int fd = dial(port);
+        int n = snprintf(out, sizeof(out),
+                         "PUT /hold/no HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n%s\r\n",
+                         expect ? "Expect: 100-continue\r\n" : "");
+
+        CHECK(write(fd, out, (size_t)n) == n);
+        CHECK(read_until(fd, out, sizeof(out), "\r\n\r\n") == 0);
+        CHECK(strncmp(out, "HTTP/1.1 401", 12) == 0);
+        close(fd);
+    }
+}
+
 int
 main(void)
 {
-    struct cm_http_handlers h = {.request = on_request};
+    struct cm_http_handlers h = {.headers = on_headers, .request = on_request};
     struct cm_http_cfg cfg = {0};
     struct cm_http_server *srv = NULL;
     char addr[64], resp[8192];
@@ -133,6 +278,7 @@ main(void)
     check_answer(resp, "HTTP/1.1 200", "now");
     fetch(port, "/later", resp, sizeof(resp));
     check_answer(resp, "HTTP/1.1 201", "later");
+    test_held(port);
 
     cm_http_stop(srv, 1000);
     return 0;

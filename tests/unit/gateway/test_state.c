@@ -1,10 +1,21 @@
 /* test_state.c - unit.gateway.state: parsing the controller state into a
- * snapshot (auth by key hash, placement rows, bad input), and the cached
- * state being served when the controller is unreachable. */
+ * snapshot (auth by key hash, placement rows, bad input), the cached state
+ * being served when the controller is unreachable, and refreshes asked by
+ * requests (one poll serves every waiter that asked before it began; polls
+ * for them are spaced; none once the controller failed; stop lets every
+ * waiter go). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "t_check.h"
+#include "../t_net.h"
 
 #include "cm_err.h"
 #include "cm_hash.h"
+#include "cm_http.h"
+#include "cm_log.h"
+#include "cm_time.h"
 #include "gw_meta.h"
 #include "gw_state.h"
 
@@ -129,12 +140,144 @@ test_cached(void)
     t_rmtree(dir);
 }
 
+/* ---- refreshes, against a controller on loopback ---- */
+
+static atomic_int polls, ctl_fail, ctl_delay_ms;
+
+static void
+ctl_request(void *arg, struct cm_http_req *r)
+{
+    char json[128];
+    int n = atomic_fetch_add(&polls, 1) + 1;
+
+    (void)arg;
+    if (atomic_load(&ctl_delay_ms) > 0) {
+        usleep((useconds_t)atomic_load(&ctl_delay_ms) * 1000);
+    }
+    if (atomic_load(&ctl_fail)) {
+        cm_http_respond(r, 500, "text/plain", (void *)"down", 4, CM_HTTP_STATIC);
+        return;
+    }
+    snprintf(json, sizeof(json), "{\"epoch\":%d,\"partitions\":1}", n);
+    cm_http_respond(r, 200, "application/json", json, strlen(json), CM_HTTP_COPY);
+}
+
+struct waiter {
+    struct gw_state_wait w;
+    atomic_int done;
+    uint64_t at; /* when fn ran, monotonic ns */
+    int polls;   /* polls the controller had seen by then */
+};
+
+static void
+waiter_fn(struct gw_state_wait *w)
+{
+    struct waiter *x = (struct waiter *)w;
+
+    x->at = cm_now_ns();
+    x->polls = atomic_load(&polls);
+    atomic_store(&x->done, 1);
+}
+
+static void
+wait_done(struct waiter *x)
+{
+    uint64_t t0 = cm_now_ns();
+
+    while (!atomic_load(&x->done)) {
+        CHECK(cm_now_ns() - t0 < 5000000000ull);
+        usleep(2000);
+    }
+}
+
+static void
+test_refresh(void)
+{
+    char *dir = t_tmpdir(), addr[64];
+    struct cm_http_handlers h = {.request = ctl_request};
+    struct cm_http_cfg hcfg = {.addr = addr, .threads = 1, .max_body = 4096};
+    struct cm_http_server *ctl;
+    static struct waiter ws[20], a, b, c;
+    struct gw_meta *m;
+    struct gw_state *st;
+    struct gw_state_cfg cfg = {addr, NULL, 1500, 2000};
+    uint64_t t0;
+
+    cm_log_init("test", CM_LOG_ERROR);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", t_free_port());
+    CHECK_EQ_INT(cm_http_start(&hcfg, &h, NULL, &ctl), 0);
+    CHECK_EQ_INT(gw_meta_open(dir, 16u << 20, &m), 0);
+    CHECK_EQ_INT(gw_state_create(&cfg, m, NULL, &st), 0);
+    a.w.fn = waiter_fn;
+    CHECK_EQ_INT(gw_state_refresh(st, &a.w), -EAGAIN); /* not polling yet */
+    CHECK_EQ_INT(gw_state_start(st), 0);
+    while (atomic_load(&polls) < 1) {
+        usleep(2000);
+    }
+    usleep(250 * 1000); /* past the refresh gap */
+
+    /* A burst: one poll serves them all, soon. */
+    int before = atomic_load(&polls);
+    t0 = cm_now_ns();
+    for (int i = 0; i < 20; i++) {
+        ws[i].w.fn = waiter_fn;
+        CHECK_EQ_INT(gw_state_refresh(st, &ws[i].w), 0);
+    }
+    for (int i = 0; i < 20; i++) {
+        wait_done(&ws[i]);
+        CHECK_EQ_INT(ws[i].polls, before + 1);
+    }
+    CHECK(ws[19].at - t0 < 800000000ull); /* not the periodic poll */
+    /* The next one waits out the gap after that poll began. */
+    b.w.fn = waiter_fn;
+    t0 = cm_now_ns();
+    CHECK_EQ_INT(gw_state_refresh(st, &b.w), 0);
+    wait_done(&b);
+    CHECK_EQ_INT(b.polls, before + 2);
+    CHECK(b.at - t0 > 100000000ull && b.at - t0 < 1000000000ull);
+
+    /* A failed poll: no waiting until a poll succeeds again. */
+    atomic_store(&ctl_fail, 1);
+    usleep(250 * 1000);
+    a.w.fn = waiter_fn;
+    CHECK_EQ_INT(gw_state_refresh(st, &a.w), 0);
+    wait_done(&a);
+    CHECK_EQ_INT(gw_state_refresh(st, &c.w), -EAGAIN);
+    atomic_store(&ctl_fail, 0);
+    t0 = cm_now_ns();
+    c.w.fn = waiter_fn;
+    while (gw_state_refresh(st, &c.w) != 0) { /* the periodic poll brings it back */
+        CHECK(cm_now_ns() - t0 < 3000000000ull);
+        usleep(10000);
+    }
+    wait_done(&c);
+
+    /* Stop lets waiters go: the one whose poll runs, and the one after. */
+    atomic_store(&ctl_delay_ms, 300);
+    usleep(250 * 1000);
+    memset(&a, 0, sizeof(a));
+    memset(&b, 0, sizeof(b));
+    a.w.fn = b.w.fn = waiter_fn;
+    CHECK_EQ_INT(gw_state_refresh(st, &a.w), 0);
+    usleep(50 * 1000);
+    CHECK_EQ_INT(gw_state_refresh(st, &b.w), 0);
+    gw_state_stop(st);
+    CHECK(atomic_load(&a.done) && atomic_load(&b.done));
+    CHECK_EQ_INT(gw_state_refresh(st, &c.w), -EAGAIN);
+
+    gw_state_destroy(st);
+    gw_meta_close(m);
+    cm_http_stop(ctl, 1000);
+    t_rmtree(dir);
+}
+
 int
 main(void)
 {
     t_seed();
     test_parse();
     test_cached();
+    test_refresh();
     printf("ok\n");
     return 0;
 }

@@ -1,0 +1,87 @@
+/*
+ * gw_front_impl.h - what the front's two files share (private to them):
+ *
+ *   gw_front.c    routing, auth, the request's life and answers, metrics
+ *   gw_objects.c  the object handlers: GET/HEAD, PUT, DELETE, LIST, and the
+ *                 committer's answers
+ *
+ * A struct req lives from routing to its answer (gw_req_* frees it once
+ * answered); while suspended it is counted in the front's inflight.
+ */
+#ifndef GW_FRONT_IMPL_H
+#define GW_FRONT_IMPL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cm_http.h"
+#include "gw_commit.h"
+#include "gw_front.h"
+#include "gw_parse.h"
+#include "gw_state.h"
+
+struct gw_grace_bucket;
+
+/* The HTTP request kinds (metrics label op=). */
+enum req_kind { REQ_PUT, REQ_GET, REQ_HEAD, REQ_DELETE, REQ_LIST, REQ_N, REQ_NONE = -1 };
+
+struct req {
+    struct gw_front *f;
+    struct cm_http_req *r;
+    char id[GW_REQID_MAX + 1];
+    char method[8]; /* copied: r's strings die with the response */
+    enum req_kind kind;
+    int async;      /* suspended: counted in f->inflight */
+    int in_headers; /* a PUT before its body is read */
+    int refreshed;  /* its key was looked up again after a state refresh */
+    struct gw_state_wait wait;
+    uint32_t tenant;
+    uint64_t t0;
+    uint64_t bytes;
+    char key[GW_KEY_MAX];
+    size_t klen;
+    /* GET */
+    struct gw_grace_bucket *grace; /* in the grace period from before the layout read */
+    struct gw_layout lay;
+    uint64_t off, len;
+    int partial;
+    /* PUT, DELETE */
+    struct gw_commit_op commit;
+};
+
+struct gw_front {
+    struct gw_front_cfg cfg;
+    struct gw_meta *meta;
+    struct gw_engine *engine;
+    struct gw_state *state;
+    struct cm_reqstats *rs;
+    struct gw_grace *grace; /* GETs in flight vs the deletes of old versions */
+    struct gw_commit *commit;
+    atomic_int inflight;
+    atomic_int draining;
+};
+
+/* gw_front.c: answers. Each answers q and frees it; body per mem
+ * (cm_http_respond). gw_req_fail's msg is a static one-liner without
+ * quotes or backslashes. */
+void gw_req_reply(struct req *q, int status, const char *ctype, void *body, size_t len,
+                  enum cm_http_mem mem);
+void gw_req_reply_head(struct req *q, int status, const char *ctype, uint64_t len);
+void gw_req_fail(struct req *q, int status, const char *code, const char *msg);
+/* The answer for an engine, committer or store error. */
+void gw_req_fail_status(struct req *q, int rc);
+/* q is answered later, from another thread. */
+void gw_req_suspend(struct req *q);
+void gw_req_etag_version(struct req *q, const struct gw_layout *l);
+
+/* gw_objects.c: the handlers, q authenticated (its tenant set) and its key
+ * parsed (but for LIST). s and t are borrowed for the call. */
+void gw_obj_get(struct req *q); /* GET and HEAD */
+/* The PUT checks before its body is read (411, 413): 0, or answered. */
+int gw_obj_put_headers(struct req *q, const struct gw_tenant *t);
+void gw_obj_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t);
+void gw_obj_delete(struct req *q);
+void gw_obj_list(struct req *q);
+
+#endif

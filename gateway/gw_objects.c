@@ -1,0 +1,370 @@
+/*
+ * gw_objects.c - the object handlers of the tenant API (see gw_front_impl.h):
+ * GET and HEAD (layout read on the HTTP thread, chunks by the engine), PUT
+ * (engine, then the committer), DELETE (the committer), LIST (one LMDB
+ * read transaction), and what the committer's answers set off: deleting
+ * the chunks of replaced and deleted versions once no GET can still read
+ * them (gw_grace).
+ *
+ * Threads: handlers on HTTP threads (or on the state thread, for a request
+ * that waited for a state refresh); get_done and put_done on the engine
+ * thread; commit_done on the committer.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_buf.h"
+#include "cm_err.h"
+#include "cm_hash.h"
+#include "cm_hmap.h"
+#include "cm_log.h"
+#include "gw_front_impl.h"
+#include "gw_grace.h"
+#include "gw_meta.h"
+#include "gw_state.h"
+
+/* Data chunks per stripe: small objects are stored as 1+m whole copies. */
+static uint8_t
+put_k(const struct gw_front *f, const struct gw_tenant *t, uint64_t size)
+{
+    return size < f->cfg.small_threshold ? 1 : t->k;
+}
+
+/* The PUT checks that must happen before the body is read. */
+static int
+put_precheck(struct req *q)
+{
+    uint64_t clen;
+
+    if (cm_http_content_length(q->r, &clen) != 0) {
+        gw_req_fail(q, 411, "length_required", "PUT needs a Content-Length");
+        return -1;
+    }
+    if (clen > q->f->cfg.max_object_size) {
+        gw_req_fail(q, 413, "too_large", "object larger than max_object_size");
+        return -1;
+    }
+    q->bytes = clen;
+    return 0;
+}
+
+int
+gw_obj_put_headers(struct req *q, const struct gw_tenant *t)
+{
+    if (put_precheck(q) != 0) {
+        return -1;
+    }
+    /* Room to pad the last stripe in place: the engine need not copy it. */
+    cm_http_reserve_body(q->r,
+                         gw_engine_put_room(q->f->engine, put_k(q->f, t, q->bytes), q->bytes));
+    return 0;
+}
+
+/* ---- GET / HEAD ---- */
+
+static void
+get_done(void *arg, int status, void *buf, size_t len)
+{
+    struct req *q = arg;
+
+    if (status != 0) {
+        cm_free_big(buf);
+        gw_req_fail_status(q, status);
+        return;
+    }
+    if (len != q->len) {
+        cm_free_big(buf);
+        CM_ERROR("engine returned a short read req=%s tenant=%u want=%llu got=%zu", q->id,
+                 q->tenant, (unsigned long long)q->len, len);
+        gw_req_fail(q, 500, "internal", "internal error, see the gateway log");
+        return;
+    }
+    q->bytes = len;
+    gw_req_etag_version(q, &q->lay);
+    cm_http_add_header(q->r, "Accept-Ranges", "bytes");
+    if (q->partial) {
+        char cr[96];
+        snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)q->off,
+                 (unsigned long long)(q->off + q->len - 1), (unsigned long long)q->lay.size);
+        cm_http_add_header(q->r, "Content-Range", cr);
+    }
+    gw_req_reply(q, q->partial ? 206 : 200, "application/octet-stream", buf, len, CM_HTTP_FREE);
+}
+
+void
+gw_obj_get(struct req *q)
+{
+    struct gw_front *f = q->f;
+    const char *range = cm_http_header(q->r, "Range");
+    char cr[96];
+    int rc;
+
+    if (q->kind == REQ_GET) {
+        q->grace = gw_grace_enter(f->grace); /* before the read: see retire() */
+    }
+    rc = gw_meta_get(f->meta, q->tenant, q->key, q->klen, &q->lay);
+    if (rc == CM_E_NOTFOUND) {
+        gw_req_fail(q, 404, "not_found", "no such object");
+        return;
+    }
+    if (rc != 0) {
+        gw_req_fail_status(q, rc);
+        return;
+    }
+    switch (gw_parse_range(range, q->lay.size, &q->off, &q->len)) {
+    case GW_RANGE_NONE:
+        q->off = 0;
+        q->len = q->lay.size;
+        break;
+    case GW_RANGE_OK:
+        q->partial = 1;
+        break;
+    case GW_RANGE_UNSAT:
+        snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)q->lay.size);
+        cm_http_add_header(q->r, "Content-Range", cr);
+        gw_req_fail(q, 416, "range_not_satisfiable", "range outside the object");
+        return;
+    case GW_RANGE_BAD:
+        gw_req_fail(q, 400, "bad_request", "bad Range header (one bytes=a-b range)");
+        return;
+    }
+    if (q->kind == REQ_HEAD || q->len == 0) {
+        gw_req_etag_version(q, &q->lay);
+        cm_http_add_header(q->r, "Accept-Ranges", "bytes");
+        if (q->partial) {
+            snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)q->off,
+                     (unsigned long long)(q->off + q->len - 1), (unsigned long long)q->lay.size);
+            cm_http_add_header(q->r, "Content-Range", cr);
+        }
+        if (q->kind == REQ_HEAD) {
+            gw_req_reply_head(q, q->partial ? 206 : 200, "application/octet-stream", q->len);
+        } else {
+            gw_req_reply(q, 200, "application/octet-stream", NULL, 0, CM_HTTP_STATIC);
+        }
+        return;
+    }
+    gw_req_suspend(q);
+    gw_engine_get(f->engine, &q->lay, q->off, q->len, get_done, q);
+}
+
+/* ---- PUT / DELETE: the committer answers ---- */
+
+struct retired {
+    struct gw_front *f;
+    struct gw_layout lay;
+};
+
+static void
+retire_run(void *arg)
+{
+    struct retired *r = arg;
+
+    gw_engine_delete(r->f->engine, &r->lay, r->f->cfg.delete_delay_ms);
+    free(r);
+}
+
+/* Deletes the chunks of a version that a commit replaced or deleted, once
+ * the GETs that may have read its layout are answered. The commit happened
+ * before this call, and a GET enters before it reads: a GET that enters
+ * later reads the new layout. Out of memory, the chunks stay (orphans, as
+ * when the gateway stops before their delete). */
+static void
+retire(struct gw_front *f, const struct gw_layout *old)
+{
+    struct retired *r = malloc(sizeof(*r));
+
+    if (r != NULL) {
+        r->f = f;
+        r->lay = *old;
+    }
+    if (r == NULL || gw_grace_defer(f->grace, retire_run, r) != 0) {
+        CM_WARN("old version left undeleted object=%016llx tenant=%u err=ENOMEM",
+                (unsigned long long)old->object, old->tenant);
+        free(r);
+    }
+}
+
+/* The committer's answer to a PUT or DELETE (committer thread). */
+static void
+commit_done(struct gw_commit_op *op)
+{
+    struct req *q = CM_CONTAINER_OF(op, struct req, commit);
+    struct gw_front *f = q->f;
+    struct gw_layout old = op->old; /* op is freed with q, once q is answered */
+    int retire_old = op->rc == 0 && op->had_old;
+
+    if (op->kind == COMMIT_DELETE && op->rc == 0) {
+        gw_req_reply(q, 204, NULL, NULL, 0, CM_HTTP_STATIC);
+    } else if (op->kind == COMMIT_DELETE && op->rc == CM_E_NOTFOUND) {
+        gw_req_fail(q, 404, "not_found", "no such object");
+    } else if (op->rc == 0) {
+        gw_req_etag_version(q, &op->lay);
+        gw_req_reply(q, 201, NULL, NULL, 0, CM_HTTP_STATIC);
+    } else {
+        if (op->kind == COMMIT_PUT) {
+            gw_engine_delete(f->engine, &op->lay, 0);
+        }
+        if (op->rc == GW_COMMIT_TENANT_GONE) {
+            gw_req_fail(q, 401, "unauthorized", "tenant was deleted");
+        } else {
+            gw_req_fail_status(q, op->rc);
+        }
+    }
+    if (retire_old) {
+        retire(f, &old);
+    }
+}
+
+static void
+put_done(void *arg, int status, const struct gw_layout *layout)
+{
+    struct req *q = arg;
+
+    if (status != 0) {
+        gw_req_fail_status(q, status);
+        return;
+    }
+    q->commit.kind = COMMIT_PUT;
+    q->commit.key = q->key;
+    q->commit.klen = q->klen;
+    q->commit.lay = *layout;
+    q->commit.lay.tenant = q->tenant;
+    q->commit.done = commit_done;
+    gw_commit_queue(q->f->commit, &q->commit);
+}
+
+void
+gw_front_on_layout(void *arg, const struct gw_layout *layout)
+{
+    struct gw_front *f = arg;
+
+    if (gw_commit_update(f->commit, layout) != 0) {
+        CM_WARN("layout update dropped object=%016llx tenant=%u err=ENOMEM",
+                (unsigned long long)layout->object, layout->tenant);
+    }
+}
+
+void
+gw_obj_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
+{
+    struct gw_front *f = q->f;
+    const uint32_t *row;
+    size_t nrow, len, cap;
+    void *body;
+
+    if (put_precheck(q) != 0) {
+        return;
+    }
+    body = cm_http_take_body(q->r, &len, &cap);
+    if (len != q->bytes) {
+        cm_free_big(body);
+        gw_req_fail(q, 400, "bad_request", "body shorter than Content-Length");
+        return;
+    }
+    gw_snap_row(s, t, (uint32_t)(cm_hash64(q->key, q->klen, t->id) % s->partitions), &row, &nrow);
+    if (nrow == 0) {
+        cm_free_big(body);
+        gw_req_fail(q, 503, "unavailable", "no storage nodes known for this partition");
+        return;
+    }
+    if (body == NULL) {
+        cap = 0;
+        if ((body = malloc(1)) == NULL) { /* the engine takes ownership of a real buffer */
+            gw_req_fail_status(q, -ENOMEM);
+            return;
+        }
+    }
+    gw_req_suspend(q);
+    gw_engine_put(f->engine, t->id, row, nrow, put_k(f, t, len), t->m, body, len, cap, put_done, q);
+}
+
+void
+gw_obj_delete(struct req *q)
+{
+    q->commit.kind = COMMIT_DELETE;
+    q->commit.tenant = q->tenant;
+    q->commit.key = q->key;
+    q->commit.klen = q->klen;
+    q->commit.done = commit_done;
+    gw_req_suspend(q);
+    gw_commit_queue(q->f->commit, &q->commit);
+}
+
+/* ---- LIST ---- */
+
+struct list_out {
+    json_t *arr;
+    int nomem; /* an entry could not be added: the listing is not whole */
+    const char *last;
+    size_t last_len;
+    char lastbuf[GW_KEY_MAX];
+};
+
+static void
+list_one(void *arg, const char *key, size_t klen, const struct gw_layout *l)
+{
+    struct list_out *o = arg;
+    char etag[24];
+    json_t *obj = json_object();
+
+    snprintf(etag, sizeof(etag), "%016llx", (unsigned long long)l->etag);
+    if (obj == NULL || json_object_set_new(obj, "key", json_stringn(key, klen)) != 0 ||
+        json_object_set_new(obj, "size", json_integer((json_int_t)l->size)) != 0 ||
+        json_object_set_new(obj, "etag", json_string(etag)) != 0 ||
+        json_object_set_new(obj, "version", json_integer((json_int_t)l->version)) != 0) {
+        json_decref(obj);
+        o->nomem = 1;
+        return;
+    }
+    if (json_array_append_new(o->arr, obj) != 0) { /* it took obj */
+        o->nomem = 1;
+        return;
+    }
+    memcpy(o->lastbuf, key, klen);
+    o->last = o->lastbuf;
+    o->last_len = klen;
+}
+
+void
+gw_obj_list(struct req *q)
+{
+    struct gw_list_query lq;
+    struct list_out o = {0};
+    const char *why = NULL;
+    json_t *root;
+    char *text;
+    int more = 0, rc;
+
+    if (gw_parse_list_query(cm_http_query(q->r, "prefix"), cm_http_query(q->r, "after"),
+                            cm_http_query(q->r, "limit"), &lq, &why) != 0) {
+        gw_req_fail(q, 400, "bad_request", why);
+        return;
+    }
+    o.arr = json_array();
+    rc = gw_meta_list(q->f->meta, q->tenant, lq.prefix, lq.prefix_len, lq.after, lq.after_len,
+                      lq.limit, list_one, &o, &more);
+    if (rc != 0 || o.nomem) {
+        json_decref(o.arr);
+        gw_req_fail_status(q, rc != 0 ? rc : -ENOMEM);
+        return;
+    }
+    root = json_object();
+    text = NULL;
+    if (root != NULL && json_object_set_new(root, "objects", o.arr) == 0 &&
+        json_object_set_new(root, "next",
+                            more && o.last != NULL ? json_stringn(o.last, o.last_len)
+                                                   : json_null()) == 0) {
+        text = json_dumps(root, JSON_COMPACT);
+    } else if (root == NULL) {
+        json_decref(o.arr);
+    }
+    json_decref(root);
+    if (text == NULL) {
+        gw_req_fail_status(q, -ENOMEM); /* encoding what was listed only needs memory */
+        return;
+    }
+    gw_req_reply(q, 200, "application/json", text, strlen(text), CM_HTTP_FREE);
+}
