@@ -130,18 +130,18 @@ pol_fq_base_destroy(struct pol_fq *q)
     if (q == NULL) {
         return;
     }
-    for (i = 0; i < q->nslots; i++) {
-        free(q->slots[i]);
+    for (i = 0; i < q->nentries; i++) {
+        free(q->entries[i]);
     }
-    free(q->slots);
+    free(q->entries);
     free(q);
 }
 
 /* Fibonacci hashing of the id onto a power-of-two table. */
 static size_t
-pol_fq_slot_of(uint32_t tenant, size_t nslots)
+pol_fq_entry_of(uint32_t tenant, size_t nentries)
 {
-    return (size_t)(((uint64_t)tenant * 0x9e3779b97f4a7c15ull) >> 32) & (nslots - 1);
+    return (size_t)(((uint64_t)tenant * 0x9e3779b97f4a7c15ull) >> 32) & (nentries - 1);
 }
 
 struct pol_fq_tenant *
@@ -149,13 +149,13 @@ pol_fq_tenant_find(const struct pol_fq *q, uint32_t tenant)
 {
     size_t i;
 
-    if (q->nslots == 0) {
+    if (q->nentries == 0) {
         return NULL;
     }
-    for (i = pol_fq_slot_of(tenant, q->nslots); q->slots[i] != NULL;
-         i = (i + 1) & (q->nslots - 1)) {
-        if (q->slots[i]->info.tenant == tenant) {
-            return q->slots[i];
+    for (i = pol_fq_entry_of(tenant, q->nentries); q->entries[i] != NULL;
+         i = (i + 1) & (q->nentries - 1)) {
+        if (q->entries[i]->info.tenant == tenant) {
+            return q->entries[i];
         }
     }
     return NULL;
@@ -164,25 +164,25 @@ pol_fq_tenant_find(const struct pol_fq *q, uint32_t tenant)
 static int
 pol_fq_grow(struct pol_fq *q)
 {
-    size_t n = q->nslots ? q->nslots * 2 : 16;
-    struct pol_fq_tenant **slots = calloc(n, sizeof(*slots));
+    size_t n = q->nentries ? q->nentries * 2 : 16;
+    struct pol_fq_tenant **entries = calloc(n, sizeof(*entries));
     size_t i, j;
 
-    if (slots == NULL) {
+    if (entries == NULL) {
         return -ENOMEM;
     }
-    for (i = 0; i < q->nslots; i++) {
-        if (q->slots[i] == NULL) {
+    for (i = 0; i < q->nentries; i++) {
+        if (q->entries[i] == NULL) {
             continue;
         }
-        for (j = pol_fq_slot_of(q->slots[i]->info.tenant, n); slots[j] != NULL;
+        for (j = pol_fq_entry_of(q->entries[i]->info.tenant, n); entries[j] != NULL;
              j = (j + 1) & (n - 1)) {
         }
-        slots[j] = q->slots[i];
+        entries[j] = q->entries[i];
     }
-    free(q->slots);
-    q->slots = slots;
-    q->nslots = n;
+    free(q->entries);
+    q->entries = entries;
+    q->nentries = n;
     return 0;
 }
 
@@ -196,7 +196,7 @@ pol_fq_tenant_get(struct pol_fq *q, uint32_t tenant)
         return t;
     }
     /* Keep the load factor at or below 1/2. */
-    if ((q->ntenants + 1) * 2 > q->nslots && pol_fq_grow(q) != 0) {
+    if ((q->ntenants + 1) * 2 > q->nentries && pol_fq_grow(q) != 0) {
         return NULL;
     }
     t = calloc(1, sizeof(*t));
@@ -207,10 +207,10 @@ pol_fq_tenant_get(struct pol_fq *q, uint32_t tenant)
     t->info.weight = 1.0;
     t->info.est_get_bytes = POL_FQ_GET_BYTES_INIT;
     t->wu = (uint64_t)POL_FQ_WEIGHT_UNIT;
-    for (i = pol_fq_slot_of(tenant, q->nslots); q->slots[i] != NULL;
-         i = (i + 1) & (q->nslots - 1)) {
+    for (i = pol_fq_entry_of(tenant, q->nentries); q->entries[i] != NULL;
+         i = (i + 1) & (q->nentries - 1)) {
     }
-    q->slots[i] = t;
+    q->entries[i] = t;
     q->ntenants++;
     return t;
 }
@@ -337,9 +337,9 @@ pol_fq_foreach_tenant(const struct pol_fq *q,
 {
     size_t i;
 
-    for (i = 0; i < q->nslots; i++) {
-        if (q->slots[i] != NULL) {
-            cb(arg, &q->slots[i]->info);
+    for (i = 0; i < q->nentries; i++) {
+        if (q->entries[i] != NULL) {
+            cb(arg, &q->entries[i]->info);
         }
     }
 }

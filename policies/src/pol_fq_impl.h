@@ -42,8 +42,8 @@ struct pol_fq {
     struct pol_fq_tenant *act_head, *act_tail; /* round robin (drr/drfq) */
     size_t nactive;
     uint64_t wactive;
-    struct pol_fq_tenant **slots; /* open addressing, linear probing */
-    size_t nslots, ntenants;
+    struct pol_fq_tenant **entries; /* open addressing, linear probing */
+    size_t nentries, ntenants;
 };
 
 /* The registered policies (fifo in pol_fq_fifo.c, drr/drfq in pol_fq_drr.c). */

@@ -1,5 +1,5 @@
 /*
- * test_engine.c - gw_engine against six real shoal-fnstore processes.
+ * test_gw_engine.c - gw_engine against six real shoal-fnstore processes.
  *
  * Usage: test_gw_engine PATH/TO/shoal-fnstore
  * Nodes listen on free 127.0.0.1 ports in 12000-12999 with a temp COS dir;
