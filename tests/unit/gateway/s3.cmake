@@ -29,3 +29,10 @@ foreach(rec ${_gw_s3_recordings})
              COMMAND test_gw_s3_botocore verify ${rec})
     set_tests_properties(unit.gateway.s3_botocore_recorded_${_v} PROPERTIES LABELS unit TIMEOUT 60)
 endforeach()
+
+# What they cost (label perf, not in the default run).
+add_executable(bench_gw_s3 ${CMAKE_CURRENT_SOURCE_DIR}/bench_s3.c ${_gw_s3_src})
+target_include_directories(bench_gw_s3 PRIVATE ${SHOAL_SOURCE_DIR}/gateway)
+target_link_libraries(bench_gw_s3 PRIVATE common)
+add_test(NAME perf.gateway.s3 COMMAND bench_gw_s3)
+set_tests_properties(perf.gateway.s3 PROPERTIES LABELS perf TIMEOUT 300)
