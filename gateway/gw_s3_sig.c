@@ -285,7 +285,12 @@ parse_http_date(const char *s, char amz[17])
     if (!civil_ok(y, mo, d, h, mi, sec)) {
         return -1;
     }
-    snprintf(amz, 17, "%04d%02d%02dT%02d%02d%02dZ", y, mo, d, h, mi, sec);
+    {
+        char tmp[64]; /* the fields are in range; the compiler cannot tell */
+
+        snprintf(tmp, sizeof(tmp), "%04d%02d%02dT%02d%02d%02dZ", y, mo, d, h, mi, sec);
+        memcpy(amz, tmp, 17);
+    }
     return 0;
 }
 
