@@ -171,19 +171,6 @@ chunk_sig_ok(struct gw_s3_chunked *c)
     return check_sig(c, "AWS4-HMAC-SHA256-PAYLOAD", rest, c->chunk_sig);
 }
 
-static int
-hex64(const char *s, uint8_t out[32])
-{
-    for (int i = 0; i < 32; i++) {
-        int hi = cm_hexval((unsigned char)s[2 * i]), lo = cm_hexval((unsigned char)s[2 * i + 1]);
-        if (hi < 0 || lo < 0) {
-            return -1;
-        }
-        out[i] = (uint8_t)(hi << 4 | lo);
-    }
-    return 0;
-}
-
 /* A size line without its CRLF: "hex[;chunk-signature=64hex]". */
 static enum gw_s3_err
 size_line(struct gw_s3_chunked *c, const char *l, size_t n)
@@ -204,7 +191,7 @@ size_line(struct gw_s3_chunked *c, const char *l, size_t n)
     }
     if (c->sigs) {
         if (n - i != sizeof(SIG_EXT) - 1 + 64 || memcmp(l + i, SIG_EXT, sizeof(SIG_EXT) - 1) ||
-            hex64(l + i + sizeof(SIG_EXT) - 1, c->chunk_sig) != 0) {
+            gw_s3_unhex(l + i + sizeof(SIG_EXT) - 1, 64, c->chunk_sig, 32) != 0) {
             return fail(c, GW_S3_E_INCOMPLETE_BODY,
                         "an aws-chunked size line lacks ;chunk-signature=<64 hex>");
         }
@@ -273,7 +260,8 @@ trailer_line(struct gw_s3_chunked *c, const char *l, size_t n)
     for (ve = n; ve > vs && (l[ve - 1] == ' ' || l[ve - 1] == '\t'); ve--) {
     }
     if (nl == 23 && strncasecmp(l, "x-amz-trailer-signature", 23) == 0) {
-        if (!c->sigs || c->sig_seen || ve - vs != 64 || hex64(l + vs, c->trailer_sig) != 0) {
+        if (!c->sigs || c->sig_seen || ve - vs != 64 ||
+            gw_s3_unhex(l + vs, 64, c->trailer_sig, 32) != 0) {
             return fail(c, GW_S3_E_MALFORMED_TRAILER,
                         "x-amz-trailer-signature is unexpected, repeated or not 64 hex digits");
         }

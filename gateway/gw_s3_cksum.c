@@ -269,18 +269,7 @@ gw_s3_etag_md5(const char *etag, size_t len, uint8_t md5[16])
         etag++;
         len -= 2;
     }
-    if (len != 32) {
-        return -1;
-    }
-    for (int i = 0; i < 16; i++) {
-        int hi = cm_hexval((unsigned char)etag[2 * i]),
-            lo = cm_hexval((unsigned char)etag[2 * i + 1]);
-        if (hi < 0 || lo < 0) {
-            return -1;
-        }
-        md5[i] = (uint8_t)(hi << 4 | lo);
-    }
-    return 0;
+    return gw_s3_unhex(etag, len, md5, 16);
 }
 
 /* ---- a request body's checks ---- */

@@ -498,13 +498,13 @@ parse_signed_headers(const char *s, size_t n, struct sigv4 *v)
     return NULL;
 }
 
-static int
-parse_sig_hex(const char *s, size_t n, uint8_t out[32])
+int
+gw_s3_unhex(const char *s, size_t len, uint8_t *out, size_t n)
 {
-    if (n != 64) {
+    if (len != 2 * n) {
         return -1;
     }
-    for (size_t i = 0; i < 32; i++) {
+    for (size_t i = 0; i < n; i++) {
         int hi = cm_hexval((unsigned char)s[2 * i]), lo = cm_hexval((unsigned char)s[2 * i + 1]);
         if (hi < 0 || lo < 0) {
             return -1;
@@ -559,8 +559,8 @@ parse_authorization(const char *h, struct sigv4 *v)
             err = parse_signed_headers(h + vs, ve - vs, v);
         } else if (ke - ks == 9 && memcmp(h + ks, "Signature", 9) == 0) {
             bit = 4;
-            err = parse_sig_hex(h + vs, ve - vs, v->sig) ? "the Signature is not 64 hex digits"
-                                                         : NULL;
+            err = gw_s3_unhex(h + vs, ve - vs, v->sig, 32) ? "the Signature is not 64 hex digits"
+                                                           : NULL;
         } else {
             return "the Authorization header has an unknown component";
         }
@@ -701,7 +701,7 @@ classify_payload(const char *v, enum gw_s3_payload *mode, uint8_t sha[32])
             return 0;
         }
     }
-    if (parse_sig_hex(v, strlen(v), sha) == 0) {
+    if (gw_s3_unhex(v, strlen(v), sha, 32) == 0) {
         *mode = GW_S3_PAYLOAD_SIGNED;
         return 0;
     }
@@ -816,7 +816,7 @@ gw_s3_verify(const struct gw_s3_req *req, const struct gw_s3_verify_opts *opts,
             FAIL(malformed, perr);
         }
         if (query_get(query, qlen, "X-Amz-Signature", qv, sizeof(qv)) != 1 ||
-            parse_sig_hex(qv, strlen(qv), v.sig) != 0) {
+            gw_s3_unhex(qv, strlen(qv), v.sig, 32) != 0) {
             FAIL(malformed, "X-Amz-Signature is missing or not 64 hex digits");
         }
         if (query_get(query, qlen, "X-Amz-Date", qv, sizeof(qv)) != 1 ||

@@ -158,6 +158,9 @@ void gw_s3_signing_key(const char *secret, const char *date, const char *region,
 void gw_s3_canonical_uri(struct cm_buf *b, const char *path, size_t len);
 int gw_s3_canonical_query(struct cm_buf *b, const char *query, size_t len, int presigned);
 
+/* Exactly 2 * n hex digits (either case) s[len] into out[n]: 0, or -1. */
+int gw_s3_unhex(const char *s, size_t len, uint8_t *out, size_t n);
+
 /* "YYYYMMDDTHHMMSSZ" -> unix seconds: 0, or -1 if malformed. */
 int gw_s3_parse_amz_date(const char *s, int64_t *out);
 

@@ -73,11 +73,11 @@ fail(const char *fmt, ...)
     exit(1);
 }
 
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fail("%s:%d: %s", __FILE__, __LINE__, #cond);                  \
-        }                                                                  \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fail("%s:%d: %s", __FILE__, __LINE__, #cond);                                          \
+        }                                                                                          \
     } while (0)
 
 static void
@@ -127,14 +127,14 @@ start_node(int i)
     CHECK(pid >= 0);
     if (pid == 0) {
         if (i == BUSYNODE) {
-            execl(fnstore_bin, fnstore_bin, "--id", id, "--listen", listen, "--metrics-listen=",
-                  "--controller=", "--cos", cos, "--data-dir", data, "--capacity", "512MiB",
-                  "--log-level", "error", "--queue-limit", "1", "--cap-ops", "5",
-                  (char *)NULL);
+            execl(fnstore_bin, fnstore_bin, "--id", id, "--listen", listen,
+                  "--metrics-listen=", "--controller=", "--cos", cos, "--data-dir", data,
+                  "--capacity", "512MiB", "--log-level", "error", "--queue-limit", "1", "--cap-ops",
+                  "5", (char *)NULL);
         } else {
-            execl(fnstore_bin, fnstore_bin, "--id", id, "--listen", listen, "--metrics-listen=",
-                  "--controller=", "--cos", cos, "--data-dir", data, "--capacity", "512MiB",
-                  "--log-level", "warn", (char *)NULL);
+            execl(fnstore_bin, fnstore_bin, "--id", id, "--listen", listen,
+                  "--metrics-listen=", "--controller=", "--cos", cos, "--data-dir", data,
+                  "--capacity", "512MiB", "--log-level", "warn", (char *)NULL);
         }
         _exit(127);
     }
@@ -478,7 +478,7 @@ main(int argc, char **argv)
             if (size > (uint64_t)l.chunk_size * l.k) {
                 uint64_t sb = (uint64_t)l.chunk_size * l.k;
                 uint64_t n = size - (sb - 7) < 14 ? size - (sb - 7) : 14;
-                CHECK(do_get(e, &l, sb - 7, n, src) == 0);         /* across stripes */
+                CHECK(do_get(e, &l, sb - 7, n, src) == 0);           /* across stripes */
                 CHECK(do_get(e, &l, l.chunk_size - 1, 2, src) == 0); /* across chunks */
                 if (size >= 2 * sb) {
                     CHECK(do_get(e, &l, sb, sb, src) == 0); /* one whole stripe */
@@ -487,8 +487,8 @@ main(int argc, char **argv)
             if (k == 4 && size == (1 << 20) + 3) {
                 big42 = l;
             }
-            printf("ok put/get k=%d m=%d size=%zu stripes=%u chunk=%u\n", k, m, size,
-                   l.nstripes, l.chunk_size);
+            printf("ok put/get k=%d m=%d size=%zu stripes=%u chunk=%u\n", k, m, size, l.nstripes,
+                   l.chunk_size);
         }
     }
     /* Out-of-range reads are refused. */
@@ -560,7 +560,8 @@ main(int argc, char **argv)
     kill_node(BROKEN);
     printf("killed node %d (unpersisted holder)\n", BROKEN);
     if (!wait_persisted(red.object, 15000)) {
-        fail("redrive did not persist: mask=%llx", (unsigned long long)latest(red.object).persisted);
+        fail("redrive did not persist: mask=%llx",
+             (unsigned long long)latest(red.object).persisted);
     }
     red = latest(red.object);
     CHECK(red.holders[0] != BROKEN);
@@ -626,8 +627,10 @@ main(int argc, char **argv)
 
     /* A node that answers "queue full" fails the put with CM_E_BUSY. */
     {
-        struct gw_engine_cfg cfg = {.max_chunk = 64 * 1024, .io_timeout_ms = 5000,
-                                    .slow_ms = 300, .persist_poll_ms = 100,
+        struct gw_engine_cfg cfg = {.max_chunk = 64 * 1024,
+                                    .io_timeout_ms = 5000,
+                                    .slow_ms = 300,
+                                    .persist_poll_ms = 100,
                                     .redrive_after_ms = 500};
         struct gw_engine *e3 = NULL;
         CHECK(gw_engine_create(&cfg, on_layout, NULL, &e3) == 0);

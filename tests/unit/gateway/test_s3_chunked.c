@@ -5,9 +5,8 @@
  * in random pieces; botocore's unsigned-trailer framing; random bodies in
  * every mode and algorithm; every kind of corruption and truncation.
  */
-#include <strings.h>
-
 #include "t_check.h"
+#include "t_hdrs.h"
 
 #include "cm_hash.h"
 #include "gw_s3_chunked.h"
@@ -16,32 +15,6 @@
 #define EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define SEED "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9"
 #define SEED_TRAILER "106e2a8a18243abcf37539882f36619c00e2dfc72633413f02d3b74544bfeb8e"
-
-struct hdrs {
-    const char *kv[8];
-    int n;
-};
-
-static const char *
-hdr_get(void *arg, const char *lname)
-{
-    struct hdrs *h = arg;
-
-    for (int i = 0; i < h->n; i++) {
-        if (strcasecmp(h->kv[2 * i], lname) == 0) {
-            return h->kv[2 * i + 1];
-        }
-    }
-    return NULL;
-}
-
-static void
-hdr_set(struct hdrs *h, const char *name, const char *value)
-{
-    h->kv[2 * h->n] = name;
-    h->kv[2 * h->n + 1] = value;
-    h->n++;
-}
 
 /* What a verified request of AWS's examples gives the decoder. */
 static void
@@ -144,7 +117,7 @@ sink_fn(void *arg, const void *data, size_t len)
 /* Feeds body in random pieces (max_piece 0: all at once); the first error
  * of feed or finish. */
 static enum gw_s3_err
-decode(const struct gw_s3_auth *a, struct hdrs *h, const char *body, size_t len, size_t max_piece,
+decode(const struct gw_s3_auth *a, struct t_hdrs *h, const char *body, size_t len, size_t max_piece,
        uint64_t max_decoded, struct sink *s, char ck[GW_S3_CK_B64_MAX], enum gw_s3_ck_alg *alg)
 {
     struct gw_s3_chunked *c;
@@ -153,7 +126,7 @@ decode(const struct gw_s3_auth *a, struct hdrs *h, const char *body, size_t len,
     size_t off = 0;
 
     s->got.len = 0;
-    e = gw_s3_chunked_create(a, hdr_get, h, max_decoded, sink_fn, s, &c, &why);
+    e = gw_s3_chunked_create(a, t_hdr_get, h, max_decoded, sink_fn, s, &c, &why);
     if (e != GW_S3_OK) {
         CHECK(why != NULL && c == NULL);
         return e;
@@ -232,7 +205,7 @@ static void
 test_doc_example(void)
 {
     struct gw_s3_auth a;
-    struct hdrs h = {0};
+    struct t_hdrs h = {0};
     struct sink s = {0};
     struct cm_buf b;
     struct enc e;
@@ -253,7 +226,7 @@ test_doc_example(void)
     CHECK(memcmp(e.out.p, b.p, b.len) == 0);
     cm_buf_fini(&e.out);
 
-    hdr_set(&h, "x-amz-decoded-content-length", "66560");
+    t_hdr_set(&h, "x-amz-decoded-content-length", "66560");
     CHECK_EQ_INT(decode(&a, &h, b.p, b.len, 0, 0, &s, ck, &alg), GW_S3_OK);
     check_aaa(&s);
     CHECK_EQ_INT(alg, GW_S3_CK_NONE);
@@ -298,8 +271,8 @@ test_doc_example(void)
     CHECK_EQ_INT(e.out.len, b.len);
     CHECK(memcmp(e.out.p, b.p, b.len) == 0);
     cm_buf_fini(&e.out);
-    hdr_set(&h, "x-amz-trailer", "x-amz-checksum-crc32c");
-    hdr_set(&h, "x-amz-decoded-content-length", "66560");
+    t_hdr_set(&h, "x-amz-trailer", "x-amz-checksum-crc32c");
+    t_hdr_set(&h, "x-amz-decoded-content-length", "66560");
     for (int i = 0; i < 10; i++) {
         CHECK_EQ_INT(
             decode(&a, &h, b.p, b.len, i == 0 ? 0 : (size_t)t_range(1, 300), 0, &s, ck, &alg),
@@ -325,7 +298,7 @@ static void
 test_corruption(void)
 {
     struct gw_s3_auth a;
-    struct hdrs h = {0};
+    struct t_hdrs h = {0};
     struct sink s = {0};
     struct cm_buf b;
     size_t data1 = 88, data2 = 88 + 65536 + 2 + 86;
@@ -333,8 +306,8 @@ test_corruption(void)
     cm_buf_init(&s.got);
     example_auth(&a, GW_S3_PAYLOAD_STREAMING_TRAILER, SEED_TRAILER);
     doc_body(&b, 1);
-    hdr_set(&h, "x-amz-trailer", "x-amz-checksum-crc32c");
-    hdr_set(&h, "x-amz-decoded-content-length", "66560");
+    t_hdr_set(&h, "x-amz-trailer", "x-amz-checksum-crc32c");
+    t_hdr_set(&h, "x-amz-decoded-content-length", "66560");
     CHECK(b.p[data1 - 1] == '\n' && b.p[data1] == 'a' && b.p[data1 + 65536] == '\r');
     CHECK(b.p[data2 - 1] == '\n' && b.p[data2] == 'a' && b.p[data2 + 1024] == '\r');
     {
@@ -447,11 +420,11 @@ test_framing(void)
     memset(&a, 0, sizeof(a));
     a.payload = GW_S3_PAYLOAD_UNSIGNED_TRAILER;
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-        struct hdrs h = {0};
+        struct t_hdrs h = {0};
         enum gw_s3_err got;
 
         if (v[i].trailer != NULL) {
-            hdr_set(&h, "x-amz-trailer", v[i].trailer);
+            t_hdr_set(&h, "x-amz-trailer", v[i].trailer);
         }
         for (int piece = 0; piece <= 3; piece++) {
             got = decode(&a, &h, v[i].body, strlen(v[i].body), (size_t)piece, 0, &s, ck, &alg);
@@ -468,27 +441,27 @@ test_framing(void)
     /* a line too long */
     {
         char body[400];
-        struct hdrs h = {0};
+        struct t_hdrs h = {0};
 
         memset(body, '0', sizeof(body));
         CHECK_EQ_INT(decode(&a, &h, body, sizeof(body), 7, 0, &s, NULL, NULL),
                      GW_S3_E_INCOMPLETE_BODY);
         memcpy(body, "0\r\nx-amz-checksum-crc32:", 24);
-        hdr_set(&h, "x-amz-trailer", "x-amz-checksum-crc32");
+        t_hdr_set(&h, "x-amz-trailer", "x-amz-checksum-crc32");
         CHECK_EQ_INT(decode(&a, &h, body, sizeof(body), 0, 0, &s, NULL, NULL),
                      GW_S3_E_INCOMPLETE_BODY);
     }
     /* not a streaming payload */
     {
         struct gw_s3_chunked *c = (struct gw_s3_chunked *)&a;
-        struct hdrs h = {0};
+        struct t_hdrs h = {0};
 
         a.payload = GW_S3_PAYLOAD_SIGNED;
-        CHECK_EQ_INT(gw_s3_chunked_create(&a, hdr_get, &h, 0, NULL, NULL, &c, NULL),
+        CHECK_EQ_INT(gw_s3_chunked_create(&a, t_hdr_get, &h, 0, NULL, NULL, &c, NULL),
                      GW_S3_E_INVALID_REQUEST);
         CHECK(c == NULL);
         a.payload = GW_S3_PAYLOAD_UNSIGNED;
-        CHECK_EQ_INT(gw_s3_chunked_create(&a, hdr_get, &h, 0, NULL, NULL, &c, NULL),
+        CHECK_EQ_INT(gw_s3_chunked_create(&a, t_hdr_get, &h, 0, NULL, NULL, &c, NULL),
                      GW_S3_E_INVALID_REQUEST);
         gw_s3_chunked_destroy(NULL);
     }
@@ -508,7 +481,7 @@ test_random(void)
     cm_buf_init(&s.got);
     for (int round = 0; round < 60; round++) {
         struct gw_s3_auth a;
-        struct hdrs h = {0};
+        struct t_hdrs h = {0};
         struct enc e;
         enum gw_s3_payload mode = modes[round % 3];
         enum gw_s3_ck_alg ckalg = (enum gw_s3_ck_alg)(round / 3 % 6), got_alg;
@@ -536,9 +509,9 @@ test_random(void)
         snprintf(trailer, sizeof(trailer), "%s:%s", gw_s3_ck_header_name(ckalg), want_ck);
         enc_end(&e, ckalg != GW_S3_CK_NONE ? trailer : NULL);
         snprintf(declen, sizeof(declen), "%zu", len);
-        hdr_set(&h, "x-amz-decoded-content-length", declen);
+        t_hdr_set(&h, "x-amz-decoded-content-length", declen);
         if (ckalg != GW_S3_CK_NONE) {
-            hdr_set(&h, "x-amz-trailer", gw_s3_ck_header_name(ckalg));
+            t_hdr_set(&h, "x-amz-trailer", gw_s3_ck_header_name(ckalg));
         }
         CHECK_EQ_INT(
             decode(&a, &h, e.out.p, e.out.len, (size_t)t_range(0, 20000), 0, &s, ck, &got_alg),

@@ -4,9 +4,8 @@
  * uploads (against Python's hashlib), and a body's checks: the signed
  * payload's SHA-256, Content-MD5 and x-amz-checksum-* headers.
  */
-#include <strings.h>
-
 #include "t_check.h"
+#include "t_hdrs.h"
 
 #include "cm_hash.h"
 #include "gw_s3_cksum.h"
@@ -151,33 +150,15 @@ test_etags(void)
     CHECK_EQ_INT(gw_s3_etag_md5("\"065947336a2f2a95ba8899f3675c3be6-2\"", 36, md), -1);
 }
 
-struct hdrs {
-    const char *kv[16];
-    int n;
-};
-
-static const char *
-hdr_get(void *arg, const char *lname)
-{
-    struct hdrs *h = arg;
-
-    for (int i = 0; i < h->n; i++) {
-        if (strcasecmp(h->kv[2 * i], lname) == 0) {
-            return h->kv[2 * i + 1];
-        }
-    }
-    return NULL;
-}
-
 static enum gw_s3_err
-body_run(const struct gw_s3_auth *auth, struct hdrs *h, const char *data, char etag[],
+body_run(const struct gw_s3_auth *auth, struct t_hdrs *h, const char *data, char etag[],
          enum gw_s3_err *init_err)
 {
     struct gw_s3_body b;
     enum gw_s3_err e;
     size_t n = strlen(data);
 
-    *init_err = gw_s3_body_init(&b, auth, hdr_get, h, NULL);
+    *init_err = gw_s3_body_init(&b, auth, t_hdr_get, h, NULL);
     if (*init_err != GW_S3_OK) {
         gw_s3_body_fini(&b);
         return *init_err;
@@ -195,7 +176,7 @@ static void
 test_body(void)
 {
     struct gw_s3_auth auth;
-    struct hdrs h = {0};
+    struct t_hdrs h = {0};
     char etag[GW_S3_ETAG_MAX];
     enum gw_s3_err ie;
     uint8_t md[CM_DIGEST_MAX];
