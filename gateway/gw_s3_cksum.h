@@ -13,10 +13,11 @@
  *   ETags         "<md5 hex>" of a single PUT; "<md5 of the parts' binary
  *                 MD5s>-N" of a multipart upload, both quoted.
  *
- * Botocore (boto3, aws-cli >= 1.36) sends a CRC32 by default on every
- * upload: over http as an x-amz-checksum-crc32 header with a signed
- * payload, over https as an aws-chunked trailer. CRC64NVME is what the
- * newer SDKs (Java, Go, botocore with CRT) default to.
+ * botocore >= 1.36 (under boto3 1.36 and aws-cli 1.37) sends a CRC32 by
+ * default on every upload: over http as an x-amz-checksum-crc32 header
+ * with a signed payload, over https as an aws-chunked trailer (seen in
+ * unit.gateway.s3_botocore). CRC64NVME is S3's own full-object checksum;
+ * clients send it when asked to.
  *
  * Pure: no I/O, no globals. A struct belongs to one thread at a time.
  */
