@@ -34,6 +34,8 @@ void cm_ec_encode(const struct cm_ec *ec, size_t len, const uint8_t *const *data
 int cm_ec_decode(const struct cm_ec *ec, size_t len, uint8_t *const *chunks,
                  const uint8_t *present);
 
+/* CRC-32 as in zlib and gzip (IEEE, reflected), chainable: start with crc = 0. */
+uint32_t cm_crc32(uint32_t crc, const void *buf, size_t len);
 /* CRC32C (Castagnoli), chainable: start with crc = 0. */
 uint32_t cm_crc32c(uint32_t crc, const void *buf, size_t len);
 /* CRC64 (ECMA, reflected), chainable: start with crc = 0. Used for ETags. */

@@ -182,6 +182,13 @@ cm_crc32c(uint32_t crc, const void *buf, size_t len)
     return ~crc;
 }
 
+/* crc32_gzip_refl inverts on the way in and out, as zlib's crc32() does. */
+uint32_t
+cm_crc32(uint32_t crc, const void *buf, size_t len)
+{
+    return crc32_gzip_refl(crc, buf, len);
+}
+
 /* crc64_ecma_refl inverts internally: 0 starts a fresh CRC-64/XZ. */
 uint64_t
 cm_crc64(uint64_t crc, const void *buf, size_t len)

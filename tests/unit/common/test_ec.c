@@ -179,8 +179,9 @@ round_trip(int k, int m, size_t len)
     cm_ec_destroy(ec);
 }
 
+/* Bitwise reflected CRC-32 with polynomial poly (reversed form). */
 static uint32_t
-crc32c_ref(uint32_t crc, const uint8_t *p, size_t len)
+crc32_ref(uint32_t poly, uint32_t crc, const uint8_t *p, size_t len)
 {
     int b;
 
@@ -188,10 +189,16 @@ crc32c_ref(uint32_t crc, const uint8_t *p, size_t len)
     while (len--) {
         crc ^= *p++;
         for (b = 0; b < 8; b++) {
-            crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
+            crc = (crc >> 1) ^ (poly & (0u - (crc & 1)));
         }
     }
     return ~crc;
+}
+
+static uint32_t
+crc32c_ref(uint32_t crc, const uint8_t *p, size_t len)
+{
+    return crc32_ref(0x82F63B78u, crc, p, len);
 }
 
 static void
@@ -205,6 +212,9 @@ test_crc(void)
     CHECK_EQ_INT(cm_crc32c(0, v, 9), 0xE3069283u);
     CHECK_EQ_INT(cm_crc32c(cm_crc32c(0, v, 4), v + 4, 5), 0xE3069283u);
     CHECK_EQ_INT(cm_crc32c(0, v, 0), 0);
+    CHECK_EQ_INT(cm_crc32(0, v, 9), 0xCBF43926u);
+    CHECK_EQ_INT(cm_crc32(cm_crc32(0, v, 3), v + 3, 6), 0xCBF43926u);
+    CHECK_EQ_INT(cm_crc32(0, v, 0), 0);
     CHECK(cm_crc64(0, v, 9) == 0x995DC9BBDF1939FAull);
     CHECK(cm_crc64(cm_crc64(0, v, 2), v + 2, 7) == 0x995DC9BBDF1939FAull);
     for (i = 0; i < 200; i++) {
@@ -214,6 +224,8 @@ test_crc(void)
         CHECK_EQ_INT(cm_crc32c(0, buf, len), crc32c_ref(0, buf, len));
         CHECK_EQ_INT(cm_crc32c(cm_crc32c(0, buf, cut), buf + cut, len - cut),
                      crc32c_ref(0, buf, len));
+        CHECK_EQ_INT(cm_crc32(cm_crc32(0, buf, cut), buf + cut, len - cut),
+                     crc32_ref(0xEDB88320u, 0, buf, len));
     }
 }
 
