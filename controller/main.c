@@ -21,6 +21,7 @@
 #include "cm_time.h"
 #include "cm_token.h"
 #include "ctl_api.h"
+#include "ctl_s3keys.h"
 #include "ctl_state.h"
 #include "ctl_store.h"
 
@@ -30,6 +31,7 @@ struct ctl_cfg {
     const char *listen;
     const char *data_dir;
     const char *admin_token_file;
+    const char *secrets_key_file;
     int partitions;
     int ec_k;
     int ec_m;
@@ -43,6 +45,9 @@ static const struct cm_opt opts[] = {
     CM_OPT_STR(struct ctl_cfg, data_dir, NULL, "state directory (LMDB); required"),
     CM_OPT_STR(struct ctl_cfg, admin_token_file, NULL,
                "admin token file, created (mode 0600) if absent; default DATA_DIR/admin.token"),
+    CM_OPT_STR(struct ctl_cfg, secrets_key_file, NULL,
+               "master key sealing tenants' S3 secrets, created (mode 0600) if absent; refused "
+               "if group or others may read it; default secrets.key beside DATA_DIR"),
     CM_OPT_INT(struct ctl_cfg, partitions, "16", 1, 65536, "partitions per tenant"),
     CM_OPT_INT(struct ctl_cfg, ec_k, "4", 1, CM_EC_MAX_K, "data chunks of new tenants"),
     CM_OPT_INT(struct ctl_cfg, ec_m, "2", 0, CM_EC_MAX_M, "parity chunks of new tenants"),
@@ -63,8 +68,9 @@ main(int argc, char **argv)
     struct ctl_api *api = NULL;
     struct ctl_state_cfg scfg;
     struct ctl_api_cfg acfg;
+    struct ctl_s3master master;
     enum cm_log_level level;
-    char token[512], token_path[4096];
+    char token[512], token_path[4096], key_path[4096];
     sigset_t sigs;
     int rc, code = 1;
 
@@ -104,7 +110,18 @@ main(int argc, char **argv)
     scfg.ec_k = cfg.ec_k;
     scfg.ec_m = cfg.ec_m;
     scfg.node_timeout_ns = (uint64_t)cfg.node_timeout_ms * 1000000u;
+    if (cfg.secrets_key_file != NULL && cfg.secrets_key_file[0] != '\0') {
+        snprintf(key_path, sizeof(key_path), "%s", cfg.secrets_key_file);
+    } else {
+        ctl_s3_default_key_path(cfg.data_dir, key_path, sizeof(key_path));
+    }
+    rc = ctl_s3_master_load(key_path, &master);
+    if (rc < 0) {
+        goto out;
+    }
+    scfg.s3_master = &master;
     rc = ctl_state_create(store, &scfg, &st);
+    explicit_bzero(&master, sizeof(master));
     if (rc < 0) {
         CM_ERROR("state load failed dir=%s err=%s", cfg.data_dir, cm_strerror(rc));
         goto out;
@@ -116,8 +133,8 @@ main(int argc, char **argv)
     if (rc < 0) {
         goto out;
     }
-    CM_INFO("started listen=%s data_dir=%s token_file=%s version=%s", cfg.listen, cfg.data_dir,
-            token_path, SHOAL_VERSION);
+    CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s version=%s",
+            cfg.listen, cfg.data_dir, token_path, key_path, SHOAL_VERSION);
 
     for (;;) {
         struct timespec ts = {0, TICK_MS * 1000000L};
