@@ -51,11 +51,11 @@ test_hmac(void)
 #define TC_KEY "feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308"
 #define TC_IV "cafebabefacedbaddecaf888"
 #define TC_PT                                                                                      \
-    "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e24"      \
+    "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e24"     \
     "49a6b525b16aedf5aa0de657ba637b39"
 #define TC_AAD "feedfacedeadbeeffeedfacedeadbeefabaddad2"
 #define TC_CT                                                                                      \
-    "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa8cb08e48590dbb3da7b08b10"      \
+    "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa8cb08e48590dbb3da7b08b10"     \
     "56828838c5f61e6393ba7a0abcc9f662"
 #define TC_TAG "76fc6ece0f4e1768cddf8853bb2d551b"
 
