@@ -357,7 +357,7 @@ struct ctl_s3set {
     struct ctl_s3master master;
     int64_t first_day; /* window of every derived dk; INT64_MIN until the first export */
     size_t n;
-    struct s3entry *e; /* creation order */
+    struct s3entry *e; /* creation order; (created, id) order after a restart */
 };
 
 /* The window of date keys from first_day, from the secret in clear. */
@@ -390,6 +390,18 @@ set_unseal(const struct ctl_s3set *set, const struct ctl_s3key *k, char *secret)
     return rc;
 }
 
+/* Oldest first, ties by id: the order of listings, stable across restarts. */
+static int
+key_cmp(const void *a, const void *b)
+{
+    const struct ctl_s3key *x = a, *y = b;
+
+    if (x->created_ms != y->created_ms) {
+        return x->created_ms < y->created_ms ? -1 : 1;
+    }
+    return strcmp(x->id, y->id);
+}
+
 int
 ctl_s3set_create(const struct ctl_s3master *m, struct ctl_s3key *keys, size_t n,
                  struct ctl_s3set **out)
@@ -404,6 +416,9 @@ ctl_s3set_create(const struct ctl_s3master *m, struct ctl_s3key *keys, size_t n,
         set->have_master = 1;
     }
     set->e = cm_calloc(n + 1, sizeof(*set->e));
+    if (n > 0) {
+        qsort(keys, n, sizeof(*keys), key_cmp);
+    }
     for (size_t i = 0; i < n; i++) {
         /* Opened now so that a wrong key file stops the start, not a gateway. */
         rc = set_unseal(set, &keys[i], secret);
@@ -578,6 +593,9 @@ list_fn(void *arg, const struct ctl_state_s3 *x)
         if (x->set->e[i].k.tenant == x->tenant->id) {
             op->keys[op->n++] = x->set->e[i].k;
         }
+    }
+    if (op->n > 0) {
+        qsort(op->keys, op->n, sizeof(*op->keys), key_cmp); /* the clock may have gone back */
     }
     return 0;
 }
