@@ -15,12 +15,14 @@
 #include "ctl_s3keys.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cm_buf.h"
 #include "cm_err.h"
@@ -189,18 +191,33 @@ base64(const uint8_t *in, size_t n, char *out)
     out[o] = '\0';
 }
 
+/* Seals secret into k (id and tenant set) under m, with a fresh nonce. */
+static int
+seal(const struct ctl_s3master *m, struct ctl_s3key *k, const char *secret)
+{
+    uint8_t aad[AAD_LEN];
+    int rc = cm_random_bytes(k->nonce, sizeof(k->nonce));
+
+    if (rc < 0) {
+        return rc;
+    }
+    memcpy(k->kid, m->kid, sizeof(k->kid));
+    aad_of(k, aad);
+    return cm_aead_seal(m->key, k->nonce, aad, sizeof(aad), secret, CTL_S3_SECRET_LEN, k->sealed,
+                        k->tag);
+}
+
 int
 ctl_s3key_mint(const struct ctl_s3master *m, uint32_t tenant, uint64_t now_ms, struct ctl_s3key *k,
                char secret[CTL_S3_SECRET_LEN + 1])
 {
-    uint8_t rnd[CTL_S3_ID_LEN - 2], sb[SECRET_BYTES], aad[AAD_LEN];
+    uint8_t rnd[CTL_S3_ID_LEN - 2], sb[SECRET_BYTES];
     int rc;
 
     memset(k, 0, sizeof(*k));
     secret[0] = '\0';
     if ((rc = cm_random_bytes(rnd, sizeof(rnd))) < 0 ||
-        (rc = cm_random_bytes(sb, sizeof(sb))) < 0 ||
-        (rc = cm_random_bytes(k->nonce, sizeof(k->nonce))) < 0) {
+        (rc = cm_random_bytes(sb, sizeof(sb))) < 0) {
         goto out;
     }
     memcpy(k->id, ID_PREFIX, 2);
@@ -210,10 +227,7 @@ ctl_s3key_mint(const struct ctl_s3master *m, uint32_t tenant, uint64_t now_ms, s
     base64(sb, sizeof(sb), secret);
     k->tenant = tenant;
     k->created_ms = now_ms;
-    memcpy(k->kid, m->kid, sizeof(k->kid));
-    aad_of(k, aad);
-    rc = cm_aead_seal(m->key, k->nonce, aad, sizeof(aad), secret, CTL_S3_SECRET_LEN, k->sealed,
-                      k->tag);
+    rc = seal(m, k, secret);
 out:
     explicit_bzero(sb, sizeof(sb));
     if (rc < 0) {
@@ -549,7 +563,7 @@ create_fn(void *arg, const struct ctl_state_s3 *x)
         rc = CM_E_EXISTS; /* 2^90 ids: a broken random source */
     }
     if (rc == 0) {
-        rc = ctl_store_put_s3key(x->store, &k, x->epoch + 1);
+        rc = ctl_store_put_s3keys(x->store, &k, 1, x->epoch + 1);
     }
     if (rc < 0) {
         explicit_bzero(op->secret, CTL_S3_SECRET_LEN + 1);
@@ -683,4 +697,98 @@ ctl_s3_export_fini(struct ctl_s3export *x)
     }
     free(x->keys);
     memset(x, 0, sizeof(*x));
+}
+
+/* ---- master key rotation ---- */
+
+/* fsync of the directory holding path, so a rename in it is durable. */
+static int
+sync_parent(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    int fd, rc = 0;
+
+    if (slash == NULL) {
+        snprintf(dir, sizeof(dir), ".");
+    } else {
+        snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    }
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
+        rc = -errno;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return rc;
+}
+
+int
+ctl_s3_rotate(struct ctl_store *store, const char *path)
+{
+    struct ctl_s3master old, neu;
+    struct ctl_store_state ss;
+    char newpath[4096], secret[CTL_S3_SECRET_LEN + 1];
+    int have_new, rc;
+    size_t moved = 0;
+
+    memset(&ss, 0, sizeof(ss));
+    memset(&neu, 0, sizeof(neu));
+    if (snprintf(newpath, sizeof(newpath), "%s.new", path) >= (int)sizeof(newpath)) {
+        return CM_E_TOOBIG;
+    }
+    /* An interrupted rotation left NEW behind: reusing it makes a second run
+     * finish the first, whether or not the first had committed. */
+    have_new = access(newpath, F_OK) == 0;
+    if ((rc = ctl_s3_master_load(path, &old)) < 0 ||
+        (have_new && (rc = ctl_s3_master_load(newpath, &neu)) < 0) ||
+        (rc = ctl_store_load(store, &ss)) < 0) {
+        goto out;
+    }
+    /* Every record must open before anything is written. */
+    for (size_t i = 0; i < ss.ns3keys; i++) {
+        const struct ctl_s3key *k = &ss.s3keys[i];
+
+        if ((!have_new || strcmp(k->kid, neu.kid) != 0) && ctl_s3key_unseal(&old, k, secret) < 0) {
+            CM_ERROR("s3 key does not open under the secrets key file access_key=%s kid=%s "
+                     "file_kid=%s path=%s",
+                     k->id, k->kid, old.kid, path);
+            rc = CM_E_CONFIG;
+            goto out;
+        }
+    }
+    if (!have_new && (rc = ctl_s3_master_load(newpath, &neu)) < 0) {
+        goto out;
+    }
+    for (size_t i = 0; i < ss.ns3keys; i++) {
+        struct ctl_s3key *k = &ss.s3keys[i];
+
+        if (strcmp(k->kid, neu.kid) == 0) {
+            continue;
+        }
+        if ((rc = ctl_s3key_unseal(&old, k, secret)) < 0 || (rc = seal(&neu, k, secret)) < 0) {
+            goto out;
+        }
+        moved++;
+    }
+    rc = ctl_store_put_s3keys(store, ss.s3keys, ss.ns3keys, 0);
+    if (rc == 0 && rename(newpath, path) != 0) {
+        rc = -errno;
+    }
+    if (rc == 0) {
+        rc = sync_parent(path);
+    }
+    if (rc < 0) {
+        CM_ERROR("secrets key rotation failed path=%s err=%s", path, cm_strerror(rc));
+        goto out;
+    }
+    CM_INFO("secrets key rotated path=%s old_kid=%s kid=%s keys=%zu resealed=%zu", path, old.kid,
+            neu.kid, ss.ns3keys, moved);
+out:
+    explicit_bzero(secret, sizeof(secret));
+    explicit_bzero(&old, sizeof(old));
+    explicit_bzero(&neu, sizeof(neu));
+    ctl_store_state_fini(&ss);
+    return rc;
 }

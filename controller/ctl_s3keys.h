@@ -116,6 +116,16 @@ char *ctl_s3key_encode(const struct ctl_s3key *k);
 int ctl_s3key_decode(const void *id, size_t idlen, const void *rec, size_t len,
                      struct ctl_s3key *k);
 
+/*
+ * Re-seals every stored S3 secret under a new master key, then puts that key
+ * in path (the old one is gone). The new key is made in path + ".new" first
+ * and the records move in one transaction before the rename, so a run cut
+ * short at any point is finished by running it again. The controller must
+ * be stopped (main.c holds the data dir's lock). 0 or a negative code.
+ */
+struct ctl_store;
+int ctl_s3_rotate(struct ctl_store *store, const char *path);
+
 /* ---- the set ctl_state keeps (under its lock) ---- */
 
 struct ctl_s3set;

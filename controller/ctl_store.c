@@ -424,22 +424,25 @@ ctl_store_put_node(struct ctl_store *s, const struct ctl_node *n, uint64_t epoch
 }
 
 int
-ctl_store_put_s3key(struct ctl_store *s, const struct ctl_s3key *k, uint64_t epoch)
+ctl_store_put_s3keys(struct ctl_store *s, const struct ctl_s3key *k, size_t n, uint64_t epoch)
 {
     struct cm_kv_txn *txn;
-    char *rec;
     int rc = cm_kv_begin(s->kv, 1, &txn);
 
     if (rc < 0) {
         return rc;
     }
-    rec = ctl_s3key_encode(k);
-    rc = rec == NULL ? -ENOMEM : cm_kv_put(txn, T_S3KEYS, k->id, CTL_S3_ID_LEN, rec, strlen(rec));
-    free(rec);
-    if (rc == 0) {
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        char *rec = ctl_s3key_encode(&k[i]);
+
+        rc = rec == NULL ? -ENOMEM
+                         : cm_kv_put(txn, T_S3KEYS, k[i].id, CTL_S3_ID_LEN, rec, strlen(rec));
+        free(rec);
+    }
+    if (rc == 0 && epoch != 0) {
         rc = put_u64(txn, META_EPOCH, epoch);
     }
-    return finish(txn, rc, "put_s3key");
+    return finish(txn, rc, "put_s3keys");
 }
 
 int

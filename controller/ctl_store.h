@@ -51,8 +51,10 @@ int ctl_store_put_tenant(struct ctl_store *s, const struct ctl_tenant *t, uint64
 int ctl_store_del_tenant(struct ctl_store *s, uint32_t id, uint64_t epoch);
 int ctl_store_put_node(struct ctl_store *s, const struct ctl_node *n, uint64_t epoch);
 int ctl_store_put_meta(struct ctl_store *s, uint64_t epoch, uint32_t partitions);
-/* Writes k (borrowed), or deletes key id, with the epoch in one transaction. */
-int ctl_store_put_s3key(struct ctl_store *s, const struct ctl_s3key *k, uint64_t epoch);
+/* Writes k[n] (borrowed), or deletes key id, with the epoch in one
+ * transaction; epoch 0 leaves the stored one (a re-seal changes nothing a
+ * gateway sees). */
+int ctl_store_put_s3keys(struct ctl_store *s, const struct ctl_s3key *k, size_t n, uint64_t epoch);
 int ctl_store_del_s3key(struct ctl_store *s, const char *id, uint64_t epoch);
 
 #endif

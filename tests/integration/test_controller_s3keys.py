@@ -10,7 +10,8 @@ log, every byte of the data dir), that /v1/internal/state carries for each key
 kDate = HMAC-SHA256("AWS4" + secret, date) for the UTC dates from 7 days ago to
 tomorrow, the per-tenant cap, that keys survive a restart and leave with their
 tenant, and that the controller refuses to start on a secrets key file others
-may read, or on another key. Uses the admin test's Controller helper.
+may read, or on another key; that a master key rotation re-seals every secret
+(refused while a controller runs) and changes no date key. Uses the admin test's Controller helper.
 SHOAL_TEST_KEEP=1 keeps the temp dir.
 """
 
@@ -263,8 +264,7 @@ def check_no_secret_at_rest(c, secrets):
 
 def start_fails(c, what, *extra):
     """Runs the controller on c's data dir; it must exit non-zero quickly."""
-    p = subprocess.run([CTL, "--listen", "127.0.0.1:%d" % c.port, "--data-dir", c.data] +
-                       list(extra), capture_output=True, text=True, timeout=20)
+    p = run_ctl(c, *extra)
     check(p.returncode not in (0, None), "%s: exit code %r" % (what, p.returncode))
     return p.stderr
 
@@ -297,6 +297,46 @@ def test_key_file(c, secrets):
     check(os.stat(other).st_mode & 0o777 == 0o600, "explicit key file created 0600")
 
 
+def run_ctl(c, *extra):
+    return subprocess.run([CTL, "--listen", "127.0.0.1:%d" % c.port, "--data-dir", c.data] +
+                          list(extra), capture_output=True, text=True, timeout=60)
+
+
+def test_rotation(c, secrets):
+    log("master key rotation")
+    keyfile = os.path.join(c.tmp, "secrets.key")
+    p = run_ctl(c, "--rotate-secrets-key")
+    check(p.returncode == 1 and "another shoal-controller" in p.stderr,
+          "no rotation under a live controller: %d %r" % (p.returncode, p.stderr[-300:]))
+    p = run_ctl(c)
+    check(p.returncode == 1 and "another shoal-controller" in p.stderr,
+          "no second controller on one data dir: %d %r" % (p.returncode, p.stderr[-300:]))
+    before = state_keys(c)
+    check(c.stop() == 0, "clean exit")
+    with open(keyfile) as f:
+        old = f.read()
+    p = run_ctl(c, "--rotate-secrets-key")
+    check(p.returncode == 0 and "secrets key rotated" in p.stderr,
+          "rotation: %d %r" % (p.returncode, p.stderr[-300:]))
+    with open(keyfile) as f:
+        new = f.read()
+    check(re.fullmatch(r"[0-9a-f]{64}\n", new) is not None and new != old, "a new master key")
+    check(os.stat(keyfile).st_mode & 0o777 == 0o600, "rotated key file mode 0600")
+    check(not os.path.exists(keyfile + ".new"), "no .new left behind")
+    with open(keyfile, "w") as f:
+        f.write(old)
+    start_fails(c, "the old key after a rotation")
+    with open(keyfile, "w") as f:
+        f.write(new)
+    c.start()
+    after = state_keys(c)
+    check(set(after) == set(before), "same keys after the rotation")
+    same_day = all(sorted(after[k]["date_keys"]) == sorted(before[k]["date_keys"]) for k in after)
+    check(not same_day or after == before, "same date keys: the secrets did not change")
+    for kid, (t, secret) in secrets.items():
+        check_state_key(c, kid, secret, after[kid]["tenant_id"])
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="shoal-s3k-")
     c = ca.Controller(tmp, ca.free_port())
@@ -322,6 +362,7 @@ def main():
         check(set(after) == set(before), "state keys persisted")
         for kid, (t, secret) in secrets.items():
             check_state_key(c, kid, secret, ids[t])
+        test_rotation(c, secrets)
 
         log("a tenant's deletion takes its keys")
         beta_keys = [k for k, (t, _) in secrets.items() if t == "beta"]

@@ -5,12 +5,14 @@
  * (created 0600, refused when others may read it), and, over a real LMDB
  * store, the state operations: the per-tenant cap, ids unique across
  * tenants, epochs, the date window and its daily roll, a tenant's deletion,
- * a restart, and no secret anywhere in the store's files.
+ * a restart, no secret anywhere in the store's files, and master key
+ * rotation, also when cut short.
  */
 #include "t_check.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "cm_err.h"
@@ -532,6 +534,127 @@ test_state(const char *dir)
 }
 
 static void
+slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    CHECK(f != NULL);
+    n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+static void
+spill(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+    CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+}
+
+/* Opens the state under the key in path and checks every key's window. */
+static void
+check_opens(const char *dir, const char *path, int nkeys, struct ctl_s3key *keys,
+            char (*secrets)[CTL_S3_SECRET_LEN + 1])
+{
+    struct ctl_s3master m;
+    struct ctl_store *store;
+    struct ctl_state *st;
+    struct ctl_s3export x;
+    int rc;
+
+    CHECK_EQ_INT(ctl_s3_master_load(path, &m), 0);
+    st = open_state(dir, &m, &store, &rc);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(ctl_s3_export(st, NOON_20120215_MS, &x), 0);
+    CHECK_EQ_INT(x.n, nkeys);
+    for (int i = 0; i < nkeys; i++) {
+        check_window(&x, keys[i].id, secrets[i]);
+    }
+    ctl_s3_export_fini(&x);
+    ctl_state_destroy(st);
+    ctl_store_close(store);
+}
+
+static void
+test_rotate(const char *dir)
+{
+    struct ctl_s3master m, m2;
+    struct ctl_store *store;
+    struct ctl_state *st;
+    struct ctl_tenant t;
+    struct ctl_s3key keys[3];
+    char secrets[3][CTL_S3_SECRET_LEN + 1], tkey[CTL_KEY_LEN + 1];
+    char path[512], newpath[520], k0[128], k1[128], k2[128], k3[128];
+    struct stat sb;
+    int rc;
+
+    CHECK(mkdir(dir, 0700) == 0);
+    snprintf(path, sizeof(path), "%s/secrets.key", dir);
+    snprintf(newpath, sizeof(newpath), "%s.new", path);
+    CHECK_EQ_INT(ctl_s3_master_load(path, &m), 0);
+    slurp(path, k0, sizeof(k0));
+    st = open_state(dir, &m, &store, &rc);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "alpha", 1.0, 0, -1, 1, tkey, &t), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "beta", 1.0, 0, -1, 1, tkey, &t), 0);
+    CHECK_EQ_INT(ctl_s3_create(st, "alpha", 1, &keys[0], secrets[0]), 0);
+    CHECK_EQ_INT(ctl_s3_create(st, "alpha", 2, &keys[1], secrets[1]), 0);
+    CHECK_EQ_INT(ctl_s3_create(st, "beta", 3, &keys[2], secrets[2]), 0);
+    ctl_state_destroy(st);
+
+    /* A rotation: a new key in the file, every record under it. */
+    CHECK_EQ_INT(ctl_s3_rotate(store, path), 0);
+    ctl_store_close(store);
+    slurp(path, k1, sizeof(k1));
+    CHECK(strlen(k1) == 65 && strcmp(k0, k1) != 0);
+    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0600);
+    CHECK(access(newpath, F_OK) != 0);
+    check_opens(dir, path, 3, keys, secrets);
+    st = open_state(dir, &m, &store, &rc); /* the old key no longer opens them */
+    CHECK(st == NULL && rc == CM_E_CONFIG);
+    CHECK(!dir_holds(dir, secrets[0]) && !dir_holds(dir, secrets[2]));
+
+    /* Cut short after the commit, before the rename: the records are under
+     * NEW, the file still holds the old key. A second run finishes it. */
+    CHECK_EQ_INT(ctl_s3_rotate(store, path), 0);
+    slurp(path, k2, sizeof(k2));
+    CHECK(strcmp(k2, k1) != 0);
+    spill(newpath, k2);
+    spill(path, k1);
+    ctl_store_close(store);
+    CHECK_EQ_INT(ctl_s3_master_load(path, &m2), 0);
+    st = open_state(dir, &m2, &store, &rc);
+    CHECK(st == NULL && rc == CM_E_CONFIG);
+    CHECK_EQ_INT(ctl_s3_rotate(store, path), 0);
+    ctl_store_close(store);
+    slurp(path, k3, sizeof(k3));
+    CHECK_EQ_STR(k3, k2);
+    CHECK(access(newpath, F_OK) != 0);
+    check_opens(dir, path, 3, keys, secrets);
+
+    /* Cut short before the commit: NEW exists, nothing moved yet. */
+    spill(newpath, "00000000000000000000000000000000000000000000000000000000000000aa\n");
+    CHECK_EQ_INT(ctl_store_open(dir, &store), 0);
+    CHECK_EQ_INT(ctl_s3_rotate(store, path), 0);
+    ctl_store_close(store);
+    slurp(path, k3, sizeof(k3));
+    CHECK_EQ_STR(k3, "00000000000000000000000000000000000000000000000000000000000000aa\n");
+    check_opens(dir, path, 3, keys, secrets);
+
+    /* A key file that opens nothing: refused, nothing changed. */
+    spill(path, k0);
+    CHECK_EQ_INT(ctl_store_open(dir, &store), 0);
+    CHECK_EQ_INT(ctl_s3_rotate(store, path), CM_E_CONFIG);
+    ctl_store_close(store);
+    CHECK(access(newpath, F_OK) != 0);
+    spill(path, k3);
+    check_opens(dir, path, 3, keys, secrets);
+}
+
+static void
 test_no_master(const char *dir)
 {
     struct ctl_store *store;
@@ -568,6 +691,8 @@ main(void)
     test_state(sub);
     snprintf(sub, sizeof(sub), "%s/nomaster", dir);
     test_no_master(sub);
+    snprintf(sub, sizeof(sub), "%s/rotate", dir);
+    test_rotate(sub);
     t_rmtree(dir);
     return 0;
 }
