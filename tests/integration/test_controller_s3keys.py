@@ -11,7 +11,8 @@ kDate = HMAC-SHA256("AWS4" + secret, date) for the UTC dates from 7 days ago to
 tomorrow, the per-tenant cap, that keys survive a restart and leave with their
 tenant, and that the controller refuses to start on a secrets key file others
 may read, or on another key; that a master key rotation re-seals every secret
-(refused while a controller runs) and changes no date key. Starts the controller with the admin test's Controller class.
+(refused while a controller runs) and changes no date key. Starts the
+controller with the admin test's Controller class.
 SHOAL_TEST_KEEP=1 keeps the temp dir.
 """
 
