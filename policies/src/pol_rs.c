@@ -4,8 +4,9 @@
 #include "pol_registry.h"
 #include "pol_rs_impl.h"
 
-/* The one registry: add "fast" here. */
+/* The one registry; the mechanism first, then its strawman. */
 static const struct pol_rs_ops *const pol_rs_registry[] = {
+    &pol_rs_fast_ops,
     &pol_rs_uniform_ops,
 };
 

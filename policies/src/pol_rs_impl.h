@@ -14,6 +14,7 @@ struct pol_rs {
 };
 
 /* The registered policies (one file each). */
+extern const struct pol_rs_ops pol_rs_fast_ops;
 extern const struct pol_rs_ops pol_rs_uniform_ops;
 
 #endif
