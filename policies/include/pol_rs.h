@@ -140,8 +140,8 @@ struct pol_rs_ops {
     uint64_t (*overdue)(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now_ns,
                         uint64_t *next_ns);
     /* Calls cb for every (tenant, node) the policy keeps state of, in no
-     * order (none for a policy without such state); p is borrowed for the
-     * call, and cb must not call into the policy. */
+     * order; p is borrowed for the call, and cb must not call into the
+     * policy. NULL in a policy that keeps no such state. */
     void (*peers)(struct pol_rs *rs, void (*cb)(void *arg, const struct pol_rs_peer *p), void *arg);
 };
 

@@ -132,14 +132,6 @@ uniform_overdue(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now_ns,
     return 0;
 }
 
-static void
-uniform_peers(struct pol_rs *rs, void (*cb)(void *arg, const struct pol_rs_peer *p), void *arg)
-{
-    (void)rs;
-    (void)cb;
-    (void)arg;
-}
-
 const struct pol_rs_ops pol_rs_uniform_ops = {
     .name = "uniform",
     .create = uniform_create,
@@ -148,5 +140,4 @@ const struct pol_rs_ops pol_rs_uniform_ops = {
     .on_send = uniform_on_send,
     .on_done = uniform_on_done,
     .overdue = uniform_overdue,
-    .peers = uniform_peers,
 };
