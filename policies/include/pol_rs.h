@@ -55,8 +55,10 @@
  *            data chunks, unless as few GETs of other positions rebuild them
  *            and a wanted one has no free window or an RTT above twice
  *            another candidate's (then, by rank: not that slow, wanted, other
- *            data, parity, most free window); -EAGAIN when those to ask have
- *            no free window and some GET is outstanding, else it asks anyway
+ *            data, parity, most free window). Only those with a free slot
+ *            are asked (the rest when the read is offered again); -EAGAIN
+ *            when none has one and some GET is outstanding, else it asks
+ *            anyway
  *   overdue  a holder is slow RTT + 4 deviations after it was asked, within
  *            [5 ms, slow_ns]; slow_ns before its first sample
  * Entries are in a hash table; one idle (nothing outstanding) for 60 s is

@@ -25,7 +25,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "cm_err.h"
 #include "pol_rs_impl.h"
 
 #define FAST_ALPHA 4.0 /* requests each tenant keeps queued at each node */
@@ -236,36 +235,16 @@ fast_sample(struct fast_peer *p, uint64_t rtt, int is_base, uint64_t now)
 static int
 fast_create(const struct pol_rs_cfg *cfg, struct pol_rs **out)
 {
-    struct pol_rs *rs;
-
-    *out = NULL;
-    if (cfg == NULL) {
-        return CM_E_BADARG;
-    }
-    rs = calloc(1, sizeof(*rs));
-    if (rs == NULL) {
-        return -ENOMEM;
-    }
-    rs->priv = calloc(1, sizeof(struct fast));
-    if (rs->priv == NULL) {
-        free(rs);
-        return -ENOMEM;
-    }
-    rs->ops = &pol_rs_fast_ops;
-    rs->cfg = *cfg;
-    *out = rs;
-    return 0;
+    return pol_rs_base_create(&pol_rs_fast_ops, cfg, sizeof(struct fast), out);
 }
 
 static void
 fast_destroy(struct pol_rs *rs)
 {
-    if (rs == NULL) {
-        return;
+    if (rs != NULL) {
+        free(((struct fast *)rs->priv)->tab);
+        pol_rs_base_destroy(rs);
     }
-    free(((struct fast *)rs->priv)->tab);
-    free(rs->priv);
-    free(rs);
 }
 
 static uint64_t
@@ -364,28 +343,23 @@ fast_choose(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now_ns, uin
     uint64_t coming = v->out & ~v->slow;
     uint64_t direct = v->want & ~v->present & ~coming;
     int need = (int)v->k - __builtin_popcountll(v->present | coming);
-    uint64_t pick, s;
+    uint64_t pick;
 
     (void)now_ns;
     *ask = 0;
     if (direct == 0 || need <= 0) {
         return 0;
     }
-    fast_positions(f, v, cand, rand, x);
-    /* Fewer GETs than a rebuild: the wanted chunks, waiting for room. */
+    /* Fewer GETs than a rebuild: the wanted chunks. */
     if (v->k > 1 && (direct & ~cand) == 0 && __builtin_popcountll(direct) < need) {
-        for (s = direct; s != 0; s &= s - 1) {
-            unsigned j = (unsigned)__builtin_ctzll(s);
-            if (x[j].free < 1 && f->nout > 0) {
-                return -EAGAIN;
-            }
-            fast_take(v, direct, j, x);
-        }
-        *ask = direct;
-        return 0;
+        cand = direct;
+        need = __builtin_popcountll(direct);
     }
+    fast_positions(f, v, cand, rand, x);
     pick = fast_pick(v, cand, need, 1, x);
-    if (__builtin_popcountll(pick) < need) {
+    if (pick == 0) {
+        /* Held only while a window may open: some GET is out, and enough
+         * holders are left to serve the read. */
         if (f->nout > 0 && __builtin_popcountll(cand) >= need) {
             return -EAGAIN;
         }
