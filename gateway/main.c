@@ -185,8 +185,8 @@ main(int argc, char **argv)
     if (rc != 0) {
         die("cannot listen", rc);
     }
-    CM_INFO("listening addr=%s controller=%s data_dir=%s", cfg.listen, cfg.controller,
-            cfg.data_dir);
+    CM_INFO("listening addr=%s controller=%s data_dir=%s rs=%s", cfg.listen, cfg.controller,
+            cfg.data_dir, rs->name);
 
     while (sigwait(&sigs, &sig) != 0) {
     }
