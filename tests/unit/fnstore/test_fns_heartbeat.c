@@ -77,7 +77,7 @@ main(void)
     struct cm_http_server *http = NULL;
     struct cm_http_handlers h = {.request = fake_request};
     struct cm_http_cfg hcfg = {0};
-    struct fns_node_tenant t[16];
+    struct fns_node_tenant *t;
     pthread_t th;
     json_error_t err;
     json_t *j;
@@ -129,12 +129,13 @@ main(void)
     hbcfg.interval_ms = 50;
     CHECK(pthread_create(&th, NULL, run_node, node) == 0);
     CHECK(fns_heartbeat_create(&hbcfg, node, &hb) == 0 && hb != NULL);
-    for (spins = 0; spins < 400 && !found; spins++) {
+    for (spins = 0; spins < 400 && (!found || atomic_load(&beats) < 2); spins++) {
         usleep(10000);
-        n = fns_node_tenants(node, t, 16);
+        n = fns_node_tenants(node, &t);
         for (i = 0; i < n; i++) {
-            found |= t[i].tenant == 5;
+            found |= t[i].tenant == 5 && t[i].weight == 2.5;
         }
+        free(t);
     }
     CHECK(found); /* weights from the answer reached the scheduler */
     CHECK(atomic_load(&beats) >= 2);
