@@ -24,8 +24,9 @@
 
 #include <stddef.h>
 
-/* Relative slack on "demand reaches the fair share": rates are measured. */
-#define CTL_FAIR_SLACK 0.05
+/* Relative slack on "demand reaches the fair share": the rates are measured
+ * over about two heartbeats. */
+#define CTL_FAIR_SLACK 0.1
 
 struct ctl_fair_in {
     double weight; /* > 0; a tenant with weight <= 0 gets nothing and never counts */

@@ -66,7 +66,7 @@ test_hand(void)
     }
     {
         /* Demands fit (2 + 3 <= 10): each gets its demand, the level is the
-         * largest demand / weight (3); tenant 0 (2 < 0.95 * 3) does not count,
+         * largest demand / weight (3); tenant 0 (2 < 0.9 * 3) does not count,
          * so there is no ratio; Jain over the one tenant is 1. */
         struct ctl_fair_in in[] = {{1, 2, 2}, {1, 3, 3}};
 
@@ -79,12 +79,15 @@ test_hand(void)
         CHECK(o.jain_valid && fabs(o.jain - 1.0) < EPS);
     }
     {
-        /* Within the slack: 2.9 >= 0.95 * 3 counts. MMR 2.9 / 3. */
+        /* Within the slack: 2.9 >= 0.9 * 3 counts. MMR 2.9 / 3. */
         struct ctl_fair_in in[] = {{1, 2.9, 2.9}, {1, 3, 3}};
 
         fair(in, 2, 10);
         CHECK(counted[0] && counted[1]);
         CHECK(o.mmr_valid && fabs(o.mmr - 2.9 / 3) < EPS);
+        in[0].demand = in[0].served = 2.6; /* 2.6 < 0.9 * 3: out */
+        fair(in, 2, 10);
+        CHECK(!counted[0] && counted[1] && !o.mmr_valid);
     }
     {
         /* No demand, or no weight: nothing, never counted. */
