@@ -21,22 +21,14 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-from shoaltest import crc32c, http_request, parse_metrics, wire_frame, wire_parse_hdr
+from shoaltest import (crc32c, free_port, http_request, parse_metrics, stop_process, wire_frame,
+                       wire_parse_hdr)
 
 OP_PUT, OP_GET, OP_RESP = 2, 3, 0x80
 E_BUSY = -1007
 MiB = 1 << 20
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def check(cond, msg):
@@ -104,12 +96,7 @@ class Node:
         check(r["status"] == 0, "PUT %d: %r" % (obj, r))
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
         self.log.close()
 
 

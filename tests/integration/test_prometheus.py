@@ -19,7 +19,6 @@ Every process started here is stopped by its pid.
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,14 +31,6 @@ import shoaltest as st  # noqa: E402
 NODES = 3
 PROMTOOL = "/usr/bin/promtool"
 PROMETHEUS = "/usr/bin/prometheus"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def promtool(t, *args, stdin=None):
@@ -108,7 +99,7 @@ def check_server(t, c, tenants):
         f.write(p.stdout)
     rc, out = promtool(t, "check", "config", cfg)
     t.check(rc == 0, "promtool check config (generated):\n" + out)
-    port = free_port()
+    port = st.free_port()
     log = open(os.path.join(work, "prometheus.log"), "wb")
     prom = subprocess.Popen([PROMETHEUS, "--config.file", cfg,
                              "--storage.tsdb.path", os.path.join(work, "data"),
@@ -142,12 +133,7 @@ def check_server(t, c, tenants):
         t.check("ShoalFairnessLow" in names and "cluster:shoal_min_max_ratio:rate1m" in names,
                 "rules loaded: %r" % names)
     finally:
-        prom.send_signal(signal.SIGTERM)
-        try:
-            prom.wait(30)
-        except subprocess.TimeoutExpired:
-            prom.kill()
-            prom.wait()
+        st.stop_process(prom)
         log.close()
         if t.failures:
             with open(os.path.join(work, "prometheus.log"), errors="replace") as f:

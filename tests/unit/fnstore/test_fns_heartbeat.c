@@ -101,6 +101,8 @@ main(void)
     CHECK(strcmp(json_string_value(json_object_get(json_object_get(j, "node"), "addr")),
                  "127.0.0.1:9") == 0);
     CHECK(json_is_object(json_object_get(j, "tenants")));
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(j, "node"), "sched")), "fifo");
+    CHECK(json_number_value(json_object_get(json_object_get(j, "node"), "cap_ops")) == 0);
     json_decref(j);
     free(s);
 
@@ -138,6 +140,27 @@ main(void)
         free(t);
     }
     CHECK(found); /* weights from the answer reached the scheduler */
+    /* ... and the next heartbeat reports the tenant with its local weight
+     * and every figure of docs/internal-api.md. */
+    s = fns_heartbeat_json(node, "127.0.0.1:9", "127.0.0.1:10");
+    j = json_loads(s, 0, &err);
+    {
+        json_t *t5 = json_object_get(json_object_get(j, "tenants"), "5");
+        static const char *const fields[] = {"requests",      "bytes",
+                                             "queued",        "running",
+                                             "weight",        "arrived_requests",
+                                             "arrived_bytes", "arrived_cost",
+                                             "served_cost",   "queue_wait_seconds",
+                                             "queue_waits"};
+
+        CHECK(json_is_object(t5));
+        CHECK(json_number_value(json_object_get(t5, "weight")) == 2.5);
+        for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+            CHECK(json_is_number(json_object_get(t5, fields[i])));
+        }
+    }
+    json_decref(j);
+    free(s);
     CHECK(atomic_load(&beats) >= 2);
     pthread_mutex_lock(&mu);
     CHECK(strcmp(last_auth, "Bearer s3cret") == 0);
