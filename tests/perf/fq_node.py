@@ -37,7 +37,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import KiB, MiB, ROOT, port_free  # noqa: E402  (perf.baseline's helpers)
+from run import KiB, MiB, ROOT, port_free  # noqa: E402  (shared with perf.baseline)
 
 def log(msg):
     print("fq_node: " + msg, file=sys.stderr, flush=True)
