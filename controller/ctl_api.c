@@ -191,15 +191,14 @@ ctl_api_fair_init(struct ctl_api_fair *f, const struct ctl_snapshot *s)
 {
     struct ctl_fair_in *in = cm_calloc(s->ntenants + 1, sizeof(*in));
 
-    f->alloc = cm_calloc(s->ntenants + 1, sizeof(double));
-    f->demand = cm_calloc(s->ntenants + 1, sizeof(double));
+    f->alloc = cm_calloc(s->ntenants + 1, sizeof(*f->alloc));
+    f->counted = cm_calloc(s->ntenants + 1, sizeof(*f->counted));
     for (size_t i = 0; i < s->ntenants; i++) {
         in[i].weight = s->tenants[i].t.weight;
-        in[i].served = s->tenants[i].req_rate;
-        in[i].demand = s->tenants[i].req_rate + s->tenants[i].queued;
-        f->demand[i] = in[i].demand;
+        in[i].demand = s->tenants[i].demand;
+        in[i].served = s->tenants[i].share;
     }
-    ctl_fair_compute(in, s->ntenants, f->alloc, &f->sum);
+    ctl_fair_compute(in, s->ntenants, s->capacity, f->alloc, f->counted, &f->sum);
     free(in);
 }
 
@@ -207,7 +206,7 @@ void
 ctl_api_fair_fini(struct ctl_api_fair *f)
 {
     free(f->alloc);
-    free(f->demand);
+    free(f->counted);
 }
 
 /* ---- routing ---- */

@@ -85,6 +85,38 @@ tenant_brief(const struct ctl_tenant *t)
                      t->weight);
 }
 
+/* {"<node id>": weight} of tenant id as the up nodes report it. */
+static json_t *
+local_weights(const struct ctl_snapshot *s, uint32_t id)
+{
+    json_t *j = json_object();
+    char nb[16];
+
+    for (size_t k = 0; k < s->nlocal; k++) {
+        if (s->local[k].tenant == id) {
+            snprintf(nb, sizeof(nb), "%u", s->local[k].node);
+            json_object_set_new(j, nb, json_real(s->local[k].weight));
+        }
+    }
+    return j;
+}
+
+/* Adds tenant i's live figures (rates, fair share) to j. */
+static void
+tenant_live(json_t *j, const struct ctl_snapshot *s, const struct ctl_api_fair *f, size_t i)
+{
+    const struct ctl_tenant_view *tv = &s->tenants[i];
+
+    json_object_update_new(
+        j, json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:f, s:o}",
+                     "served_requests_per_second", tv->req_rate, "served_bytes_per_second",
+                     tv->byte_rate, "queued", tv->queued, "demand_requests_per_second",
+                     tv->arr_req_rate, "demand_bytes_per_second", tv->arr_byte_rate, "demand",
+                     tv->demand, "allocation", f->alloc[i], "dominant_share", tv->share, "counted",
+                     f->counted[i], "queue_wait_seconds", tv->queue_wait, "local_weights",
+                     local_weights(s, tv->t.id)));
+}
+
 static json_t *
 tenant_full(const struct ctl_snapshot *s, const struct ctl_tenant_view *tv)
 {
@@ -93,12 +125,10 @@ tenant_full(const struct ctl_snapshot *s, const struct ctl_tenant_view *tv)
     json_t *j;
 
     ctl_api_fair_init(&f, s);
-    j = json_pack("{s:s, s:I, s:f, s:i, s:i, s:I, s:i, s:f, s:f, s:f, s:f, s:f}", "name",
-                  tv->t.name, "id", (json_int_t)tv->t.id, "weight", tv->t.weight, "ec_k",
-                  tv->t.ec_k, "ec_m", tv->t.ec_m, "created_ms", (json_int_t)tv->t.created_ms,
-                  "keys", tv->t.nkeys, "served_requests_per_second", tv->req_rate,
-                  "served_bytes_per_second", tv->byte_rate, "queued", tv->queued, "demand",
-                  f.demand[i], "allocation", f.alloc[i]);
+    j = json_pack("{s:s, s:I, s:f, s:i, s:i, s:I, s:i}", "name", tv->t.name, "id",
+                  (json_int_t)tv->t.id, "weight", tv->t.weight, "ec_k", tv->t.ec_k, "ec_m",
+                  tv->t.ec_m, "created_ms", (json_int_t)tv->t.created_ms, "keys", tv->t.nkeys);
+    tenant_live(j, s, &f, i);
     ctl_api_fair_fini(&f);
     return j;
 }
@@ -191,6 +221,11 @@ render_nodes(const struct ctl_snapshot *s)
             (json_int_t)nv->used_bytes, "instances", (json_int_t)nv->instances, "incarnation",
             (json_int_t)nv->n.incarnation, "load", nv->load, "bytes_per_second", nv->byte_load);
 
+        json_object_update_new(
+            jn, json_pack("{s:o, s:f, s:f, s:f, s:f}", "sched",
+                          nv->sched[0] != '\0' ? json_string(nv->sched) : json_null(), "cap_ops",
+                          nv->cap_ops, "cap_bytes", nv->cap_bytes, "dominant_load", nv->share_load,
+                          "dominant_capacity", nv->capacity));
         json_object_set_new(jn, "last_seen_ms_ago",
                             nv->seen_ms_ago < 0 ? json_null() : json_integer(nv->seen_ms_ago));
         json_array_append_new(nodes, jn);
@@ -214,17 +249,18 @@ render_fairness(const struct ctl_snapshot *s)
     ctl_api_fair_init(&f, s);
     for (size_t i = 0; i < s->ntenants; i++) {
         const struct ctl_tenant_view *tv = &s->tenants[i];
+        json_t *jt = json_pack("{s:s, s:I, s:f}", "name", tv->t.name, "id", (json_int_t)tv->t.id,
+                               "weight", tv->t.weight);
 
-        json_array_append_new(
-            tenants, json_pack("{s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "name", tv->t.name, "id",
-                               (json_int_t)tv->t.id, "weight", tv->t.weight, "demand", f.demand[i],
-                               "allocation", f.alloc[i], "served_requests_per_second", tv->req_rate,
-                               "served_bytes_per_second", tv->byte_rate, "queued", tv->queued));
+        tenant_live(jt, s, &f, i);
+        json_array_append_new(tenants, jt);
     }
-    j = json_pack("{s:o, s:o, s:o, s:I, s:I}", "tenants", tenants, "min_max_ratio",
-                  maybe_real(f.sum.mmr_valid, f.sum.mmr), "jain_index",
+    j = json_pack("{s:o, s:o, s:o, s:o, s:I, s:f, s:f, s:I}", "tenants", tenants, "min_max_ratio",
+                  maybe_real(f.sum.mmr_valid, f.sum.mmr), "jain",
+                  maybe_real(f.sum.jain_valid, f.sum.jain), "jain_index",
                   maybe_real(f.sum.jain_valid, f.sum.jain), "active_tenants",
-                  (json_int_t)f.sum.active, "epoch", (json_int_t)s->epoch);
+                  (json_int_t)f.sum.counted, "capacity", s->capacity, "level", f.sum.level, "epoch",
+                  (json_int_t)s->epoch);
     ctl_api_fair_fini(&f);
     return j;
 }

@@ -84,12 +84,12 @@ void ctl_reply_snapshot(struct ctl_call *c, json_t *(*render)(const struct ctl_s
 /* The body as a JSON object (transferred), or NULL after answering 400. */
 json_t *ctl_body_object(struct ctl_call *c);
 
-/* Fair shares of a snapshot's tenants; demand, until nodes report arrivals,
- * is what was served plus what waits. */
+/* Fair shares of a snapshot's tenants (ctl_fair.h): demand, shares and the
+ * capacity in dominant cost per second, per snapshot tenant. */
 struct ctl_api_fair {
     struct ctl_fair_out sum;
-    double *alloc;  /* per snapshot tenant */
-    double *demand; /* per snapshot tenant */
+    double *alloc; /* the tenant's fair share */
+    int *counted;  /* its demand reaches it: it counts in MMR and Jain */
 };
 
 void ctl_api_fair_init(struct ctl_api_fair *f, const struct ctl_snapshot *s);

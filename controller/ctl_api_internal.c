@@ -7,6 +7,7 @@
  * Threads: the cm_http threads; every handler answers its call once.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,24 @@
 #include "ctl_api_impl.h"
 #include "ctl_model.h"
 #include "ctl_state.h"
+
+/* A scheduler name: 1 to CTL_SCHED_MAX - 1 of [a-z0-9_-] (it becomes a
+ * label value and a table cell). */
+static int
+ctl_valid_sched(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n >= CTL_SCHED_MAX) {
+        return 0;
+    }
+    for (; *s != '\0'; s++) {
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' || *s == '-')) {
+            return 0;
+        }
+    }
+    return 1;
+}
 
 /* 0, or -1 after answering 400. Non-negative integer o[key] or absent. */
 static int
@@ -33,6 +52,53 @@ hb_u64(struct ctl_call *c, json_t *o, const char *key, uint64_t *out)
         return -1;
     }
     *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+/* 0, or -1 after answering 400. Finite non-negative number o[key] or absent
+ * (*out untouched). */
+static int
+hb_double(struct ctl_call *c, json_t *o, const char *key, double *out)
+{
+    json_t *v = json_object_get(o, key);
+
+    if (v == NULL) {
+        return 0;
+    }
+    if (!json_is_number(v) || !(json_number_value(v) >= 0) || !isfinite(json_number_value(v))) {
+        ctl_reply_error(c, 400, "bad_request", "%s must be a non-negative number", key);
+        return -1;
+    }
+    *out = json_number_value(v);
+    return 0;
+}
+
+/* One entry of "tenants" (docs/internal-api.md); 0, or -1 after answering
+ * 400. Arrivals a node does not report are its served counters. */
+static int
+hb_tenant(struct ctl_call *c, json_t *v, struct ctl_hb_tenant *t)
+{
+    if (hb_u64(c, v, "requests", &t->requests) < 0 || hb_u64(c, v, "bytes", &t->bytes) < 0 ||
+        hb_u64(c, v, "queued", &t->queued) < 0) {
+        return -1;
+    }
+    t->arrived_requests = t->requests;
+    t->arrived_bytes = t->bytes;
+    if ((json_object_get(v, "arrived_requests") != NULL &&
+         hb_u64(c, v, "arrived_requests", &t->arrived_requests) < 0) ||
+        (json_object_get(v, "arrived_bytes") != NULL &&
+         hb_u64(c, v, "arrived_bytes", &t->arrived_bytes) < 0) ||
+        hb_u64(c, v, "queue_waits", &t->queue_waits) < 0 ||
+        hb_double(c, v, "arrived_cost", &t->arrived_cost) < 0 ||
+        hb_double(c, v, "served_cost", &t->served_cost) < 0 ||
+        hb_double(c, v, "queue_wait_seconds", &t->queue_wait_s) < 0 ||
+        hb_double(c, v, "weight", &t->weight) < 0) {
+        return -1;
+    }
+    if (t->weight > CTL_WEIGHT_MAX) {
+        ctl_reply_error(c, 400, "bad_request", "weight must be <= %g", CTL_WEIGHT_MAX);
+        return -1;
+    }
     return 0;
 }
 
@@ -58,7 +124,7 @@ void
 ctl_internal_heartbeat(struct ctl_call *c)
 {
     json_t *o = ctl_body_object(c);
-    json_t *jn, *jt, *v, *ja, *jm, *weights;
+    json_t *jn, *jt, *v, *ja, *jm, *js, *weights;
     struct ctl_hb hb;
     struct ctl_hb_tenant *ts = NULL;
     struct ctl_snapshot s;
@@ -98,8 +164,18 @@ ctl_internal_heartbeat(struct ctl_call *c)
     if (hb_u64(c, jn, "capacity_bytes", &hb.node.capacity_bytes) < 0 ||
         hb_u64(c, jn, "incarnation", &hb.node.incarnation) < 0 ||
         hb_u64(c, jn, "used_bytes", &hb.used_bytes) < 0 ||
-        hb_u64(c, jn, "instances", &hb.instances) < 0) {
+        hb_u64(c, jn, "instances", &hb.instances) < 0 ||
+        hb_double(c, jn, "cap_ops", &hb.cap_ops) < 0 ||
+        hb_double(c, jn, "cap_bytes", &hb.cap_bytes) < 0) {
         goto out;
+    }
+    js = json_object_get(jn, "sched");
+    if (js != NULL && (!json_is_string(js) || !ctl_valid_sched(json_string_value(js)))) {
+        ctl_reply_error(c, 400, "bad_request", "node.sched must be a scheduler name");
+        goto out;
+    }
+    if (js != NULL) {
+        snprintf(hb.sched, sizeof(hb.sched), "%s", json_string_value(js));
     }
     jt = json_object_get(o, "tenants");
     if (jt != NULL && !json_is_object(jt)) {
@@ -115,8 +191,7 @@ ctl_internal_heartbeat(struct ctl_call *c)
             ctl_reply_error(c, 400, "bad_request", "tenants: bad entry for %.32s", tk);
             goto out;
         }
-        if (hb_u64(c, v, "requests", &t->requests) < 0 || hb_u64(c, v, "bytes", &t->bytes) < 0 ||
-            hb_u64(c, v, "queued", &t->queued) < 0) {
+        if (hb_tenant(c, v, t) < 0) {
             goto out;
         }
         hb.ntenants++;

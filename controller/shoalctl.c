@@ -46,7 +46,8 @@ static const char usage_text[] =
     "                                    the key stops working at the gateways' next refresh\n"
     "  node list                         storage nodes: address, state, capacity, load\n"
     "  placement show                    partition map with its epoch\n"
-    "  fairness                          per-tenant weight, demand, share, served; MMR\n"
+    "  fairness                          per-tenant weight, demand, fair share, share; MMR,\n"
+    "                                    Jain's index; local weights per node\n"
     "\n"
     "options:\n"
     "  --controller URL   controller address (env SHOAL_CONTROLLER,\n"
@@ -203,19 +204,6 @@ fmt_bytes(json_t *o, const char *key)
     return b;
 }
 
-static const char *
-fmt_pct(json_t *o, const char *key)
-{
-    json_t *v = json_object_get(o, key);
-    char *b = ring();
-
-    if (!json_is_number(v)) {
-        return "-";
-    }
-    snprintf(b, 64, "%.1f%%", 100.0 * json_number_value(v));
-    return b;
-}
-
 /* ---- HTTP ---- */
 
 static void
@@ -348,8 +336,11 @@ show_tenant(json_t *j)
         table_row(&t, "served req/s", fmt_num(j, "served_requests_per_second", 1));
         table_row(&t, "served bytes/s", fmt_num(j, "served_bytes_per_second", 0));
         table_row(&t, "queued", fmt_num(j, "queued", 0));
-        table_row(&t, "demand req/s", fmt_num(j, "demand", 1));
-        table_row(&t, "share", fmt_pct(j, "allocation"));
+        table_row(&t, "queue wait (s)", fmt_num(j, "queue_wait_seconds", 6));
+        table_row(&t, "demand req/s", fmt_num(j, "demand_requests_per_second", 1));
+        table_row(&t, "demand (nodes)", fmt_num(j, "demand", 4));
+        table_row(&t, "fair share (nodes)", fmt_num(j, "allocation", 4));
+        table_row(&t, "share (nodes)", fmt_num(j, "dominant_share", 4));
     }
     table_print(&t);
 }
@@ -530,14 +521,14 @@ cmd_node(struct cli *cli)
     if (code == 0 && cli->json) {
         print_json(j);
     } else if (code == 0) {
-        struct table t = {8, 0, NULL};
+        struct table t = {9, 0, NULL};
 
-        table_row(&t, "ID", "ADDR", "METRICS", "STATE", "CAPACITY", "USED", "INCARNATION",
+        table_row(&t, "ID", "ADDR", "METRICS", "STATE", "SCHED", "CAPACITY", "USED", "INCARNATION",
                   "LOAD(req/s)");
         json_array_foreach(json_object_get(j, "nodes"), i, e)
         {
             table_row(&t, fmt_num(e, "id", -1), fmt_str(e, "addr"), fmt_str(e, "metrics_addr"),
-                      fmt_str(e, "state"), fmt_bytes(e, "capacity_bytes"),
+                      fmt_str(e, "state"), fmt_str(e, "sched"), fmt_bytes(e, "capacity_bytes"),
                       fmt_bytes(e, "used_bytes"), fmt_num(e, "incarnation", -1),
                       fmt_num(e, "load", 1));
         }
@@ -591,6 +582,60 @@ cmd_placement(struct cli *cli)
     return code;
 }
 
+/* The local weights of every tenant in a /v1/fairness answer, by node. */
+static void
+print_local_weights(json_t *tenants)
+{
+    struct table t = {3, 0, NULL};
+    json_t *e, *w;
+    const char *node;
+    size_t i;
+    long long lo = -1;
+
+    /* Node ids are small integers: print them in order, one pass each. */
+    for (;;) {
+        long long next = -1;
+
+        json_array_foreach(tenants, i, e)
+        {
+            json_object_foreach(json_object_get(e, "local_weights"), node, w)
+            {
+                long long id = strtoll(node, NULL, 10);
+
+                if (id > lo && (next < 0 || id < next)) {
+                    next = id;
+                }
+            }
+        }
+        if (next < 0) {
+            break;
+        }
+        json_array_foreach(tenants, i, e)
+        {
+            char nb[24];
+
+            snprintf(nb, sizeof(nb), "%lld", next);
+            w = json_object_get(json_object_get(e, "local_weights"), nb);
+            if (w != NULL) {
+                char *v = ring();
+
+                snprintf(v, 64, "%g", json_number_value(w));
+                if (t.nrows == 0) {
+                    table_row(&t, "NODE", "TENANT", "LOCAL WEIGHT");
+                }
+                table_row(&t, nb, fmt_str(e, "name"), v);
+            }
+        }
+        lo = next;
+    }
+    if (t.nrows == 0) {
+        printf("local weights: none reported yet\n");
+        return;
+    }
+    printf("\n");
+    table_print(&t);
+}
+
 static int
 cmd_fairness(struct cli *cli)
 {
@@ -605,23 +650,34 @@ cmd_fairness(struct cli *cli)
     if (code == 0 && cli->json) {
         print_json(j);
     } else if (code == 0) {
-        struct table t = {6, 0, NULL};
+        struct table t = {10, 0, NULL};
 
-        table_row(&t, "TENANT", "WEIGHT", "DEMAND(req/s)", "SHARE", "SERVED(req/s)", "SERVED(B/s)");
+        table_row(&t, "TENANT", "WEIGHT", "DEMAND", "FAIR SHARE", "SHARE", "SHARE/WEIGHT",
+                  "COUNTED", "DEMAND(req/s)", "SERVED(req/s)", "SERVED(B/s)");
         json_array_foreach(json_object_get(j, "tenants"), i, e)
         {
-            table_row(&t, fmt_str(e, "name"), fmt_num(e, "weight", -1), fmt_num(e, "demand", 1),
-                      fmt_pct(e, "allocation"), fmt_num(e, "served_requests_per_second", 1),
+            char *pw = ring();
+            double w = json_number_value(json_object_get(e, "weight"));
+
+            snprintf(pw, 64, "%.4f",
+                     w > 0 ? json_number_value(json_object_get(e, "dominant_share")) / w : 0.0);
+            table_row(&t, fmt_str(e, "name"), fmt_num(e, "weight", -1), fmt_num(e, "demand", 4),
+                      fmt_num(e, "allocation", 4), fmt_num(e, "dominant_share", 4), pw,
+                      json_is_true(json_object_get(e, "counted")) ? "yes" : "no",
+                      fmt_num(e, "demand_requests_per_second", 1),
+                      fmt_num(e, "served_requests_per_second", 1),
                       fmt_num(e, "served_bytes_per_second", 0));
         }
         table_print(&t);
-        printf("min-max ratio: %s   jain index: %s   active tenants: %s\n",
+        printf("min-max ratio: %s   jain index: %s   counted tenants: %s   capacity: %s\n",
                json_is_number(json_object_get(j, "min_max_ratio"))
                    ? fmt_num(j, "min_max_ratio", 3)
-                   : "n/a (fewer than 2 active tenants)",
-               json_is_number(json_object_get(j, "jain_index")) ? fmt_num(j, "jain_index", 3)
-                                                                : "n/a",
-               fmt_num(j, "active_tenants", -1));
+                   : "n/a (fewer than 2 counted tenants)",
+               json_is_number(json_object_get(j, "jain")) ? fmt_num(j, "jain", 3) : "n/a",
+               fmt_num(j, "active_tenants", -1), fmt_num(j, "capacity", 3));
+        printf("(demand, shares and capacity: dominant cost per second, in nodes' worth of "
+               "capacity; counted: demand reaches the fair share)\n");
+        print_local_weights(json_object_get(j, "tenants"));
     }
     json_decref(j);
     return code;

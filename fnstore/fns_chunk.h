@@ -10,6 +10,11 @@
  * data has FNS_CHUNK_TAIL spare bytes after len: the COS blob is the chunk
  * bytes followed by an 8-byte trailer (CRC32C LE u32, magic "SHCK" LE u32),
  * written in place so a COS write needs no copy.
+ *
+ * A view (fns_chunk_view_init) shows the bytes of another chunk, which it
+ * keeps referenced, from storage its owner embeds elsewhere: its last unref
+ * calls the owner's release instead of freeing. The node sends answers as
+ * views so it learns when an answer's payload has left the connection.
  */
 #ifndef FNS_CHUNK_H
 #define FNS_CHUNK_H
@@ -40,6 +45,9 @@ struct fns_chunk {
     int persisted;           /* the COS copy of these bytes is durable */
     struct cm_hnode hn;      /* store index */
     int instance;            /* store instance, -1 when not in the store */
+    /* Views only (NULL otherwise): the chunk shown, and the owner's hook. */
+    struct fns_chunk *of;
+    void (*release)(struct fns_chunk *view);
 };
 
 /*
@@ -63,6 +71,14 @@ fns_chunk_blob_len(const struct fns_chunk *c)
     return (size_t)c->len + FNS_CHUNK_TAIL;
 }
 
+/*
+ * Makes v (caller's storage) a view of of's bytes with one reference (the
+ * caller's); of gains a reference, dropped after release(v) runs on the
+ * last unref of v. release runs on the thread of that unref and may free
+ * v's storage.
+ */
+void fns_chunk_view_init(struct fns_chunk *v, struct fns_chunk *of,
+                         void (*release)(struct fns_chunk *view));
 void fns_chunk_ref(struct fns_chunk *c);
 void fns_chunk_unref(struct fns_chunk *c); /* NULL is a no-op; any thread */
 

@@ -22,7 +22,6 @@
 #include "fns_heartbeat.h"
 #include "fns_node.h"
 
-#define FNS_HEARTBEAT_MAX_TENANTS 4096
 #define FNS_HEARTBEAT_TIMEOUT_MS 2000
 
 struct fns_heartbeat {
@@ -42,24 +41,31 @@ char *
 fns_heartbeat_json(struct fns_node *node, const char *addr, const char *metrics_addr)
 {
     struct fns_node_stats st;
-    struct fns_node_tenant *t = cm_malloc(FNS_HEARTBEAT_MAX_TENANTS * sizeof(*t));
+    struct fns_node_tenant *t;
     size_t n, i;
     json_t *root, *jn, *jt;
     char *out, id[16];
 
     fns_node_stats(node, &st);
-    n = fns_node_tenants(node, t, FNS_HEARTBEAT_MAX_TENANTS);
-    jn = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "id", (json_int_t)st.id, "addr", addr,
-                   "metrics_addr", metrics_addr, "capacity_bytes", (json_int_t)st.capacity_bytes,
-                   "used_bytes", (json_int_t)st.used_bytes, "instances", (json_int_t)st.instances,
-                   "incarnation", (json_int_t)st.incarnation);
+    n = fns_node_tenants(node, &t);
+    jn = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:f, s:f}", "id", (json_int_t)st.id,
+                   "addr", addr, "metrics_addr", metrics_addr, "capacity_bytes",
+                   (json_int_t)st.capacity_bytes, "used_bytes", (json_int_t)st.used_bytes,
+                   "instances", (json_int_t)st.instances, "incarnation", (json_int_t)st.incarnation,
+                   "sched", st.sched, "cap_ops", st.cap_ops, "cap_bytes", st.cap_bytes);
     jt = json_object();
     for (i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "%u", t[i].tenant);
-        json_object_set_new(jt, id,
-                            json_pack("{s:I, s:I, s:I}", "requests", (json_int_t)t[i].requests,
-                                      "bytes", (json_int_t)t[i].bytes, "queued",
-                                      (json_int_t)t[i].queued));
+        json_object_set_new(
+            jt, id,
+            json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:f, s:f, s:f, s:I}", "requests",
+                      (json_int_t)t[i].requests, "bytes", (json_int_t)t[i].bytes, "queued",
+                      (json_int_t)t[i].queued, "running", (json_int_t)t[i].running, "weight",
+                      t[i].weight, "arrived_requests", (json_int_t)t[i].arrived_requests,
+                      "arrived_bytes", (json_int_t)t[i].arrived_bytes, "arrived_cost",
+                      t[i].arrived_cost, "served_cost", t[i].served_cost, "queue_wait_seconds",
+                      (double)t[i].qwait.sum_ns / 1e9, "queue_waits",
+                      (json_int_t)t[i].qwait.count));
     }
     root = json_object();
     json_object_set_new(root, "node", jn);

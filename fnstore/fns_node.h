@@ -4,7 +4,10 @@
  *
  *   conn ─frame─▶ check (CRC, size, op) ─▶ pol_fq enqueue ──(CM_E_BUSY)──▶ answer
  *                                              │
- *                  dispatcher (--cap-ops / --cap-bytes token buckets)
+ *                  dispatcher: pauses while the work dispatched and not yet
+ *                  answered is at --max-dispatched / --max-dispatched-bytes
+ *                  (an answer's payload counts until the connection has
+ *                  written it), then the --cap-ops / --cap-bytes token buckets
  *                                              ▼
  *   PUT: store (−ENOSPC) ─▶ answer 0 ─▶ COS write job ─▶ persisted
  *        (CM_WF_COS_SYNC: answer after the write)
@@ -12,6 +15,7 @@
  *                                         │                       answer CM_WF_FROM_COS
  *   DEL: store ─▶ COS delete job ─▶ answer      STAT: store │ miss ─▶ COS read ─▶ answer
  *   answer ─▶ pol_fq complete(actual bytes), reqstats, conn send
+ *            ─▶ payload written (or dropped) ─▶ dispatch resumes
  *
  * Threads: fns_node_run runs the event loop on the calling thread ("loop
  * thread"); store, scheduler and connections are touched only there. The
@@ -23,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cm_metrics.h"
 #include "fns_arena.h"
 
 struct cm_cos;
@@ -38,6 +43,10 @@ struct fns_node_cfg {
     uint32_t queue_limit; /* per tenant; 0 = unlimited */
     double cap_ops;       /* requests/s; 0 = off */
     double cap_bytes;     /* bytes/s; 0 = off */
+    /* Work dispatched and not yet answered (answers' payloads count until
+     * written): at most this many requests / bytes; 0 = no bound. */
+    uint32_t max_dispatched;
+    uint64_t max_dispatched_bytes;
     const char *sched;    /* FQ policy name; borrowed for create */
     int cos_threads;
     int cos_linger_ms; /* small writes gather this long into one COS segment */
@@ -55,12 +64,27 @@ struct fns_node_stats {
     uint64_t cos_segments, cos_packed_chunks; /* small chunks packed in COS segments */
     uint64_t cos_segments_held;               /* of cos_segments: empty, kept for tombstones */
     struct fns_arena_stats arena;             /* zero without an arena */
+    const char *sched;                        /* the FQ policy's name (static) */
+    double cap_ops, cap_bytes;                /* emulated capacity; 0 = none */
+    uint64_t max_dispatched, max_dispatched_bytes; /* the dispatch bound; 0 = none */
+    uint64_t dispatched, dispatched_bytes;         /* under that bound now (per tick) */
+    uint64_t dispatch_pauses_total;                /* times dispatch stopped at the bound */
+    uint64_t queued;                               /* requests waiting in the FQ (per tick) */
 };
 
+/* One tenant as the FQ scheduler and the dispatcher see it. Costs are
+ * dominant costs in seconds of this node's capacity (pol_fq.h). */
 struct fns_node_tenant {
     uint32_t tenant;
-    uint64_t requests, bytes; /* served, cumulative */
-    uint32_t queued;
+    uint64_t requests, bytes;                 /* served (completed), cumulative; bytes actual */
+    uint32_t queued;                          /* waiting now */
+    uint32_t running;                         /* dispatched, not completed */
+    double weight;                            /* local weight */
+    uint64_t arrived_requests, arrived_bytes; /* enqueued or refused BUSY, cumulative */
+    double arrived_cost;  /* their dominant cost (unsized GETs: the estimate), cumulative */
+    double served_cost;   /* dominant cost of completed requests, cumulative */
+    double share;         /* served_cost per second: EWMA over ~1 s */
+    struct cm_hist qwait; /* queue waits (enqueue to dispatch), cumulative */
 };
 
 /* cos borrowed for the node's lifetime; *out caller-owned. Binds the
@@ -75,9 +99,10 @@ void fns_node_destroy(struct fns_node *n); /* NULL is a no-op; after run returne
 void fns_node_stats(struct fns_node *n, struct fns_node_stats *out); /* any thread */
 /* Shared with the node (thread-safe), valid until destroy. */
 struct cm_reqstats *fns_node_reqstats(struct fns_node *n);
-/* Copies up to cap per-tenant figures (a snapshot at most ~200 ms old);
- * returns the number copied. Any thread. */
-size_t fns_node_tenants(struct fns_node *n, struct fns_node_tenant *out, size_t cap);
+/* The per-tenant figures (a snapshot at most ~200 ms old, tenant order
+ * unspecified): *out is malloc'd, transferred (NULL when there are none);
+ * returns the count. Any thread. */
+size_t fns_node_tenants(struct fns_node *n, struct fns_node_tenant **out);
 /* New local weights (copied); applied on the loop thread. Any thread. */
 void fns_node_set_weights(struct fns_node *n, const uint32_t *tenants, const double *weights,
                           size_t count);

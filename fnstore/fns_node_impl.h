@@ -17,10 +17,14 @@
  * under `mu` (snapshots and pending weights) and the atomics (stats).
  *
  * Invariants: inflight counts requests created and not yet answered; every
- * request holds a conn reference; a request in the scheduler is answered
- * only after dequeue (dispatched), and complete() is called once per
- * dispatched request. del_seq counts DELs so a COS reload that raced a DEL
- * does not put the deleted chunk back in memory.
+ * unanswered request holds a conn reference; a request in the scheduler is
+ * answered only after dequeue (dispatched), and complete() is called once
+ * per dispatched request. disp / disp_bytes count the dispatched requests
+ * not yet released and their `held` bytes: a request is released when it
+ * is answered, or, when its answer carries a payload, once the connection
+ * has written that payload or dropped it (the last unref of req->view);
+ * a request lives until then. del_seq counts DELs so a COS reload that
+ * raced a DEL does not put the deleted chunk back in memory.
  */
 #ifndef FNS_NODE_IMPL_H
 #define FNS_NODE_IMPL_H
@@ -29,6 +33,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "cm_hmap.h"
+#include "cm_metrics.h"
 #include "cm_wire.h"
 #include "fns_chunk.h"
 #include "fns_conn.h"
@@ -39,13 +45,30 @@
 
 struct fns_notes;
 
+/* What the node keeps per tenant beside the scheduler's figures (loop
+ * thread; records live as long as the node). */
+struct fns_tstat {
+    struct cm_hnode hn;
+    uint32_t tenant;
+    double est_get;       /* the policy's GET-size estimate, copied every tick */
+    double arrived_cost;  /* dominant cost of arrivals, cumulative */
+    struct cm_hist qwait; /* enqueue to dispatch */
+    double share;         /* EWMA of the served cost per second */
+    double last_cost;     /* served_cost at last_ns */
+    uint64_t last_ns;
+};
+
 struct fns_req {
     struct pol_fq_item fq;
-    struct fns_conn *conn; /* reference */
+    struct fns_node *node;
+    struct fns_conn *conn; /* reference until answered */
+    struct fns_tstat *ts;  /* the tenant's (scheduled requests only) */
     struct cm_wire_hdr hdr;
     struct fns_chunk *chunk; /* PUT payload (reference) */
     uint64_t t0;
+    uint64_t held; /* bytes counted in disp_bytes while dispatched */
     int dispatched;
+    struct fns_chunk view; /* the answer's payload while the connection holds it */
 };
 
 struct fns_node {
@@ -67,6 +90,11 @@ struct fns_node {
     struct cm_reqstats *rs;
     struct fns_rate rate_ops, rate_bytes;
     int limited, rate_armed, stopping;
+    uint32_t disp;             /* dispatched, not released (see the invariants) */
+    uint64_t disp_bytes;       /* their held bytes */
+    int disp_paused;           /* the bound stopped dispatch; a release resumes it */
+    double inv_ops, inv_bytes; /* cost normalization, as the policy's (pol_fq.h) */
+    struct cm_hmap tstats;     /* tenant -> struct fns_tstat */
     uint64_t stop_deadline;
     uint64_t inflight;
     uint64_t del_seq;
@@ -76,6 +104,8 @@ struct fns_node {
 
     atomic_uint_fast64_t used, nchunks, bad_frames;
     atomic_uint_fast64_t segments, packed, held; /* of the pack index, per tick */
+    atomic_uint_fast64_t pub_disp, pub_disp_bytes, pub_queued; /* per tick */
+    atomic_uint_fast64_t disp_pauses;
 
     pthread_mutex_t mu;
     struct fns_node_tenant *snap; /* under mu */
@@ -99,6 +129,8 @@ void fns_node_answer(struct fns_node *n, struct fns_req *req, int status, uint16
                      struct fns_chunk *chunk);
 /* Publishes the store's figures for fns_node_stats. */
 void fns_node_publish(struct fns_node *n);
+/* The tenant's record, created on first use. */
+struct fns_tstat *fns_node_tstat(struct fns_node *n, uint32_t tenant);
 
 /* ---- fns_node_durable.c (loop thread, but cos_notify) ---- */
 
@@ -128,7 +160,8 @@ int fns_node_replay(struct fns_node *n);
 
 /* ---- fns_node_report.c (loop thread) ---- */
 
-/* Takes the per-tenant snapshot and the pack index gauges (every tick). */
+/* Takes the per-tenant snapshot and the gauges published per tick
+ * (every tick, and after new weights). */
 void fns_node_report_tick(struct fns_node *n);
 /* ev_weights: applies the weights fns_node_set_weights left. */
 void fns_node_weights_cb(void *arg);

@@ -38,6 +38,8 @@ struct fns_cfg {
     int queue_limit;
     double cap_ops;
     uint64_t cap_bytes;
+    int max_dispatched;
+    uint64_t max_dispatched_bytes;
     uint64_t max_chunk;
     const char *log_level;
     int heartbeat_ms;
@@ -64,11 +66,19 @@ static const struct cm_opt fns_opts[] = {
     CM_OPT_INT(struct fns_cfg, cos_threads, "4", 1, 256, "COS worker threads"),
     CM_OPT_INT(struct fns_cfg, cos_linger_ms, "20", 0, 10000,
                "how long small chunk writes gather into one COS segment (ms)"),
-    CM_OPT_STR(struct fns_cfg, sched, "fifo", "fair-queue scheduler (fifo)"),
+    CM_OPT_STR(struct fns_cfg, sched, POL_FQ_DEFAULT,
+               "fair-queue scheduler: drfq (DRR token-based DRF over requests and bytes), "
+               "drr (DRR on request count) or fifo"),
     CM_OPT_INT(struct fns_cfg, queue_limit, "1024", 0, 1 << 24,
                "queued requests per tenant before CM_E_BUSY (0 = unlimited)"),
     CM_OPT_DBL(struct fns_cfg, cap_ops, "0", 0, 1e9, "emulated requests/s cap (0 = off)"),
     CM_OPT_U64(struct fns_cfg, cap_bytes, "0", 0, 1ull << 40, "emulated bytes/s cap (0 = off)"),
+    CM_OPT_INT(struct fns_cfg, max_dispatched, "64", 0, 1 << 24,
+               "requests dispatched and not yet answered (answers count until written); "
+               "more wait in the fair queue (0 = no bound)"),
+    CM_OPT_U64(struct fns_cfg, max_dispatched_bytes, "8MiB", 0, 1ull << 40,
+               "bytes of the requests dispatched and not yet answered, answers until written "
+               "(0 = no bound)"),
     CM_OPT_U64(struct fns_cfg, max_chunk, "64MiB", 1, CM_WIRE_MAX_DATA, "largest chunk accepted"),
     CM_OPT_STR(struct fns_cfg, log_level, "info", "debug | info | warn | error"),
     CM_OPT_INT(struct fns_cfg, heartbeat_ms, "1000", 10, 600000, "heartbeat interval"),
@@ -83,6 +93,23 @@ fns_usage_error(const char *msg)
 {
     fprintf(stderr, "shoal-fnstore: %s\n", msg);
     exit(2);
+}
+
+/* Exits 2 naming the schedulers there are. */
+static void
+fns_sched_error(const char *name)
+{
+    struct cm_buf b;
+    size_t n;
+    const struct pol_fq_ops *const *l = pol_fq_list(&n);
+
+    cm_buf_init(&b);
+    cm_buf_printf(&b, "--sched: unknown scheduler '%s' (one of:", name);
+    for (size_t i = 0; i < n; i++) {
+        cm_buf_printf(&b, " %s", l[i]->name);
+    }
+    cm_buf_printf(&b, ")");
+    fns_usage_error(b.p);
 }
 
 int
@@ -113,7 +140,7 @@ main(int argc, char **argv)
         fns_usage_error(errbuf);
     }
     if (pol_fq_find(cfg.sched) == NULL) {
-        fns_usage_error("--sched: unknown scheduler");
+        fns_sched_error(cfg.sched);
     }
     if (cfg.arena_segment % FNS_ARENA_SLAB_UNIT != 0) {
         fns_usage_error("--arena-segment must be a multiple of 2MiB");
@@ -140,6 +167,8 @@ main(int argc, char **argv)
     ncfg.queue_limit = (uint32_t)cfg.queue_limit;
     ncfg.cap_ops = cfg.cap_ops;
     ncfg.cap_bytes = (double)cfg.cap_bytes;
+    ncfg.max_dispatched = (uint32_t)cfg.max_dispatched;
+    ncfg.max_dispatched_bytes = cfg.max_dispatched_bytes;
     ncfg.sched = cfg.sched;
     ncfg.cos_threads = cfg.cos_threads;
     ncfg.cos_linger_ms = cfg.cos_linger_ms;

@@ -88,6 +88,26 @@ def port_free(port):
         s.close()
 
 
+def free_port():
+    """A loopback port the kernel just gave out (free for a moment)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def stop_process(proc, timeout=30):
+    """SIGTERM to a process we started (by its pid), SIGKILL if it lingers."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 # ----------------------------------------------------------------------------- HTTP
 
 

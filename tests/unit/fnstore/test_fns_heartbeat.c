@@ -77,7 +77,7 @@ main(void)
     struct cm_http_server *http = NULL;
     struct cm_http_handlers h = {.request = fake_request};
     struct cm_http_cfg hcfg = {0};
-    struct fns_node_tenant t[16];
+    struct fns_node_tenant *t;
     pthread_t th;
     json_error_t err;
     json_t *j;
@@ -101,6 +101,8 @@ main(void)
     CHECK(strcmp(json_string_value(json_object_get(json_object_get(j, "node"), "addr")),
                  "127.0.0.1:9") == 0);
     CHECK(json_is_object(json_object_get(j, "tenants")));
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(j, "node"), "sched")), "fifo");
+    CHECK(json_number_value(json_object_get(json_object_get(j, "node"), "cap_ops")) == 0);
     json_decref(j);
     free(s);
 
@@ -129,14 +131,36 @@ main(void)
     hbcfg.interval_ms = 50;
     CHECK(pthread_create(&th, NULL, run_node, node) == 0);
     CHECK(fns_heartbeat_create(&hbcfg, node, &hb) == 0 && hb != NULL);
-    for (spins = 0; spins < 400 && !found; spins++) {
+    for (spins = 0; spins < 400 && (!found || atomic_load(&beats) < 2); spins++) {
         usleep(10000);
-        n = fns_node_tenants(node, t, 16);
+        n = fns_node_tenants(node, &t);
         for (i = 0; i < n; i++) {
-            found |= t[i].tenant == 5;
+            found |= t[i].tenant == 5 && t[i].weight == 2.5;
         }
+        free(t);
     }
     CHECK(found); /* weights from the answer reached the scheduler */
+    /* ... and the next heartbeat reports the tenant with its local weight
+     * and every figure of docs/internal-api.md. */
+    s = fns_heartbeat_json(node, "127.0.0.1:9", "127.0.0.1:10");
+    j = json_loads(s, 0, &err);
+    {
+        json_t *t5 = json_object_get(json_object_get(j, "tenants"), "5");
+        static const char *const fields[] = {"requests",      "bytes",
+                                             "queued",        "running",
+                                             "weight",        "arrived_requests",
+                                             "arrived_bytes", "arrived_cost",
+                                             "served_cost",   "queue_wait_seconds",
+                                             "queue_waits"};
+
+        CHECK(json_is_object(t5));
+        CHECK(json_number_value(json_object_get(t5, "weight")) == 2.5);
+        for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+            CHECK(json_is_number(json_object_get(t5, fields[i])));
+        }
+    }
+    json_decref(j);
+    free(s);
     CHECK(atomic_load(&beats) >= 2);
     pthread_mutex_lock(&mu);
     CHECK(strcmp(last_auth, "Bearer s3cret") == 0);
