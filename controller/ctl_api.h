@@ -14,12 +14,16 @@
 #define CTL_API_H
 
 struct ctl_api;
+struct ctl_prices;
+struct ctl_sms;
 struct ctl_state;
 
 struct ctl_api_cfg {
     const char *listen; /* borrowed for the call */
     unsigned threads;
-    const char *token; /* admin token, copied */
+    const char *token;               /* admin token, copied */
+    struct ctl_sms *sms;             /* the pools' windows; borrowed, must outlive the api */
+    const struct ctl_prices *prices; /* copied; NULL: the defaults */
 };
 
 /* st is borrowed and must outlive the api. */
