@@ -54,8 +54,9 @@ def free_port():
 
 
 class Controller:
-    def __init__(self, tmp, port, timeout_ms=2500):
+    def __init__(self, tmp, port, timeout_ms=2500, args=()):
         self.tmp, self.port, self.timeout_ms = tmp, port, timeout_ms
+        self.args = list(args)
         self.data = os.path.join(tmp, "data")
         self.token_file = os.path.join(self.data, "admin.token")
         self.url = "http://127.0.0.1:%d" % port
@@ -66,7 +67,7 @@ class Controller:
         self.logf = open(os.path.join(self.tmp, "controller.log"), "ab")
         self.proc = subprocess.Popen(
             [CTL, "--listen", "127.0.0.1:%d" % self.port, "--data-dir", self.data,
-             "--node-timeout-ms", str(self.timeout_ms), "--partitions", "16"],
+             "--node-timeout-ms", str(self.timeout_ms), "--partitions", "16"] + self.args,
             stdout=self.logf, stderr=subprocess.STDOUT)
         deadline = time.time() + 10
         while time.time() < deadline:
