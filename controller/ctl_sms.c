@@ -488,6 +488,9 @@ ctl_sms_heartbeat(struct ctl_sms *s, const struct ctl_sms_report *r, const uint3
     qsort(nd->inst, nd->ninst, sizeof(*nd->inst), cmp_slot);
     for (size_t i = 0; i < nd->ninst; i++) {
         do_pool_entry(s, nd->inst[i].tenant, now_ns); /* deleted tenants' age out too */
+        if (r->memory_bytes == 0 && nd->inst[i].state != POL_SMS_RELEASED) {
+            nd->memory_bytes += nd->instance_bytes; /* a node that does not count it */
+        }
     }
     nd->report_ns = now_ns;
     do_prune_pending(nd, now_ns);

@@ -36,6 +36,7 @@ struct simnode {
     /* What the last answer said. */
     struct ctl_sms_answer ans;
     uint32_t warmups; /* warm-ups applied */
+    int no_memory;    /* leaves memory_bytes out of its reports */
 };
 
 static void
@@ -107,7 +108,7 @@ sim_beat(struct ctl_sms *s, struct simnode *n, const uint32_t *tenants, size_t n
 
     for (size_t i = 0; i < n->n; i++) {
         n->inst[i].warm_age_ms = (now - n->warm_ns[i]) / MS;
-        r.memory_bytes += n->inst[i].state != POL_SMS_RELEASED ? ISZ : 0;
+        r.memory_bytes += n->inst[i].state != POL_SMS_RELEASED && !n->no_memory ? ISZ : 0;
     }
     ctl_sms_answer_fini(&n->ans);
     ctl_sms_heartbeat(s, &r, tenants, nt, now, &n->ans);
@@ -172,6 +173,7 @@ test_routing(void)
     tag3 = sim_open(&a, 3, 1, 0, 100, T0)->tag;
     tag5 = sim_open(&a, 5, 2, 0, 0, T0)->tag;
     tag7 = sim_open(&b, 7, 1, 0, 50, T0)->tag;
+    b.no_memory = 1;
     sim_beat(s, &a, tenants12, 2, T0, 0);
     sim_beat(s, &b, tenants12, 2, T0, 0);
     CHECK_EQ_INT(ctl_sms_run(s, T0), 2);
@@ -190,6 +192,8 @@ test_routing(void)
     CHECK_EQ_INT(p2->nodes, 1);
     CHECK_EQ_INT(ctl_sms_snapshot_node(&snap, 0)->instances, 2);
     CHECK_EQ_INT(ctl_sms_snapshot_node(&snap, 0)->slots, 16);
+    CHECK_EQ_INT(ctl_sms_snapshot_node(&snap, 0)->memory_bytes, 2 * ISZ);
+    CHECK_EQ_INT(ctl_sms_snapshot_node(&snap, 1)->memory_bytes, ISZ); /* counted for it */
     ctl_sms_snapshot_fini(&snap);
     /* Nothing changes within the interval: no decisions. */
     sim_beat(s, &a, tenants12, 2, T0 + 50 * MS, 0);
