@@ -84,7 +84,8 @@ struct ctl_sms {
     uint64_t ticks;
 };
 
-/* ---- sorted arrays ---- */
+/* ---- sorted arrays: pools, nodes, instances, decisions, counters and reclaim
+ * orders, each ordered by its first member, a u32 (tenant, node id or slot) ---- */
 
 /* Index of the first element of a (n, stride bytes, u32 key first) whose
  * key is >= key. */
@@ -105,6 +106,21 @@ lower_bound(const void *a, size_t n, size_t stride, uint32_t key)
         }
     }
     return lo;
+}
+
+/* The element of a with key, or NULL. */
+static void *
+find(void *a, size_t n, size_t stride, uint32_t key)
+{
+    size_t i = lower_bound(a, n, stride, key);
+    char *p = (char *)a + i * stride;
+    uint32_t k;
+
+    if (i == n) {
+        return NULL;
+    }
+    memcpy(&k, p, sizeof(k));
+    return k == key ? p : NULL;
 }
 
 /* The element with key in *a, inserted zeroed (but for the key) if absent.
@@ -143,9 +159,7 @@ erase(void *a, size_t *n, size_t stride, size_t i)
 static struct pool *
 do_pool(struct ctl_sms *s, uint32_t tenant)
 {
-    size_t i = lower_bound(s->pools, s->npools, sizeof(*s->pools), tenant);
-
-    return i < s->npools && s->pools[i].tenant == tenant ? &s->pools[i] : NULL;
+    return find(s->pools, s->npools, sizeof(*s->pools), tenant);
 }
 
 static struct pool *
@@ -165,9 +179,7 @@ do_pool_entry(struct ctl_sms *s, uint32_t tenant, uint64_t now_ns)
 static struct node *
 do_node(struct ctl_sms *s, uint32_t id)
 {
-    size_t i = lower_bound(s->nodes, s->nnodes, sizeof(*s->nodes), id);
-
-    return i < s->nnodes && s->nodes[i].id == id ? &s->nodes[i] : NULL;
+    return find(s->nodes, s->nnodes, sizeof(*s->nodes), id);
 }
 
 static struct node *
@@ -182,17 +194,13 @@ do_node_entry(struct ctl_sms *s, uint32_t id)
 static struct ctl_sms_inst *
 inst_of(struct node *nd, uint32_t slot)
 {
-    size_t i = lower_bound(nd->inst, nd->ninst, sizeof(*nd->inst), slot);
-
-    return i < nd->ninst && nd->inst[i].slot == slot ? &nd->inst[i] : NULL;
+    return find(nd->inst, nd->ninst, sizeof(*nd->inst), slot);
 }
 
 static struct pending *
 pend_of(struct node *nd, uint32_t slot)
 {
-    size_t i = lower_bound(nd->pend, nd->npend, sizeof(*nd->pend), slot);
-
-    return i < nd->npend && nd->pend[i].slot == slot ? &nd->pend[i] : NULL;
+    return find(nd->pend, nd->npend, sizeof(*nd->pend), slot);
 }
 
 static void
@@ -863,11 +871,11 @@ ctl_sms_snapshot(struct ctl_sms *s, uint64_t now_ns, struct ctl_sms_snapshot *ou
                 continue;
             }
             nv->instances++;
-            k = lower_bound(out->pools, out->npools, sizeof(*out->pools), in->tenant);
-            if (k == out->npools || out->pools[k].tenant != in->tenant) {
+            v = find(out->pools, out->npools, sizeof(*out->pools), in->tenant);
+            if (v == NULL) {
                 continue;
             }
-            v = &out->pools[k];
+            k = (size_t)(v - out->pools);
             if (seen[k] != i + 1) {
                 seen[k] = i + 1;
                 v->nodes++;
@@ -896,17 +904,13 @@ ctl_sms_snapshot_fini(struct ctl_sms_snapshot *snap)
 const struct ctl_sms_pool_view *
 ctl_sms_snapshot_pool(const struct ctl_sms_snapshot *snap, uint32_t tenant)
 {
-    size_t i = lower_bound(snap->pools, snap->npools, sizeof(*snap->pools), tenant);
-
-    return i < snap->npools && snap->pools[i].tenant == tenant ? &snap->pools[i] : NULL;
+    return find(snap->pools, snap->npools, sizeof(*snap->pools), tenant);
 }
 
 const struct ctl_sms_node_view *
 ctl_sms_snapshot_node(const struct ctl_sms_snapshot *snap, uint32_t node)
 {
-    size_t i = lower_bound(snap->nodes, snap->nnodes, sizeof(*snap->nodes), node);
-
-    return i < snap->nnodes && snap->nodes[i].node == node ? &snap->nodes[i] : NULL;
+    return find(snap->nodes, snap->nnodes, sizeof(*snap->nodes), node);
 }
 
 /* ---- persistence ---- */

@@ -135,6 +135,38 @@ class Controller:
         return p.returncode, p.stdout, p.stderr
 
 
+def run_main(c, tmp, body):
+    """Runs body() against controller c, then stops it; on failure prints the tail
+    of its log. Removes tmp (unless SHOAL_TEST_KEEP=1) and exits 1 if a check
+    failed or body raised."""
+    try:
+        body()
+    except Exception as e:  # noqa: BLE001 - report and fail
+        FAILS.append("exception: %r" % e)
+        log("EXCEPTION", repr(e))
+        import traceback
+        traceback.print_exc()
+    finally:
+        c.stop()
+        if FAILS:
+            try:
+                with open(os.path.join(tmp, "controller.log")) as f:
+                    print("---- controller.log (tail) ----")
+                    print("".join(f.readlines()[-40:]))
+            except OSError:
+                pass
+        if os.environ.get("SHOAL_TEST_KEEP") == "1":
+            log("kept", tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if FAILS:
+        log("%d check(s) failed" % len(FAILS))
+        for f in FAILS:
+            log("  ", f)
+        sys.exit(1)
+    log("ok")
+
+
 def expect_error(c, status, code, method, path, body=None, what="", **kw):
     st, h, j = c.req(method, path, body, **kw)
     ok = check(st == status, "%s %s %s: status %d, want %d (%r)" % (what, method, path, st,
@@ -503,7 +535,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="shoal-ctl-")
     c = Controller(tmp, free_port())
     keys = {}
-    try:
+
+    def body():
         p = subprocess.run([CTL, "--bogus"], capture_output=True, timeout=10)
         check(p.returncode == 2, "unknown flag exits 2")
         p = subprocess.run([CTL], capture_output=True, timeout=10)
@@ -555,28 +588,8 @@ def main():
               "nodes going down bump the epoch")
         rc = c.stop()
         check(rc == 0, "second clean exit: %r" % rc)
-    except Exception as e:  # noqa: BLE001 - report and fail
-        FAILS.append("exception: %r" % e)
-        log("EXCEPTION", repr(e))
-        import traceback
-        traceback.print_exc()
-    finally:
-        c.stop()
-        if FAILS:
-            try:
-                with open(os.path.join(tmp, "controller.log")) as f:
-                    print("---- controller.log (tail) ----")
-                    print("".join(f.readlines()[-40:]))
-            except OSError:
-                pass
-        if os.environ.get("SHOAL_TEST_KEEP") == "1":
-            log("kept", tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if FAILS:
-        log("%d check(s) failed" % len(FAILS))
-        sys.exit(1)
-    log("ok")
+
+    run_main(c, tmp, body)
 
 
 if __name__ == "__main__":

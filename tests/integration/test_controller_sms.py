@@ -19,14 +19,12 @@ test's Controller class. SHOAL_TEST_KEEP=1 keeps the temp dir.
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
 import test_controller_admin as ca
-from test_controller_admin import check, log
+from test_controller_admin import check, log, run_main
 
 CTL, CLI = ca.CTL, ca.CLI
 MIB = 1 << 20
@@ -363,8 +361,8 @@ def main():
     c = ca.Controller(tmp, ca.free_port(), timeout_ms=3000,
                       args=["--gc-interval", "1", "--active-intervals", "2",
                             "--degraded-intervals", "2", "--prices", prices])
-    t0 = time.time()
-    try:
+
+    def body():
         test_flags(tmp)
         c.start()
         rc, out, err = cli(c, "tenant", "create", "alpha")
@@ -410,30 +408,8 @@ def main():
             gen_before, node.pool_gen[1]))
         rc = c.stop()
         check(rc == 0, "second clean exit: %r" % rc)
-    except Exception as e:  # noqa: BLE001 - report and fail
-        ca.FAILS.append("exception: %r" % e)
-        log("EXCEPTION", repr(e))
-        import traceback
-        traceback.print_exc()
-    finally:
-        c.stop()
-        log("took %.1f s" % (time.time() - t0))
-        if ca.FAILS:
-            try:
-                with open(os.path.join(tmp, "controller.log")) as f:
-                    print(f.read()[-4000:])
-            except OSError:
-                pass
-        if os.environ.get("SHOAL_TEST_KEEP") == "1":
-            log("kept", tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if ca.FAILS:
-        log("%d FAILED" % len(ca.FAILS))
-        for f in ca.FAILS:
-            log("  ", f)
-        sys.exit(1)
-    log("OK")
+
+    run_main(c, tmp, body)
 
 
 if __name__ == "__main__":
