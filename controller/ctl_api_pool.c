@@ -551,8 +551,8 @@ out:
     X(PM_TWS, "shoal_tenant_working_set_bytes", "gauge",                                           \
       "Chunk bytes in the instances the last tick kept (the working set of the window)")           \
     X(PM_TGEN, "shoal_tenant_pool_generation", "gauge", "The pool's current generation")           \
-    X(PM_CMEM, "shoal_tenant_cost_memory_gb_seconds_total", "counter",                             \
-      "Instance memory held, in GB-seconds")                                                       \
+    X(PM_CMEM, "shoal_tenant_cost_memory_byte_seconds_total", "counter",                           \
+      "Instance memory held, in byte-seconds (memory_gb_seconds x 2^30)")                          \
     X(PM_CINV, "shoal_tenant_cost_invocations_total", "counter",                                   \
       "Instance invocations: warm-ups and recoveries")                                             \
     X(PM_CREQ, "shoal_tenant_cost_cos_requests_total", "counter",                                  \
@@ -605,7 +605,7 @@ tenant_metric(enum pool_metric m, const struct ctl_prices *pr, const struct ctl_
     case PM_TGEN:
         return (double)p->gen;
     case PM_CMEM:
-        return p->cost.memory_gb_seconds;
+        return p->cost.memory_gb_seconds * CTL_COST_GB;
     case PM_CINV:
         return (double)b.invocations;
     case PM_CREQ:

@@ -294,7 +294,7 @@ def test_metrics(c):
     st, _, text = c.req("GET", "/metrics", token=None)
     for m in ('shoal_tenant_pool_instances{tenant="1"}', 'shoal_tenant_pool_memory_bytes',
               'shoal_tenant_working_set_bytes', 'shoal_tenant_cost_usd_total{tenant="1"}',
-              'shoal_tenant_cost_memory_gb_seconds_total', 'shoal_node_memory_bytes{node="0"}',
+              'shoal_tenant_cost_memory_byte_seconds_total', 'shoal_node_memory_bytes{node="0"}',
               'shoal_node_cache_bytes{node="0"} 12345', 'shoal_controller_sms_ticks_total'):
         check(m in text, "metric %s" % m)
 
