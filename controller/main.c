@@ -1,13 +1,13 @@
 /*
- * main.c - shoal-controller: config, token, store, state, the pools'
- * windows, HTTP, and the tick loop.
+ * main.c - shoal-controller: config, token, store, state, weight
+ * allocation, the pools' windows, HTTP, and the tick loop.
  *
  * Threads: main (config, then a signal/tick loop: liveness, the pools'
- * windows, the cost totals saved every SAVE_MS), the cm_http pool (all
- * requests). SIGTERM/SIGINT are blocked in every thread and taken by
- * sigtimedwait in main, which then stops HTTP (in-flight requests finish),
- * saves the cost totals and closes the store (every other write was
- * already synced).
+ * windows, the cost totals saved every SAVE_MS), the WA thread
+ * (ctl_wa.h), the cm_http pool (all requests). SIGTERM/SIGINT are
+ * blocked in every thread and taken by sigtimedwait in main, which then
+ * stops HTTP (in-flight requests finish), then WA, saves the cost totals
+ * and closes the store (every other write was already synced).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +31,8 @@
 #include "ctl_sms.h"
 #include "ctl_state.h"
 #include "ctl_store.h"
+#include "ctl_wa.h"
+#include "pol_wa.h"
 
 #define TICK_MS 100
 #define SAVE_MS 10000 /* cost totals and windows go to the store this often */
@@ -46,6 +48,8 @@ struct ctl_cfg {
     int ec_m;
     int node_timeout_ms;
     int http_threads;
+    const char *wa;
+    int wa_interval_ms;
     const char *log_level;
     const char *pool;
     int gc_interval;
@@ -72,6 +76,11 @@ static const struct cm_opt opts[] = {
     CM_OPT_INT(struct ctl_cfg, node_timeout_ms, "3000", 100, 3600000,
                "a node not heard from this long is down"),
     CM_OPT_INT(struct ctl_cfg, http_threads, "2", 1, 64, "HTTP server threads"),
+    CM_OPT_STR(struct ctl_cfg, wa, "pisces",
+               "weight allocation: pisces (local weights follow demand) or even (every node "
+               "gets the global weights)"),
+    CM_OPT_INT(struct ctl_cfg, wa_interval_ms, "1000", 100, 60000,
+               "weight allocation runs this often on the nodes' reports"),
     CM_OPT_STR(struct ctl_cfg, log_level, "info", "debug, info, warn or error"),
     CM_OPT_STR(struct ctl_cfg, pool, POL_SMS_DEFAULT,
                "elastic memory of the tenants' pools: sms (the sliding window) or static (a "
@@ -122,12 +131,14 @@ main(int argc, char **argv)
     struct ctl_state *st = NULL;
     struct ctl_sms *sms = NULL;
     struct ctl_api *api = NULL;
+    struct ctl_wa *wa = NULL;
     struct ctl_state_cfg scfg;
     struct ctl_sms_cfg pcfg;
     struct ctl_prices prices;
     char perr[512];
     uint64_t saved_ns;
     int sms_loaded = 0;
+    struct ctl_wa_cfg wcfg;
     struct ctl_api_cfg acfg;
     struct ctl_s3master master;
     enum cm_log_level level;
@@ -139,6 +150,10 @@ main(int argc, char **argv)
                    "Shoal control plane: tenants, weights, nodes, placement, admin API.");
     if (cm_log_parse_level(cfg.log_level, &level) < 0) {
         fprintf(stderr, "shoal-controller: bad --log-level %s\n", cfg.log_level);
+        return 2;
+    }
+    if (pol_wa_find(cfg.wa) == NULL) {
+        fprintf(stderr, "shoal-controller: unknown --wa %s (pisces or even)\n", cfg.wa);
         return 2;
     }
     if (cfg.data_dir == NULL || cfg.data_dir[0] == '\0') {
@@ -208,6 +223,13 @@ main(int argc, char **argv)
                      : "");
         goto out;
     }
+    wcfg.policy = cfg.wa;
+    wcfg.interval_ns = (uint64_t)cfg.wa_interval_ms * 1000000u;
+    rc = ctl_wa_create(st, &wcfg, &wa);
+    if (rc < 0 || (rc = ctl_wa_start(wa)) < 0) {
+        CM_ERROR("weight allocation failed to start wa=%s err=%s", cfg.wa, cm_strerror(rc));
+        goto out;
+    }
     pcfg.policy = cfg.pool;
     pcfg.interval_ns = (uint64_t)cfg.gc_interval * 1000000000ull;
     pcfg.active = (uint32_t)cfg.active_intervals;
@@ -230,13 +252,14 @@ main(int argc, char **argv)
     acfg.token = token;
     acfg.sms = sms;
     acfg.prices = &prices;
+    acfg.wa = wa;
     rc = ctl_api_start(st, &acfg, &api);
     if (rc < 0) {
         goto out;
     }
-    CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s pool=%s "
+    CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s wa=%s pool=%s "
             "gc_interval=%d active_intervals=%d degraded_intervals=%d prices=%s version=%s",
-            cfg.listen, cfg.data_dir, token_path, key_path, cfg.pool, cfg.gc_interval,
+            cfg.listen, cfg.data_dir, token_path, key_path, cfg.wa, cfg.pool, cfg.gc_interval,
             cfg.active_intervals, cfg.degraded_intervals,
             cfg.prices != NULL && cfg.prices[0] != '\0' ? cfg.prices : "default", SHOAL_VERSION);
 
@@ -262,6 +285,7 @@ main(int argc, char **argv)
     code = 0;
 out:
     ctl_api_stop(api);
+    ctl_wa_destroy(wa);
     if (sms_loaded && (rc = ctl_sms_save(sms, store, cm_now_ns(), cm_wall_ms())) < 0) {
         CM_ERROR("cost totals not saved at exit err=%s", cm_strerror(rc));
         code = 1;
