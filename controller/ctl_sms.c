@@ -113,12 +113,13 @@ static void *
 find(void *a, size_t n, size_t stride, uint32_t key)
 {
     size_t i = lower_bound(a, n, stride, key);
-    char *p = (char *)a + i * stride;
+    char *p;
     uint32_t k;
 
     if (i == n) {
         return NULL;
     }
+    p = (char *)a + i * stride;
     memcpy(&k, p, sizeof(k));
     return k == key ? p : NULL;
 }
