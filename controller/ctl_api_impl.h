@@ -9,6 +9,7 @@
  *                       and the state gateways read
  *   ctl_api_metrics.c   /metrics and /healthz
  *   ctl_api_s3keys.c    tenants' S3 keys: admin API and the state's part
+ *   ctl_api_placement.c placement rows, rebalance, status, demand reports
  *
  * Jansson's json_t appears here because every handler builds JSON; the
  * header stays private to these four files.
@@ -27,7 +28,10 @@
 
 #define CTL_API_TOKEN_MAX 512
 
+struct cm_buf;
 struct cm_http_req;
+struct ctl_pp;
+struct ctl_pp_rows;
 struct ctl_snapshot;
 struct ctl_state;
 
@@ -41,6 +45,7 @@ struct ctl_state;
     X(OP_PLACEMENT, "placement")                                                                   \
     X(OP_FAIRNESS, "fairness")                                                                     \
     X(OP_HEARTBEAT, "heartbeat")                                                                   \
+    X(OP_DEMAND, "demand")                                                                         \
     X(OP_STATE, "state")                                                                           \
     X(OP_HEALTH, "healthz")                                                                        \
     X(OP_METRICS, "metrics")                                                                       \
@@ -55,6 +60,7 @@ enum ctl_op {
 
 struct ctl_api {
     struct ctl_state *st; /* borrowed */
+    struct ctl_pp *pp;    /* borrowed */
     struct cm_http_server *http;
     struct cm_reqstats *stats;
     char token[CTL_API_TOKEN_MAX];
@@ -104,11 +110,23 @@ void ctl_admin_tenant_patch(struct ctl_call *c, const char *name);
 void ctl_admin_tenant_delete(struct ctl_call *c, const char *name);
 void ctl_admin_tenant_rotate(struct ctl_call *c, const char *name);
 void ctl_admin_nodes(struct ctl_call *c);
-void ctl_admin_placement(struct ctl_call *c);
 void ctl_admin_fairness(struct ctl_call *c);
-/* Epoch, partitions and every tenant's placement rows; internal adds the
- * tenants' weights and key hashes and the nodes. Transferred. */
-json_t *ctl_render_placement(const struct ctl_snapshot *s, int internal);
+
+/* ---- placement (ctl_api_placement.c) ---- */
+
+void ctl_admin_placement(struct ctl_call *c);
+void ctl_admin_placement_rebalance(struct ctl_call *c);
+void ctl_admin_placement_status(struct ctl_call *c);
+void ctl_internal_demand(struct ctl_call *c);
+/* Epoch, placement epoch, partitions and every tenant's stored rows with
+ * their row epochs; internal adds the tenants' weights and key hashes and
+ * the nodes. rows are s's tenants' (ctl_pp_rows). Transferred. */
+json_t *ctl_render_placement(const struct ctl_snapshot *s, const struct ctl_pp_rows *rows,
+                             int internal);
+/* The same with the rows ctl_pp holds for s (synced with it first). */
+json_t *ctl_placement_json(struct ctl_api *a, const struct ctl_snapshot *s, int internal);
+/* The placement families of /metrics. */
+void ctl_placement_metrics(struct ctl_api *a, struct cm_buf *b);
 
 /* ---- internal API (ctl_api_internal.c) ---- */
 

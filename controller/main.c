@@ -3,7 +3,7 @@
  * liveness tick.
  *
  * Threads: main (config, then a signal/tick loop), the cm_http pool
- * (all requests). SIGTERM/SIGINT are blocked in every thread and taken
+ * (all requests), the placement loop (ctl_pp.c). SIGTERM/SIGINT are blocked in every thread and taken
  * by sigtimedwait in main, which then stops HTTP (in-flight requests
  * finish) and closes the store (every write was already synced).
  */
@@ -24,6 +24,7 @@
 #include "cm_time.h"
 #include "cm_token.h"
 #include "ctl_api.h"
+#include "ctl_pp.h"
 #include "ctl_s3keys.h"
 #include "ctl_state.h"
 #include "ctl_store.h"
@@ -42,6 +43,12 @@ struct ctl_cfg {
     int node_timeout_ms;
     int http_threads;
     const char *log_level;
+    const char *pp;
+    int pp_interval_ms;
+    int pp_checks;
+    int pp_cooldown_ms;
+    int pp_budget_ms;
+    double pp_headroom;
 };
 
 static const struct cm_opt opts[] = {
@@ -62,6 +69,19 @@ static const struct cm_opt opts[] = {
                "a node not heard from this long is down"),
     CM_OPT_INT(struct ctl_cfg, http_threads, "2", 1, 64, "HTTP server threads"),
     CM_OPT_STR(struct ctl_cfg, log_level, "info", "debug, info, warn or error"),
+    CM_OPT_STR(struct ctl_cfg, pp, "milp",
+               "partition placement policy: milp (re-place when a node cannot serve its fair "
+               "share) or hash (never re-place)"),
+    CM_OPT_INT(struct ctl_cfg, pp_interval_ms, "5000", 100, 3600000,
+               "how often placement checks the nodes' fair-share load"),
+    CM_OPT_INT(struct ctl_cfg, pp_checks, "3", 1, 1000,
+               "consecutive checks a node must be over the headroom before a re-placement"),
+    CM_OPT_INT(struct ctl_cfg, pp_cooldown_ms, "60000", 0, 86400000,
+               "quiet time after a re-placement and after its migration finished"),
+    CM_OPT_INT(struct ctl_cfg, pp_budget_ms, "2000", 0, 600000,
+               "time limit of the placement solver"),
+    CM_OPT_DBL(struct ctl_cfg, pp_headroom, "0.9", 0.05, 1.0,
+               "share of a node's capacity placement may fill (u)"),
 };
 
 /* File scope: cm_config's strings live for the process and stay reachable. */
@@ -95,7 +115,9 @@ main(int argc, char **argv)
     struct ctl_store *store = NULL;
     struct ctl_state *st = NULL;
     struct ctl_api *api = NULL;
+    struct ctl_pp *pp = NULL;
     struct ctl_state_cfg scfg;
+    struct ctl_pp_cfg pcfg;
     struct ctl_api_cfg acfg;
     struct ctl_s3master master;
     enum cm_log_level level;
@@ -111,6 +133,17 @@ main(int argc, char **argv)
     }
     if (cfg.data_dir == NULL || cfg.data_dir[0] == '\0') {
         fprintf(stderr, "shoal-controller: --data-dir is required\n");
+        return 2;
+    }
+    if (pol_pp_find(cfg.pp) == NULL) {
+        size_t n;
+        const struct pol_pp_ops *const *all = pol_pp_list(&n);
+
+        fprintf(stderr, "shoal-controller: --pp: unknown policy '%s' (known:", cfg.pp);
+        for (size_t i = 0; i < n; i++) {
+            fprintf(stderr, " %s", all[i]->name);
+        }
+        fprintf(stderr, ")\n");
         return 2;
     }
     cm_log_init("controller", level);
@@ -166,15 +199,32 @@ main(int argc, char **argv)
                      : "");
         goto out;
     }
+    memset(&pcfg, 0, sizeof(pcfg));
+    pcfg.policy = cfg.pp;
+    pcfg.partitions = (uint32_t)cfg.partitions;
+    pcfg.headroom = cfg.pp_headroom;
+    pcfg.interval_ms = (uint32_t)cfg.pp_interval_ms;
+    pcfg.checks = (uint32_t)cfg.pp_checks;
+    pcfg.cooldown_ms = (uint32_t)cfg.pp_cooldown_ms;
+    pcfg.budget_ms = (uint32_t)cfg.pp_budget_ms;
+    pcfg.gw_timeout_ms = 5000;
+    pcfg.nominal_ops = 100000;
+    pcfg.nominal_bytes = 1073741824.0;
+    rc = ctl_pp_create(store, st, &pcfg, &pp);
+    if (rc < 0) {
+        CM_ERROR("placement load failed err=%s", cm_strerror(rc));
+        goto out;
+    }
     acfg.listen = cfg.listen;
+    acfg.pp = pp;
     acfg.threads = (unsigned)cfg.http_threads;
     acfg.token = token;
     rc = ctl_api_start(st, &acfg, &api);
-    if (rc < 0) {
+    if (rc < 0 || (rc = ctl_pp_start(pp)) < 0) {
         goto out;
     }
-    CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s version=%s",
-            cfg.listen, cfg.data_dir, token_path, key_path, SHOAL_VERSION);
+    CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s pp=%s version=%s",
+            cfg.listen, cfg.data_dir, token_path, key_path, cfg.pp, SHOAL_VERSION);
 
     for (;;) {
         struct timespec ts = {0, TICK_MS * 1000000L};
@@ -189,6 +239,7 @@ main(int argc, char **argv)
     code = 0;
 out:
     ctl_api_stop(api);
+    ctl_pp_destroy(pp);
     ctl_state_destroy(st);
     ctl_store_close(store);
     explicit_bzero(token, sizeof(token));
