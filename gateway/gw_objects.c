@@ -21,10 +21,12 @@
 #include "cm_hash.h"
 #include "cm_hmap.h"
 #include "cm_log.h"
+#include "gw_demand.h"
 #include "gw_front_impl.h"
 #include "gw_grace.h"
 #include "gw_meta.h"
 #include "gw_state.h"
+#include "gw_stripe.h"
 
 /* Data chunks per stripe: small objects are stored as 1+m whole copies. */
 static uint8_t
@@ -146,6 +148,12 @@ gw_obj_get(struct req *q)
         }
         return;
     }
+    if (f->demand != NULL && q->lay.nstripes > 0) {
+        /* What the read asks of the nodes: k chunks (one copy) per stripe. */
+        uint64_t sb = (uint64_t)q->lay.k * q->lay.chunk_size;
+        uint64_t stripes = sb ? (q->off + q->len - 1) / sb - q->off / sb + 1 : 1;
+        gw_demand_note(f->demand, q->tenant, q->key, q->klen, stripes * q->lay.k, q->len);
+    }
     gw_req_suspend(q);
     gw_engine_get(f->engine, &q->lay, q->off, q->len, get_done, q);
 }
@@ -226,6 +234,11 @@ put_done(void *arg, int status, const struct gw_layout *layout)
     if (status != 0) {
         gw_req_fail_status(q, status);
         return;
+    }
+    if (q->f->demand != NULL) {
+        uint64_t chunks = (uint64_t)layout->nstripes * gw_stripe_n(layout);
+        gw_demand_note(q->f->demand, q->tenant, q->key, q->klen, chunks,
+                       chunks * layout->chunk_size);
     }
     q->commit.kind = COMMIT_PUT;
     q->commit.key = q->key;
