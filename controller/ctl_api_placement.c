@@ -192,15 +192,20 @@ get_u64(json_t *o, const char *key, uint64_t *v)
     return 0;
 }
 
-/* One "demand" entry [tenant, partition, req/s, bytes/s, resident bytes]:
- * 0, or -1. */
+/* One "demand" entry [tenant, partition, req/s, bytes/s, resident bytes
+ * (, requests in flight)]: 0, or -1. */
 static int
 get_entry(json_t *e, struct ctl_pp_demand *d)
 {
     json_t *t = json_array_get(e, 0), *p = json_array_get(e, 1), *rq = json_array_get(e, 2),
-           *by = json_array_get(e, 3), *res = json_array_get(e, 4);
+           *by = json_array_get(e, 3), *res = json_array_get(e, 4), *inf = json_array_get(e, 5);
 
-    if (!json_is_array(e) || json_array_size(e) != 5 || !json_is_integer(t) ||
+    if (inf != NULL && !json_is_number(inf)) {
+        return -1;
+    }
+    d->inflight = inf != NULL ? json_number_value(inf) : 0;
+    if (!json_is_array(e) || json_array_size(e) < 5 || json_array_size(e) > 6 ||
+        !json_is_integer(t) ||
         json_integer_value(t) <= 0 || json_integer_value(t) >= UINT32_MAX ||
         !json_is_integer(p) || json_integer_value(p) < 0 ||
         json_integer_value(p) >= UINT32_MAX || !json_is_number(rq) || !json_is_number(by) ||
@@ -212,7 +217,10 @@ get_entry(json_t *e, struct ctl_pp_demand *d)
     d->req = json_number_value(rq);
     d->bytes = json_number_value(by);
     d->resident_bytes = (uint64_t)json_integer_value(res);
-    return isfinite(d->req) && isfinite(d->bytes) && d->req >= 0 && d->bytes >= 0 ? 0 : -1;
+    return isfinite(d->req) && isfinite(d->bytes) && isfinite(d->inflight) && d->req >= 0 &&
+                   d->bytes >= 0 && d->inflight >= 0
+               ? 0
+               : -1;
 }
 
 void
@@ -261,7 +269,7 @@ ctl_internal_demand(struct ctl_call *c)
         if (get_entry(e, &d[i]) < 0) {
             ctl_reply_error(c, 400, "bad_request",
                             "demand[%zu] must be [tenant, partition, requests/s, bytes/s, "
-                            "resident bytes]",
+                            "resident bytes, requests in flight]",
                             i);
             goto out;
         }

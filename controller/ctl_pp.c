@@ -81,6 +81,7 @@ ctl_pp_trows_fini(struct ctl_pp_trows *r)
     free(r->ids);
     free(r->row_epoch);
     free(r->by_hash);
+    free(r->share);
     memset(r, 0, sizeof(*r));
 }
 
@@ -96,6 +97,16 @@ trows_alloc(struct ctl_pp_trows *r, uint32_t tenant, uint32_t width, uint32_t k,
     r->ids = cm_calloc((size_t)parts * width, sizeof(*r->ids));
     r->row_epoch = cm_calloc(parts, sizeof(*r->row_epoch));
     r->by_hash = cm_calloc(parts, sizeof(*r->by_hash));
+    r->share = cm_calloc((size_t)parts * width, sizeof(*r->share));
+}
+
+/* Row p's holders carry even shares. */
+static void
+even_shares(struct ctl_pp_trows *r, uint32_t p)
+{
+    for (uint32_t i = 0; i < r->width; i++) {
+        r->share[(size_t)p * r->width + i] = i < r->len[p] ? 1.0 / r->len[p] : 0.0;
+    }
 }
 
 static void
@@ -106,27 +117,30 @@ trows_copy(struct ctl_pp_trows *dst, const struct ctl_pp_trows *src)
     memcpy(dst->ids, src->ids, (size_t)src->parts * src->width * sizeof(*src->ids));
     memcpy(dst->row_epoch, src->row_epoch, src->parts * sizeof(*src->row_epoch));
     memcpy(dst->by_hash, src->by_hash, src->parts * sizeof(*src->by_hash));
+    memcpy(dst->share, src->share, (size_t)src->parts * src->width * sizeof(*src->share));
     dst->seen = src->seen;
 }
 
 char *
 ctl_pp_encode(const struct ctl_pp_trows *r, size_t *len)
 {
-    json_t *rows = json_array(), *ep = json_array(), *bh = json_array(), *j;
+    json_t *rows = json_array(), *ep = json_array(), *bh = json_array(), *sh = json_array(), *j;
     char *text;
 
     for (uint32_t p = 0; p < r->parts; p++) {
-        json_t *row = json_array();
+        json_t *row = json_array(), *srow = json_array();
 
         for (uint32_t i = 0; i < r->len[p]; i++) {
             json_array_append_new(row, json_integer(r->ids[(size_t)p * r->width + i]));
+            json_array_append_new(srow, json_real(r->share[(size_t)p * r->width + i]));
         }
         json_array_append_new(rows, row);
+        json_array_append_new(sh, srow);
         json_array_append_new(ep, json_integer((json_int_t)r->row_epoch[p]));
         json_array_append_new(bh, json_integer(r->by_hash[p]));
     }
-    j = json_pack("{s:I, s:I, s:o, s:o, s:o}", "width", (json_int_t)r->width, "k",
-                  (json_int_t)r->k, "rows", rows, "row_epochs", ep, "by_hash", bh);
+    j = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o}", "width", (json_int_t)r->width, "k",
+                  (json_int_t)r->k, "rows", rows, "row_epochs", ep, "by_hash", bh, "shares", sh);
     text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (text != NULL) {
@@ -145,6 +159,31 @@ json_range(json_t *x, uint64_t lo, uint64_t hi, uint64_t *v)
     }
     *v = (uint64_t)json_integer_value(x);
     return 0;
+}
+
+/* Row p's shares from srow when they are well formed (each in [0, 1], one
+ * per holder, summing to 1); even ones stay otherwise. */
+static void
+shares_from(struct ctl_pp_trows *r, uint32_t p, json_t *srow)
+{
+    double s[POL_PP_MAX_WIDTH], sum = 0;
+    size_t i;
+    json_t *x;
+
+    if (!json_is_array(srow) || json_array_size(srow) != r->len[p]) {
+        return;
+    }
+    json_array_foreach(srow, i, x)
+    {
+        s[i] = json_number_value(x);
+        if (!json_is_number(x) || !(s[i] >= 0 && s[i] <= 1)) {
+            return;
+        }
+        sum += s[i];
+    }
+    if (fabs(sum - 1.0) <= 1e-6) {
+        memcpy(&r->share[(size_t)p * r->width], s, r->len[p] * sizeof(*s));
+    }
 }
 
 int
@@ -192,6 +231,8 @@ ctl_pp_decode(uint32_t tenant, const char *text, size_t len, struct ctl_pp_trows
             ids[i] = (uint32_t)v;
         }
         r->len[p] = (uint32_t)json_array_size(row);
+        even_shares(r, p);
+        shares_from(r, p, json_array_get(json_object_get(j, "shares"), p));
     }
     rc = 0;
 out:
@@ -286,9 +327,13 @@ ctl_pp_util(const struct pol_pp_view *v, double *max_util)
         if (c == 0 || ti == v->ntenants) {
             continue;
         }
+        /* Published shares count for a copies row whose holders all stay. */
+        int whole = v->cur_share != NULL && pt->k == 1 && c == v->cur_len[p];
         for (size_t q = 0; q < c; q++) {
+            double sh = whole ? v->cur_share[off - pt->width + q] : 1.0 / (double)c;
+
             for (int r = 0; r < POL_PP_NRES; r++) {
-                load[(size_t)hold[q] * POL_PP_NRES + r] += pt->demand[r] * frac[ti] / (double)c;
+                load[(size_t)hold[q] * POL_PP_NRES + r] += pt->demand[r] * frac[ti] * sh;
             }
         }
     }
@@ -302,6 +347,19 @@ ctl_pp_util(const struct pol_pp_view *v, double *max_util)
     free(load);
     free(frac);
     return 0;
+}
+
+void
+ctl_pp_demand_eff(const struct ctl_pp_demand *d, uint32_t latency_ms, double *req, double *bytes)
+{
+    double backlog = latency_ms > 0 ? d->inflight * 1000.0 / latency_ms : 0;
+
+    *req = d->req;
+    *bytes = d->bytes;
+    if (backlog > d->req) {
+        *bytes = d->req > 0 ? d->bytes * backlog / d->req : 0;
+        *req = backlog;
+    }
 }
 
 int
@@ -431,6 +489,7 @@ hash_row(struct ctl_pp_trows *r, uint32_t p, const uint32_t *ids, size_t nids)
     }
     memcpy(dst, row, n * sizeof(*row));
     r->len[p] = (uint32_t)n;
+    even_shares(r, p);
     return 1;
 }
 
@@ -602,8 +661,8 @@ ctl_pp_report(struct ctl_pp *pp, const struct ctl_pp_report *r, uint64_t now_ns)
         return CM_E_BADARG;
     }
     for (size_t i = 0; i < r->n; i++) {
-        if (!(r->d[i].req >= 0) || !(r->d[i].bytes >= 0) || !isfinite(r->d[i].req) ||
-            !isfinite(r->d[i].bytes)) {
+        if (!(r->d[i].req >= 0) || !(r->d[i].bytes >= 0) || !(r->d[i].inflight >= 0) ||
+            !isfinite(r->d[i].req) || !isfinite(r->d[i].bytes) || !isfinite(r->d[i].inflight)) {
             return CM_E_BADARG;
         }
     }
@@ -661,6 +720,7 @@ do_demand(const struct ctl_pp *pp, uint64_t now_ns, size_t *n)
             all[k - 1].req += all[i].req;
             all[k - 1].bytes += all[i].bytes;
             all[k - 1].resident_bytes += all[i].resident_bytes;
+            all[k - 1].inflight += all[i].inflight;
         } else {
             all[k++] = all[i];
         }
@@ -730,8 +790,11 @@ ctl_pp_status(struct ctl_pp *pp, uint64_t now_ns, struct ctl_pp_status *out)
     for (size_t i = 0; i < pp->ngw; i++) {
         if (do_fresh(pp, &pp->gw[i], now_ns)) {
             for (size_t j = 0; j < pp->gw[i].n; j++) {
-                out->demand_req += pp->gw[i].d[j].req;
-                out->demand_bytes += pp->gw[i].d[j].bytes;
+                double rq, by;
+
+                ctl_pp_demand_eff(&pp->gw[i].d[j], pp->cfg.latency_ms, &rq, &by);
+                out->demand_req += rq;
+                out->demand_bytes += by;
             }
         }
     }
@@ -752,6 +815,7 @@ struct pp_check {
     struct pol_pp_tenant *tenants;
     struct pol_pp_part *parts;
     uint32_t *cur, *cur_len;
+    double *cur_share;
     struct pol_pp_view v;
 };
 
@@ -766,6 +830,7 @@ check_fini(struct pp_check *c)
     free(c->parts);
     free(c->cur);
     free(c->cur_len);
+    free(c->cur_share);
 }
 
 static const struct ctl_pp_demand *
@@ -803,6 +868,7 @@ check_view(struct ctl_pp *pp, struct pp_check *c)
     c->parts = cm_calloc(nparts + 1, sizeof(*c->parts));
     c->cur = cm_calloc(slots + 1, sizeof(*c->cur));
     c->cur_len = cm_calloc(nparts + 1, sizeof(*c->cur_len));
+    c->cur_share = cm_calloc(slots + 1, sizeof(*c->cur_share));
     for (size_t i = 0; i < c->rows.n; i++) {
         const struct ctl_pp_trows *r = &c->rows.t[i];
 
@@ -814,12 +880,17 @@ check_view(struct ctl_pp *pp, struct pp_check *c)
             pt->id = p;
             pt->width = r->width;
             pt->k = r->k;
+            /* An empty partition costs a byte to move, so it moves only
+             * when it must (a free move would churn rows for nothing). */
+            pt->resident_bytes = 1;
             if (d != NULL) {
-                pt->demand[POL_PP_REQ] = d->req;
-                pt->demand[POL_PP_BYTES] = d->bytes;
-                pt->resident_bytes = d->resident_bytes;
+                ctl_pp_demand_eff(d, pp->cfg.latency_ms, &pt->demand[POL_PP_REQ],
+                                  &pt->demand[POL_PP_BYTES]);
+                pt->resident_bytes = d->resident_bytes > 0 ? d->resident_bytes : 1;
             }
             memcpy(&c->cur[off], &r->ids[(size_t)p * r->width], r->len[p] * sizeof(*c->cur));
+            memcpy(&c->cur_share[off], &r->share[(size_t)p * r->width],
+                   r->len[p] * sizeof(*c->cur_share));
             c->cur_len[k] = r->len[p];
             off += r->width;
         }
@@ -832,6 +903,7 @@ check_view(struct ctl_pp *pp, struct pp_check *c)
     c->v.ntenants = c->s.ntenants;
     c->v.cur_rows = c->cur;
     c->v.cur_len = c->cur_len;
+    c->v.cur_share = c->cur_share;
     c->v.headroom = pp->cfg.headroom;
 }
 
@@ -855,9 +927,12 @@ do_commit(struct ctl_pp *pp, const struct pp_check *c, const struct pol_pp_out *
         for (uint32_t p = 0; p < was->parts; p++, k++, off += was->width) {
             const uint32_t *old = &was->ids[(size_t)p * was->width];
             const uint32_t *nrow = &out->rows[off];
+            const double *nshare = &out->share[off];
 
             if (out->len[k] == was->len[p] &&
-                memcmp(old, nrow, was->len[p] * sizeof(*old)) == 0) {
+                memcmp(old, nrow, was->len[p] * sizeof(*old)) == 0 &&
+                memcmp(&was->share[(size_t)p * was->width], nshare,
+                       was->len[p] * sizeof(*nshare)) == 0) {
                 continue;
             }
             if (live == NULL || live->parts != was->parts || live->len[p] != was->len[p] ||
@@ -868,11 +943,16 @@ do_commit(struct ctl_pp *pp, const struct pp_check *c, const struct pol_pp_out *
                 trows_copy(r, live);
                 any = 1;
             }
+            /* Shares alone move no data: the row epoch says what gateways
+             * must look at. */
+            if (out->len[k] != was->len[p] || memcmp(old, nrow, was->len[p] * sizeof(*old)) != 0) {
+                r->row_epoch[p] = pp->epoch + 1;
+                r->by_hash[p] = 0;
+            }
             memcpy(&r->ids[(size_t)p * r->width], nrow, out->len[k] * sizeof(*nrow));
             r->len[p] = out->len[k];
-            r->row_epoch[p] = pp->epoch + 1;
-            r->by_hash[p] = 0;
-            CM_INFO("partition placed tenant=%u partition=%u epoch=%llu", r->tenant, p,
+            memcpy(&r->share[(size_t)p * r->width], nshare, out->len[k] * sizeof(*nshare));
+            CM_DEBUG("partition placed tenant=%u partition=%u epoch=%llu", r->tenant, p,
                     (unsigned long long)(pp->epoch + 1));
         }
         nput += any;
@@ -930,7 +1010,7 @@ check_once(struct ctl_pp *pp, int manual, struct ctl_pp_result *res)
     size_t slots = pol_pp_slots(&c.v);
     struct pol_pp_out o = {
         .rows = cm_calloc(slots + 1, sizeof(uint32_t)),
-        .share = NULL,
+        .share = cm_calloc(slots + 1, sizeof(double)),
         .len = cm_calloc(c.v.nparts + 1, sizeof(uint32_t)),
     };
     uint64_t t0 = cm_now_ns();
@@ -965,6 +1045,7 @@ check_once(struct ctl_pp *pp, int manual, struct ctl_pp_result *res)
             (unsigned long long)r.bytes_moved, r.changed, (unsigned long long)r.epoch,
             rc ? cm_errname(rc) : "none");
     free(o.rows);
+    free(o.share);
     free(o.len);
 out:
     check_fini(&c);

@@ -58,6 +58,9 @@ struct ctl_pp_cfg {
     uint32_t cooldown_ms;    /* after a re-placement, and after its migration */
     uint32_t budget_ms;      /* the solver's time limit */
     uint32_t gw_timeout_ms;  /* a gateway silent longer is ignored */
+    /* Requests in flight count as demand: a partition asks for at least
+     * inflight / latency requests per second (see ctl_pp_demand_eff). */
+    uint32_t latency_ms;
     double nominal_ops;      /* capacity of a node without --cap-ops */
     double nominal_bytes;    /* capacity of a node without --cap-bytes */
 };
@@ -72,6 +75,9 @@ struct ctl_pp_trows {
     uint32_t *ids;       /* parts x width node ids */
     uint64_t *row_epoch; /* parts: placement epoch of the row's last change */
     uint8_t *by_hash;    /* parts: 1 = made by hash (refilled when short) */
+    /* parts x width: each holder's fraction of its partition's demand, as
+     * the policy published it (copies may be uneven; hash rows even) */
+    double *share;
     uint64_t seen;       /* newest state epoch of a snapshot that had the tenant */
 };
 
@@ -88,6 +94,7 @@ struct ctl_pp_demand {
     uint32_t tenant, partition;
     double req, bytes;       /* per second, EWMA */
     uint64_t resident_bytes; /* on each holder (pol_pp_part) */
+    double inflight;         /* mean requests in flight (Little's law) */
 };
 
 struct ctl_pp_mig {
@@ -186,11 +193,18 @@ void ctl_pp_trig_tried(struct ctl_pp_trig *t, const struct ctl_pp_trig_cfg *c, u
 /*
  * The highest fair-share utilisation of an up node under v's current rows
  * (v->cur_rows, cur_len): each tenant's demand scaled to its DRF share
- * (pol_pp_drf), a partition's load spread evenly over its holders that are
- * up, over each node's capacity, the larger resource. 0 when no node is up
+ * (pol_pp_drf), a partition's load spread over its holders that are up
+ * (by v->cur_share for a copies row whose holders are all up, else
+ * evenly), over each node's capacity, the larger resource. 0 when no node is up
  * or nothing is placed; CM_E_BADARG on a bad view (*max_util then 0).
  */
 int ctl_pp_util(const struct pol_pp_view *v, double *max_util);
+
+/* The demand a partition's report stands for: requests/s and bytes/s
+ * scaled up to inflight / latency when that is more (its requests wait
+ * longer than latency_ms: its clients would take more than they get). */
+void ctl_pp_demand_eff(const struct ctl_pp_demand *d, uint32_t latency_ms, double *req,
+                       double *bytes);
 
 /* Whether a policy's answer is worth moving data for: it moves something,
  * and it fits within the headroom or lowers the utilisation by at least

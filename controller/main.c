@@ -49,6 +49,7 @@ struct ctl_cfg {
     int pp_cooldown_ms;
     int pp_budget_ms;
     double pp_headroom;
+    int pp_latency_ms;
 };
 
 static const struct cm_opt opts[] = {
@@ -82,6 +83,8 @@ static const struct cm_opt opts[] = {
                "time limit of the placement solver"),
     CM_OPT_DBL(struct ctl_cfg, pp_headroom, "0.9", 0.05, 1.0,
                "share of a node's capacity placement may fill (u)"),
+    CM_OPT_INT(struct ctl_cfg, pp_latency_ms, "100", 0, 600000,
+               "requests slower than this count as unmet demand (in flight / this; 0: off)"),
 };
 
 /* File scope: cm_config's strings live for the process and stay reachable. */
@@ -208,6 +211,7 @@ main(int argc, char **argv)
     pcfg.cooldown_ms = (uint32_t)cfg.pp_cooldown_ms;
     pcfg.budget_ms = (uint32_t)cfg.pp_budget_ms;
     pcfg.gw_timeout_ms = 5000;
+    pcfg.latency_ms = (uint32_t)cfg.pp_latency_ms;
     pcfg.nominal_ops = 100000;
     pcfg.nominal_bytes = 1073741824.0;
     rc = ctl_pp_create(store, st, &pcfg, &pp);

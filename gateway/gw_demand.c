@@ -35,7 +35,8 @@
 struct dem_entry {
     uint64_t key; /* tenant << 32 | partition; 0 = empty (tenant ids start at 1) */
     uint64_t reqs, bytes; /* since the last report */
-    double req_rate, byte_rate;
+    uint64_t lat_ns;      /* latencies summed, since the last report */
+    double req_rate, byte_rate, inflight;
 };
 
 struct gw_demand {
@@ -98,7 +99,7 @@ slot(struct gw_demand *d, uint64_t key)
 
 void
 gw_demand_note(struct gw_demand *d, uint32_t tenant, const char *key, size_t klen, uint64_t reqs,
-               uint64_t bytes)
+               uint64_t bytes, uint64_t latency_ns)
 {
     struct dem_entry *e;
     uint32_t p;
@@ -111,6 +112,7 @@ gw_demand_note(struct gw_demand *d, uint32_t tenant, const char *key, size_t kle
     e = slot(d, (uint64_t)tenant << 32 | p);
     e->reqs += reqs;
     e->bytes += bytes;
+    e->lat_ns += latency_ns;
     pthread_mutex_unlock(&d->mu);
 }
 
@@ -163,8 +165,9 @@ build_report(struct gw_demand *d, struct cm_buf *b)
         if (dt > 0) {
             e->req_rate = ALPHA * ((double)e->reqs / dt) + (1 - ALPHA) * e->req_rate;
             e->byte_rate = ALPHA * ((double)e->bytes / dt) + (1 - ALPHA) * e->byte_rate;
+            e->inflight = ALPHA * ((double)e->lat_ns / 1e9 / dt) + (1 - ALPHA) * e->inflight;
         }
-        e->reqs = e->bytes = 0;
+        e->reqs = e->bytes = e->lat_ns = 0;
         r = find_resident(res, nres, e->key);
         if (r != NULL) {
             sent[r - res] = 1;
@@ -172,14 +175,14 @@ build_report(struct gw_demand *d, struct cm_buf *b)
         if (e->req_rate < MIN_RATE && r == NULL) {
             continue;
         }
-        cm_buf_printf(b, "%s[%u,%u,%.3f,%.1f,%llu]", n++ ? "," : "", (unsigned)(e->key >> 32),
-                      (unsigned)(e->key & 0xffffffffu), e->req_rate, e->byte_rate,
-                      (unsigned long long)(r != NULL ? r->bytes : 0));
+        cm_buf_printf(b, "%s[%u,%u,%.3f,%.1f,%llu,%.3f]", n++ ? "," : "",
+                      (unsigned)(e->key >> 32), (unsigned)(e->key & 0xffffffffu), e->req_rate,
+                      e->byte_rate, (unsigned long long)(r != NULL ? r->bytes : 0), e->inflight);
     }
     pthread_mutex_unlock(&d->mu);
     for (size_t i = 0; i < nres; i++) {
         if (!sent[i]) {
-            cm_buf_printf(b, "%s[%u,%u,0,0,%llu]", n++ ? "," : "", res[i].tenant,
+            cm_buf_printf(b, "%s[%u,%u,0,0,%llu,0]", n++ ? "," : "", res[i].tenant,
                           res[i].partition, (unsigned long long)res[i].bytes);
         }
     }

@@ -9,7 +9,11 @@
  *
  * A request's demand is what it asks of the nodes: chunk requests and
  * bytes (a GET of a 4+2 stripe is 4 chunk GETs; a PUT of one stripe 6
- * chunk PUTs). Each report also carries the bytes each partition holds on
+ * chunk PUTs). Requests are counted when answered, with their latency:
+ * the latencies summed over a period, divided by it, are the mean number
+ * of requests in flight (Little's law), which the controller reads as
+ * demand the nodes did not serve yet (a closed-loop client on saturated
+ * nodes asks for more than it is served). Each report also carries the bytes each partition holds on
  * each holder and the migration's progress (gw_migrate.h). A failed POST
  * is not retried: the next period's report replaces it.
  *
@@ -41,9 +45,10 @@ int gw_demand_create(const struct gw_demand_cfg *cfg, struct gw_state *state,
 int gw_demand_start(struct gw_demand *d);
 void gw_demand_destroy(struct gw_demand *d); /* stops the thread; NULL is a no-op */
 
-/* One request of tenant for key[klen]: reqs chunk requests, bytes bytes. */
+/* One answered request of tenant for key[klen]: reqs chunk requests,
+ * bytes bytes, latency_ns from its arrival to its answer. */
 void gw_demand_note(struct gw_demand *d, uint32_t tenant, const char *key, size_t klen,
-                    uint64_t reqs, uint64_t bytes);
+                    uint64_t reqs, uint64_t bytes, uint64_t latency_ns);
 
 /* The (tenant, partition) of a key, as the gateway and controller have it. */
 uint32_t gw_demand_partition(const char *key, size_t klen, uint32_t tenant, uint32_t partitions);

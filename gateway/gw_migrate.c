@@ -237,7 +237,7 @@ move_done(void *arg, int status, const struct gw_layout *layout)
         gw_commit_queue(m->commit, &it->op);
         return;
     }
-    if (status != 0) {
+    if (status != 0 && status != -EBUSY) {
         CM_INFO("move failed tenant=%u object=%016llx err=%s", it->old.tenant,
                 (unsigned long long)it->old.object, cm_errname(status));
     }
@@ -261,7 +261,7 @@ struct scan {
     struct mv_item **items;
     size_t nitems, cap;
     uint64_t bytes;
-    uint64_t waiting, blocked;
+    uint64_t blocked;
     char after[GW_KEY_MAX];
     size_t alen;
 };
@@ -301,11 +301,9 @@ scan_cb(void *arg, const char *key, size_t klen, const struct gw_layout *l)
     if (mask == 0) {
         return;
     }
-    if (!gw_layout_persisted(l)) {
-        sc->waiting++; /* still in the persistent buffer: next pass */
-        sc->stuck[pidx] = 1;
-        return;
-    }
+    /* A version still in the persistent buffer (its record does not say:
+     * the pending table does) is refused by the engine with -EBUSY and
+     * waits for the next pass. */
     struct mv_item *it = cm_calloc(1, sizeof(*it) + klen);
     it->m = sc->m;
     it->old = *l;
@@ -428,7 +426,7 @@ wait_locked(struct gw_migrate *m, uint64_t deadline_ns)
 /* Starts the move of it (transferred) if its version still needs it;
  * returns the bytes it moves. */
 static uint64_t
-start_one(struct gw_migrate *m, struct mv_item *it, struct scan *sc)
+start_one(struct gw_migrate *m, struct mv_item *it)
 {
     struct gw_snap *s = gw_state_snap(m->state);
     const struct gw_tenant *t = gw_snap_tenant(s, it->old.tenant);
@@ -440,12 +438,6 @@ start_one(struct gw_migrate *m, struct mv_item *it, struct scan *sc)
 
     if (rc != 0 || t == NULL || cur.object != it->old.object) {
         it->mask = 0; /* replaced or deleted since the scan: nothing to move */
-    } else if (!gw_layout_persisted(&cur)) {
-        sc->waiting++;
-        it->mask = 0;
-        pthread_mutex_lock(&m->mu);
-        m->stuck[it->pidx] = 1;
-        pthread_mutex_unlock(&m->mu);
     } else {
         up = up_nodes(s, &nup);
         gw_snap_row(s, t, gw_demand_partition(it->key, it->klen, t->id, s->partitions), &row,
@@ -495,11 +487,9 @@ run_pass(struct gw_migrate *m, struct gw_snap *s, uint64_t done)
     recount_locked(m);
     pthread_mutex_unlock(&m->mu);
     if (rc == 0 && sc.nitems > 0) {
-        CM_INFO("migration pass epoch=%llu since=%llu versions=%zu bytes=%llu waiting=%llu "
-                "blocked=%llu",
+        CM_INFO("migration pass epoch=%llu since=%llu versions=%zu bytes=%llu blocked=%llu",
                 (unsigned long long)s->placement_epoch, (unsigned long long)done, sc.nitems,
-                (unsigned long long)sc.bytes, (unsigned long long)sc.waiting,
-                (unsigned long long)sc.blocked);
+                (unsigned long long)sc.bytes, (unsigned long long)sc.blocked);
     }
     while (rc == 0 && i < sc.nitems) {
         struct mv_item *it = sc.items[i];
@@ -516,7 +506,7 @@ run_pass(struct gw_migrate *m, struct gw_snap *s, uint64_t done)
             break;
         }
         sc.items[i++] = NULL;
-        uint64_t bytes = start_one(m, it, &sc);
+        uint64_t bytes = start_one(m, it);
         if (m->cfg.rate > 0) {
             uint64_t now = cm_now_ns();
 
@@ -533,16 +523,16 @@ run_pass(struct gw_migrate *m, struct gw_snap *s, uint64_t done)
     /* A version waiting for a target that is down holds the pass back for
      * a while: it is most likely a node restarting. */
     m->blocked_passes = sc.blocked > 0 ? m->blocked_passes + 1 : 0;
-    clean = rc == 0 && i == sc.nitems && failed == 0 && sc.waiting == 0 &&
+    clean = rc == 0 && i == sc.nitems && failed == 0 &&
             (sc.blocked == 0 || m->blocked_passes >= BLOCKED_PASSES);
     if (rc != 0) {
         CM_WARN("migration scan failed err=%s", cm_errname(rc));
     } else if (sc.nitems > 0 || !clean) {
         CM_INFO("migration pass ended epoch=%llu clean=%d moved_bytes=%llu failed=%llu "
-                "waiting=%llu blocked=%llu",
+                "blocked=%llu",
                 (unsigned long long)s->placement_epoch, clean,
                 (unsigned long long)m->pr.bytes_moved, (unsigned long long)failed,
-                (unsigned long long)sc.waiting, (unsigned long long)sc.blocked);
+                (unsigned long long)sc.blocked);
     }
     scan_fini(&sc);
     return clean;

@@ -6,8 +6,9 @@
  *        │ yes: a pass
  *        ▼
  *   scan every tenant's objects (gw_meta_list, 1000 at a time): versions
- *   in partitions whose row changed since that epoch, all chunks in COS,
- *   with holders other than the row at some positions (gw_migrate_plan)
+ *   in partitions whose row changed since that epoch, with holders other
+ *   than the row at some positions (gw_migrate_plan); one still in the
+ *   persistent buffer is refused by the engine and waits for a later pass
  *        │ one at a time, at most --migrate-rate bytes/s, a few in flight
  *        ▼
  *   gw_engine_move: read each moving chunk from its holder (decode if that

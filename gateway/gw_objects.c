@@ -21,6 +21,7 @@
 #include "cm_hash.h"
 #include "cm_hmap.h"
 #include "cm_log.h"
+#include "cm_time.h"
 #include "gw_demand.h"
 #include "gw_front_impl.h"
 #include "gw_grace.h"
@@ -72,6 +73,13 @@ get_done(void *arg, int status, void *buf, size_t len)
 {
     struct req *q = arg;
 
+    if (q->f->demand != NULL && q->lay.nstripes > 0) {
+        /* What the read asked of the nodes: k chunks (one copy) per stripe. */
+        uint64_t sb = (uint64_t)q->lay.k * q->lay.chunk_size;
+        uint64_t stripes = sb ? (q->off + q->len - 1) / sb - q->off / sb + 1 : 1;
+        gw_demand_note(q->f->demand, q->tenant, q->key, q->klen, stripes * q->lay.k,
+                       status == 0 ? len : 0, cm_now_ns() - q->t0);
+    }
     if (status != 0) {
         cm_free_big(buf);
         gw_req_fail_status(q, status);
@@ -147,12 +155,6 @@ gw_obj_get(struct req *q)
             gw_req_reply(q, 200, "application/octet-stream", NULL, 0, CM_HTTP_STATIC);
         }
         return;
-    }
-    if (f->demand != NULL && q->lay.nstripes > 0) {
-        /* What the read asks of the nodes: k chunks (one copy) per stripe. */
-        uint64_t sb = (uint64_t)q->lay.k * q->lay.chunk_size;
-        uint64_t stripes = sb ? (q->off + q->len - 1) / sb - q->off / sb + 1 : 1;
-        gw_demand_note(f->demand, q->tenant, q->key, q->klen, stripes * q->lay.k, q->len);
     }
     gw_req_suspend(q);
     gw_engine_get(f->engine, &q->lay, q->off, q->len, get_done, q);
@@ -238,7 +240,7 @@ put_done(void *arg, int status, const struct gw_layout *layout)
     if (q->f->demand != NULL) {
         uint64_t chunks = (uint64_t)layout->nstripes * gw_stripe_n(layout);
         gw_demand_note(q->f->demand, q->tenant, q->key, q->klen, chunks,
-                       chunks * layout->chunk_size);
+                       chunks * layout->chunk_size, cm_now_ns() - q->t0);
     }
     q->commit.kind = COMMIT_PUT;
     q->commit.key = q->key;
