@@ -218,4 +218,5 @@ def main(t):
     st.log("all %d objects read back" % len(data))
 
 
-st.run(main, timeout=170)
+if __name__ == "__main__":
+    st.run(main, timeout=170)
