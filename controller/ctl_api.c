@@ -367,6 +367,7 @@ ctl_api_start(struct ctl_state *st, const struct ctl_api_cfg *cfg, struct ctl_ap
 
     a->st = st;
     a->pp = cfg->pp;
+    a->wa = cfg->wa;
     a->id_salt = (uint32_t)cm_random_u64();
     atomic_init(&a->next_req, 1);
     if (strlen(cfg->token) >= sizeof(a->token) || cfg->token[0] == '\0' || cfg->pp == NULL) {

@@ -16,12 +16,14 @@
 struct ctl_api;
 struct ctl_pp;
 struct ctl_state;
+struct ctl_wa;
 
 struct ctl_api_cfg {
     const char *listen; /* borrowed for the call */
     unsigned threads;
     const char *token; /* admin token, copied */
     struct ctl_pp *pp; /* placement (ctl_pp.h); borrowed, must outlive the api */
+    struct ctl_wa *wa; /* weight allocation; borrowed, must outlive the api */
 };
 
 /* st is borrowed and must outlive the api. */
