@@ -58,9 +58,8 @@ ctl_render_placement(const struct ctl_snapshot *s, const struct ctl_pp_rows *row
     for (size_t i = 0; i < s->ntenants; i++) {
         const struct ctl_tenant *t = &s->tenants[i].t;
         const struct ctl_pp_trows *r = NULL;
-        json_t *jt =
-            json_pack("{s:s, s:I, s:i, s:i}", "name", t->name, "id", (json_int_t)t->id, "ec_k",
-                      t->ec_k, "ec_m", t->ec_m);
+        json_t *jt = json_pack("{s:s, s:I, s:i, s:i}", "name", t->name, "id", (json_int_t)t->id,
+                               "ec_k", t->ec_k, "ec_m", t->ec_m);
 
         if (ri < rows->n && rows->t[ri].tenant == t->id) {
             r = &rows->t[ri++];
@@ -205,11 +204,10 @@ get_entry(json_t *e, struct ctl_pp_demand *d)
     }
     d->inflight = inf != NULL ? json_number_value(inf) : 0;
     if (!json_is_array(e) || json_array_size(e) < 5 || json_array_size(e) > 6 ||
-        !json_is_integer(t) ||
-        json_integer_value(t) <= 0 || json_integer_value(t) >= UINT32_MAX ||
-        !json_is_integer(p) || json_integer_value(p) < 0 ||
-        json_integer_value(p) >= UINT32_MAX || !json_is_number(rq) || !json_is_number(by) ||
-        !json_is_integer(res) || json_integer_value(res) < 0) {
+        !json_is_integer(t) || json_integer_value(t) <= 0 || json_integer_value(t) >= UINT32_MAX ||
+        !json_is_integer(p) || json_integer_value(p) < 0 || json_integer_value(p) >= UINT32_MAX ||
+        !json_is_number(rq) || !json_is_number(by) || !json_is_integer(res) ||
+        json_integer_value(res) < 0) {
         return -1;
     }
     d->tenant = (uint32_t)json_integer_value(t);
@@ -240,8 +238,8 @@ ctl_internal_demand(struct ctl_call *c)
     dem = json_object_get(o, "demand");
     mig = json_object_get(o, "migrate");
     if (!json_is_string(gw) || json_string_length(gw) == 0 ||
-        json_string_length(gw) > CTL_PP_GW_MAX || strlen(json_string_value(gw)) !=
-                                                       json_string_length(gw)) {
+        json_string_length(gw) > CTL_PP_GW_MAX ||
+        strlen(json_string_value(gw)) != json_string_length(gw)) {
         ctl_reply_error(c, 400, "bad_request", "gateway must be a name of 1 to %d characters",
                         CTL_PP_GW_MAX);
         goto out;
@@ -310,8 +308,7 @@ ctl_placement_metrics(struct ctl_api *a, struct cm_buf *b)
                    "Highest fair-share utilisation of an up node under the current rows, last "
                    "check");
     cm_prom_double(b, "shoal_controller_placement_max_utilization", NULL, s.max_util);
-    cm_prom_family(b, "shoal_controller_placement_checks_total", "counter",
-                   "Placement checks run");
+    cm_prom_family(b, "shoal_controller_placement_checks_total", "counter", "Placement checks run");
     cm_prom_u64(b, "shoal_controller_placement_checks_total", NULL, s.checks);
     cm_prom_family(b, "shoal_controller_placement_replacements_total", "counter",
                    "Re-placements committed");

@@ -43,8 +43,8 @@ struct pp_gw {
 
 struct ctl_pp {
     pthread_mutex_t mu;
-    pthread_cond_t cv;      /* the loop: stop, a rebalance asked */
-    pthread_cond_t done_cv; /* a rebalance answered */
+    pthread_cond_t cv;       /* the loop: stop, a rebalance asked */
+    pthread_cond_t done_cv;  /* a rebalance answered */
     struct ctl_store *store; /* borrowed */
     struct ctl_state *st;    /* borrowed */
     struct ctl_pp_cfg cfg;
@@ -153,8 +153,8 @@ ctl_pp_encode(const struct ctl_pp_trows *r, size_t *len)
 static int
 json_range(json_t *x, uint64_t lo, uint64_t hi, uint64_t *v)
 {
-    if (!json_is_integer(x) || json_integer_value(x) < 0 ||
-        (uint64_t)json_integer_value(x) < lo || (uint64_t)json_integer_value(x) > hi) {
+    if (!json_is_integer(x) || json_integer_value(x) < 0 || (uint64_t)json_integer_value(x) < lo ||
+        (uint64_t)json_integer_value(x) > hi) {
         return -1;
     }
     *v = (uint64_t)json_integer_value(x);
@@ -200,8 +200,8 @@ ctl_pp_decode(uint32_t tenant, const char *text, size_t len, struct ctl_pp_trows
     ep = json_object_get(j, "row_epochs");
     bh = json_object_get(j, "by_hash");
     parts = json_array_size(rows);
-    if (!json_is_object(j) || json_range(json_object_get(j, "width"), 1, POL_PP_MAX_WIDTH,
-                                         &width) < 0 ||
+    if (!json_is_object(j) ||
+        json_range(json_object_get(j, "width"), 1, POL_PP_MAX_WIDTH, &width) < 0 ||
         json_range(json_object_get(j, "k"), 1, width, &k) < 0 || !json_is_array(rows) ||
         parts == 0 || parts > MAX_PARTS || json_array_size(ep) != parts ||
         json_array_size(bh) != parts || !json_is_array(ep) || !json_is_array(bh)) {
@@ -929,8 +929,7 @@ do_commit(struct ctl_pp *pp, const struct pp_check *c, const struct pol_pp_out *
             const uint32_t *nrow = &out->rows[off];
             const double *nshare = &out->share[off];
 
-            if (out->len[k] == was->len[p] &&
-                memcmp(old, nrow, was->len[p] * sizeof(*old)) == 0 &&
+            if (out->len[k] == was->len[p] && memcmp(old, nrow, was->len[p] * sizeof(*old)) == 0 &&
                 memcmp(&was->share[(size_t)p * was->width], nshare,
                        was->len[p] * sizeof(*nshare)) == 0) {
                 continue;
@@ -953,7 +952,7 @@ do_commit(struct ctl_pp *pp, const struct pp_check *c, const struct pol_pp_out *
             r->len[p] = out->len[k];
             memcpy(&r->share[(size_t)p * r->width], nshare, out->len[k] * sizeof(*nshare));
             CM_DEBUG("partition placed tenant=%u partition=%u epoch=%llu", r->tenant, p,
-                    (unsigned long long)(pp->epoch + 1));
+                     (unsigned long long)(pp->epoch + 1));
         }
         nput += any;
     }
@@ -998,8 +997,8 @@ check_once(struct ctl_pp *pp, int manual, struct ctl_pp_result *res)
     pthread_mutex_lock(&pp->mu);
     pp->nchecks++;
     pp->max_util = util;
-    place = rc == 0 && (ctl_pp_trig_step(&pp->trig, &pp->tcfg, util, c.migrating, now_ms) ||
-                        manual);
+    place =
+        rc == 0 && (ctl_pp_trig_step(&pp->trig, &pp->tcfg, util, c.migrating, now_ms) || manual);
     r.epoch = pp->epoch;
     pthread_mutex_unlock(&pp->mu);
     snprintf(r.solver, sizeof(r.solver), "%s", pp->ops->name);

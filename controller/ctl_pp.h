@@ -50,19 +50,19 @@ struct ctl_snapshot;
 #define CTL_PP_GW_MAX 64 /* characters of a gateway's name */
 
 struct ctl_pp_cfg {
-    const char *policy;      /* a pol_pp_find name: "milp" or "hash" (copied) */
-    uint32_t partitions;     /* per tenant */
-    double headroom;         /* u in (0, 1]: a node over u x capacity is over */
-    uint32_t interval_ms;    /* between checks */
-    uint32_t checks;         /* consecutive checks over before a re-placement */
-    uint32_t cooldown_ms;    /* after a re-placement, and after its migration */
-    uint32_t budget_ms;      /* the solver's time limit */
-    uint32_t gw_timeout_ms;  /* a gateway silent longer is ignored */
+    const char *policy;     /* a pol_pp_find name: "milp" or "hash" (copied) */
+    uint32_t partitions;    /* per tenant */
+    double headroom;        /* u in (0, 1]: a node over u x capacity is over */
+    uint32_t interval_ms;   /* between checks */
+    uint32_t checks;        /* consecutive checks over before a re-placement */
+    uint32_t cooldown_ms;   /* after a re-placement, and after its migration */
+    uint32_t budget_ms;     /* the solver's time limit */
+    uint32_t gw_timeout_ms; /* a gateway silent longer is ignored */
     /* Requests in flight count as demand: a partition asks for at least
      * inflight / latency requests per second (see ctl_pp_demand_eff). */
     uint32_t latency_ms;
-    double nominal_ops;      /* capacity of a node without --cap-ops */
-    double nominal_bytes;    /* capacity of a node without --cap-bytes */
+    double nominal_ops;   /* capacity of a node without --cap-ops */
+    double nominal_bytes; /* capacity of a node without --cap-bytes */
 };
 
 /* One tenant's rows (a copy; arrays owned by the struct's holder). */
@@ -78,7 +78,7 @@ struct ctl_pp_trows {
     /* parts x width: each holder's fraction of its partition's demand, as
      * the policy published it (copies may be uneven; hash rows even) */
     double *share;
-    uint64_t seen;       /* newest state epoch of a snapshot that had the tenant */
+    uint64_t seen; /* newest state epoch of a snapshot that had the tenant */
 };
 
 /* The rows of one snapshot's tenants, in its order. */
@@ -117,13 +117,13 @@ struct ctl_pp_status {
     char policy[CTL_PP_NAME_MAX];
     char solver[CTL_PP_NAME_MAX]; /* of the last re-placement ("hash": none yet) */
     uint64_t moving_partitions, bytes_to_move, bytes_moved, bytes_moved_total;
-    size_t gateways;         /* reporting now */
-    int migrating;           /* some gateway has not finished the current epoch */
-    double max_util;         /* of the current rows, last check */
-    uint32_t over_checks;    /* consecutive checks over the headroom */
-    uint64_t replacements;   /* re-placements committed */
-    uint64_t checks;         /* checks run */
-    double last_solve_ms;    /* the last solver run */
+    size_t gateways;       /* reporting now */
+    int migrating;         /* some gateway has not finished the current epoch */
+    double max_util;       /* of the current rows, last check */
+    uint32_t over_checks;  /* consecutive checks over the headroom */
+    uint64_t replacements; /* re-placements committed */
+    uint64_t checks;       /* checks run */
+    double last_solve_ms;  /* the last solver run */
     uint64_t last_moved_bytes, last_parts_moved;
     double demand_req, demand_bytes; /* summed over gateways */
 };
@@ -135,7 +135,7 @@ struct ctl_pp_result {
     char solver[CTL_PP_NAME_MAX]; /* the policy's answer: "milp", "greedy", "hash" */
     int changed;                  /* rows committed */
     uint32_t parts_moved;
-    uint64_t bytes_moved;         /* the policy's estimate */
+    uint64_t bytes_moved; /* the policy's estimate */
     double solve_ms;
     double util_before, util_after; /* max fair-share utilisation */
 };
@@ -172,7 +172,7 @@ void ctl_pp_status(struct ctl_pp *pp, uint64_t now_ns, struct ctl_pp_status *out
 /* Hysteresis of the trigger: consecutive checks over the headroom, and a
  * quiet time after each re-placement and while a migration runs. */
 struct ctl_pp_trig {
-    uint32_t over;          /* consecutive checks over */
+    uint32_t over; /* consecutive checks over */
     uint64_t quiet_until_ms;
 };
 

@@ -33,7 +33,7 @@
 #define MIN_RATE 0.01 /* below: not reported */
 
 struct dem_entry {
-    uint64_t key; /* tenant << 32 | partition; 0 = empty (tenant ids start at 1) */
+    uint64_t key;         /* tenant << 32 | partition; 0 = empty (tenant ids start at 1) */
     uint64_t reqs, bytes; /* since the last report */
     uint64_t lat_ns;      /* latencies summed, since the last report */
     double req_rate, byte_rate, inflight;
@@ -43,9 +43,9 @@ struct gw_demand {
     struct gw_demand_cfg cfg;
     char name[128];
     char url[256];
-    struct gw_state *state;  /* borrowed */
-    struct gw_migrate *mig;  /* borrowed, may be NULL */
-    pthread_mutex_t mu;      /* the table, stop */
+    struct gw_state *state; /* borrowed */
+    struct gw_migrate *mig; /* borrowed, may be NULL */
+    pthread_mutex_t mu;     /* the table, stop */
     pthread_cond_t cv;
     struct dem_entry *tab;
     size_t cap, used; /* cap a power of two */
@@ -175,9 +175,9 @@ build_report(struct gw_demand *d, struct cm_buf *b)
         if (e->req_rate < MIN_RATE && r == NULL) {
             continue;
         }
-        cm_buf_printf(b, "%s[%u,%u,%.3f,%.1f,%llu,%.3f]", n++ ? "," : "",
-                      (unsigned)(e->key >> 32), (unsigned)(e->key & 0xffffffffu), e->req_rate,
-                      e->byte_rate, (unsigned long long)(r != NULL ? r->bytes : 0), e->inflight);
+        cm_buf_printf(b, "%s[%u,%u,%.3f,%.1f,%llu,%.3f]", n++ ? "," : "", (unsigned)(e->key >> 32),
+                      (unsigned)(e->key & 0xffffffffu), e->req_rate, e->byte_rate,
+                      (unsigned long long)(r != NULL ? r->bytes : 0), e->inflight);
     }
     pthread_mutex_unlock(&d->mu);
     for (size_t i = 0; i < nres; i++) {

@@ -13,9 +13,9 @@
  * the latencies summed over a period, divided by it, are the mean number
  * of requests in flight (Little's law), which the controller reads as
  * demand the nodes did not serve yet (a closed-loop client on saturated
- * nodes asks for more than it is served). Each report also carries the bytes each partition holds on
- * each holder and the migration's progress (gw_migrate.h). A failed POST
- * is not retried: the next period's report replaces it.
+ * nodes asks for more than it is served). Each report also carries the bytes each partition holds
+ * on each holder and the migration's progress (gw_migrate.h). A failed POST is not retried: the
+ * next period's report replaces it.
  *
  * Threads: gw_demand_note from any thread; create/start/destroy from main.
  */

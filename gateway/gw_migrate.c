@@ -251,8 +251,8 @@ struct scan {
     const struct gw_snap *s;
     const struct gw_tenant *t;
     size_t ti;
-    int plan;       /* a pass: collect moves */
-    uint64_t done;  /* rows changed after this epoch move */
+    int plan;      /* a pass: collect moves */
+    uint64_t done; /* rows changed after this epoch move */
     uint32_t *up;
     size_t nup;
     uint64_t *res;  /* ntenants x partitions */

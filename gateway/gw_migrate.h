@@ -51,10 +51,10 @@ struct gw_migrate;
 struct gw_state;
 
 struct gw_migrate_cfg {
-    uint64_t rate;     /* chunk bytes moved per second, at most */
-    int max_inflight;  /* versions moving at once (64) */
-    int retry_ms;      /* a pass that left something waits this long (2000) */
-    int rescan_ms;     /* resident bytes are counted again this often (30000) */
+    uint64_t rate;    /* chunk bytes moved per second, at most */
+    int max_inflight; /* versions moving at once (64) */
+    int retry_ms;     /* a pass that left something waits this long (2000) */
+    int rescan_ms;    /* resident bytes are counted again this often (30000) */
 };
 
 /* Everything borrowed; must outlive the migration. */
@@ -69,14 +69,14 @@ void gw_migrate_detach(struct gw_migrate *m);
 void gw_migrate_destroy(struct gw_migrate *m); /* NULL is a no-op */
 
 struct gw_migrate_progress {
-    uint64_t done_epoch;        /* placement epoch of the last finished pass */
-    uint64_t target_epoch;      /* the one the current pass works for */
-    uint64_t moving_partitions; /* partitions with versions still to move */
+    uint64_t done_epoch;                 /* placement epoch of the last finished pass */
+    uint64_t target_epoch;               /* the one the current pass works for */
+    uint64_t moving_partitions;          /* partitions with versions still to move */
     uint64_t bytes_to_move, bytes_moved; /* this pass */
     uint64_t bytes_moved_total, versions_moved_total;
-    uint64_t failed_total;      /* moves that failed or went stale */
+    uint64_t failed_total; /* moves that failed or went stale */
     uint64_t passes_total;
-    int running;                /* a pass is under way */
+    int running; /* a pass is under way */
 };
 void gw_migrate_progress(struct gw_migrate *m, struct gw_migrate_progress *out);
 

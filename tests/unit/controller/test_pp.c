@@ -310,7 +310,7 @@ test_accept_demand(void)
     CHECK(ctl_pp_accept(1.5, &s, 0.9));
     CHECK(!ctl_pp_accept(0.8, &s, 0.9)); /* nothing over: nothing moves */
     s.max_util[POL_PP_REQ] = 1.2;
-    CHECK(ctl_pp_accept(1.5, &s, 0.9));  /* over still, but much better */
+    CHECK(ctl_pp_accept(1.5, &s, 0.9));   /* over still, but much better */
     CHECK(!ctl_pp_accept(1.22, &s, 0.9)); /* not enough better */
     s.parts_moved = 0;
     s.max_util[POL_PP_REQ] = 0.5;

@@ -11,8 +11,8 @@
 static struct gw_layout
 layout(uint8_t k, uint8_t m, const uint32_t *holders)
 {
-    struct gw_layout l = {.tenant = 1, .object = 7, .k = k, .m = m, .nstripes = 1,
-                          .chunk_size = 64};
+    struct gw_layout l = {
+        .tenant = 1, .object = 7, .k = k, .m = m, .nstripes = 1, .chunk_size = 64};
 
     for (int j = 0; j < k + m; j++) {
         l.holders[j] = holders[j];
