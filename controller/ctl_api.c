@@ -6,8 +6,7 @@
  *
  * Every answer is JSON (errors {"error","message"}) except /healthz and
  * /metrics, and carries X-Request-Id. Reads render a ctl_snapshot outside
- * the state lock; placement rows are recomputed per read (ctl_place is
- * cheap: tenants x partitions x nodes hashes).
+ * the state lock; placement rows are ctl_pp's stored ones.
  */
 #include "ctl_api.h"
 
@@ -309,6 +308,7 @@ static const struct {
     {"/metrics", OP_METRICS, ctl_api_metrics},
     {"/v1/nodes", OP_NODES, ctl_admin_nodes},
     {"/v1/placement", OP_PLACEMENT, ctl_admin_placement},
+    {"/v1/placement/status", OP_PLACEMENT, ctl_admin_placement_status},
     {"/v1/fairness", OP_FAIRNESS, ctl_admin_fairness},
     {"/v1/internal/state", OP_STATE, ctl_internal_state},
 };
@@ -347,6 +347,20 @@ on_request(void *arg, struct cm_http_req *r)
         } else {
             reply_method(&c, "POST");
         }
+    } else if (strcmp(p, "/v1/placement/rebalance") == 0) {
+        call_init(&c, a, r, OP_PLACEMENT);
+        if (strcmp(m, "POST") == 0) {
+            ctl_admin_placement_rebalance(&c);
+        } else {
+            reply_method(&c, "POST");
+        }
+    } else if (strcmp(p, "/v1/internal/demand") == 0) {
+        call_init(&c, a, r, OP_DEMAND);
+        if (strcmp(m, "POST") == 0) {
+            ctl_internal_demand(&c);
+        } else {
+            reply_method(&c, "POST");
+        }
     } else if (strcmp(p, "/v1/internal/heartbeat") == 0) {
         call_init(&c, a, r, OP_HEARTBEAT);
         if (strcmp(m, "POST") == 0) {
@@ -375,10 +389,11 @@ ctl_api_start(struct ctl_state *st, const struct ctl_api_cfg *cfg, struct ctl_ap
     } else {
         ctl_prices_default(&a->prices);
     }
+    a->pp = cfg->pp;
     a->wa = cfg->wa;
     a->id_salt = (uint32_t)cm_random_u64();
     atomic_init(&a->next_req, 1);
-    if (strlen(cfg->token) >= sizeof(a->token) || cfg->token[0] == '\0') {
+    if (strlen(cfg->token) >= sizeof(a->token) || cfg->token[0] == '\0' || cfg->pp == NULL) {
         rc = CM_E_CONFIG;
         goto out;
     }

@@ -16,6 +16,7 @@
 struct ctl_api;
 struct ctl_prices;
 struct ctl_sms;
+struct ctl_pp;
 struct ctl_state;
 struct ctl_wa;
 
@@ -23,6 +24,7 @@ struct ctl_api_cfg {
     const char *listen; /* borrowed for the call */
     unsigned threads;
     const char *token;               /* admin token, copied */
+    struct ctl_pp *pp;               /* placement (ctl_pp.h); borrowed, must outlive the api */
     struct ctl_wa *wa;               /* weight allocation; borrowed, must outlive the api */
     struct ctl_sms *sms;             /* the pools' windows; borrowed, must outlive the api */
     const struct ctl_prices *prices; /* copied; NULL: the defaults */

@@ -1,9 +1,9 @@
 /*
  * ctl_api_admin.c - the admin API of API.md: tenants (create, list, show,
- * change weight, delete), key rotation, and the nodes, placement and
- * fairness views. Inputs are checked here (400 with a message naming the
- * field); ctl_state does the writes, and a tenant change kicks WA
- * (ctl_wa_kick) before it is answered.
+ * change weight, delete), key rotation, and the nodes and fairness views
+ * (placement: ctl_api_placement.c). Inputs are checked here (400 with a
+ * message naming the field); ctl_state does the writes, and a tenant change
+ * kicks WA (ctl_wa_kick) before it is answered.
  *
  * Threads: the cm_http threads; every handler answers its call once.
  */
@@ -17,7 +17,7 @@
 #include "cm_time.h"
 #include "ctl_api_impl.h"
 #include "ctl_model.h"
-#include "ctl_place.h"
+#include "ctl_pp.h"
 #include "ctl_state.h"
 #include "ctl_wa.h"
 
@@ -135,79 +135,6 @@ tenant_full(const struct ctl_snapshot *s, const struct ctl_tenant_view *tv)
     return j;
 }
 
-/* Node ids of every registered node (up or down), caller frees. */
-static uint32_t *
-node_ids(const struct ctl_snapshot *s)
-{
-    uint32_t *ids = cm_calloc(s->nnodes + 1, sizeof(*ids));
-
-    for (size_t i = 0; i < s->nnodes; i++) {
-        ids[i] = s->nodes[i].n.id;
-    }
-    return ids;
-}
-
-static json_t *
-placement_rows(const struct ctl_snapshot *s, const struct ctl_tenant *t, const uint32_t *ids)
-{
-    json_t *rows = json_array();
-    uint32_t row[CTL_PLACE_MAX_WIDTH];
-
-    for (uint32_t p = 0; p < s->partitions; p++) {
-        size_t n = ctl_place_row(t->id, p, ids, s->nnodes, (size_t)(t->ec_k + t->ec_m), row);
-        json_t *jr = json_array();
-
-        for (size_t i = 0; i < n; i++) {
-            json_array_append_new(jr, json_integer(row[i]));
-        }
-        json_array_append_new(rows, jr);
-    }
-    return rows;
-}
-
-json_t *
-ctl_render_placement(const struct ctl_snapshot *s, int internal)
-{
-    uint32_t *ids = node_ids(s);
-    json_t *tenants = json_array();
-    json_t *j;
-
-    for (size_t i = 0; i < s->ntenants; i++) {
-        const struct ctl_tenant *t = &s->tenants[i].t;
-        json_t *jt =
-            json_pack("{s:s, s:I, s:i, s:i, s:o}", "name", t->name, "id", (json_int_t)t->id, "ec_k",
-                      t->ec_k, "ec_m", t->ec_m, "placement", placement_rows(s, t, ids));
-
-        if (internal) {
-            json_t *h = json_array();
-
-            for (int k = 0; k < t->nkeys; k++) {
-                json_array_append_new(h, json_string(t->key_hash[k]));
-            }
-            json_object_set_new(jt, "weight", json_real(t->weight));
-            json_object_set_new(jt, "key_hashes", h);
-        }
-        json_array_append_new(tenants, jt);
-    }
-    free(ids);
-    j = json_pack("{s:I, s:I, s:o}", "epoch", (json_int_t)s->epoch, "partitions",
-                  (json_int_t)s->partitions, "tenants", tenants);
-    if (internal) {
-        json_t *nodes = json_array();
-
-        for (size_t i = 0; i < s->nnodes; i++) {
-            const struct ctl_node_view *nv = &s->nodes[i];
-
-            json_array_append_new(nodes,
-                                  json_pack("{s:I, s:s, s:s, s:s, s:I}", "id", (json_int_t)nv->n.id,
-                                            "addr", nv->n.addr, "metrics_addr", nv->n.metrics_addr,
-                                            "state", nv->up ? "up" : "down", "incarnation",
-                                            (json_int_t)nv->n.incarnation));
-        }
-        json_object_set_new(j, "nodes", nodes);
-    }
-    return j;
-}
 
 static json_t *
 render_nodes(const struct ctl_snapshot *s)
@@ -395,12 +322,6 @@ ctl_admin_tenant_rotate(struct ctl_call *c, const char *name)
         c, 201, json_pack("{s:s, s:s, s:I}", "key", key, "name", t.name, "id", (json_int_t)t.id));
 }
 
-static json_t *
-render_placement_admin(const struct ctl_snapshot *s)
-{
-    return ctl_render_placement(s, 0);
-}
-
 void
 ctl_admin_nodes(struct ctl_call *c)
 {
@@ -417,12 +338,6 @@ ctl_admin_nodes(struct ctl_call *c)
 }
 
 void
-ctl_admin_placement(struct ctl_call *c)
-{
-    ctl_reply_snapshot(c, render_placement_admin);
-}
-
-void
 ctl_admin_fairness(struct ctl_call *c)
 {
     struct ctl_snapshot s;
@@ -432,5 +347,6 @@ ctl_admin_fairness(struct ctl_call *c)
     j = render_fairness(&s);
     ctl_api_wa_fairness(c->a->wa, &s, j);
     ctl_snapshot_fini(&s);
+    json_object_set_new(j, "pp", json_string(ctl_pp_policy(c->a->pp)));
     ctl_reply_json(c, 200, j);
 }

@@ -11,6 +11,7 @@
  *   ctl_api_s3keys.c    tenants' S3 keys: admin API and the state's part
  *   ctl_api_pool.c      the elastic memory: heartbeat fields in and out,
  *                       reclaim orders, tenants' cost, pool and node figures
+ *   ctl_api_placement.c placement rows, rebalance, status, demand reports
  *   ctl_api_wa.c        weight allocation in /v1/fairness, tenant views and
  *                       /metrics
  *
@@ -36,6 +37,8 @@
 struct cm_buf;
 struct cm_http_req;
 struct ctl_hb;
+struct ctl_pp;
+struct ctl_pp_rows;
 struct ctl_snapshot;
 struct ctl_state;
 struct ctl_tenant;
@@ -50,6 +53,7 @@ struct ctl_tenant;
     X(OP_PLACEMENT, "placement")                                                                   \
     X(OP_FAIRNESS, "fairness")                                                                     \
     X(OP_HEARTBEAT, "heartbeat")                                                                   \
+    X(OP_DEMAND, "demand")                                                                         \
     X(OP_STATE, "state")                                                                           \
     X(OP_HEALTH, "healthz")                                                                        \
     X(OP_METRICS, "metrics")                                                                       \
@@ -64,6 +68,7 @@ enum ctl_op {
 
 struct ctl_api {
     struct ctl_state *st; /* borrowed */
+    struct ctl_pp *pp;    /* borrowed */
     struct ctl_wa *wa;    /* borrowed */
     struct ctl_sms *sms;  /* borrowed */
     struct ctl_prices prices;
@@ -116,11 +121,23 @@ void ctl_admin_tenant_patch(struct ctl_call *c, const char *name);
 void ctl_admin_tenant_delete(struct ctl_call *c, const char *name);
 void ctl_admin_tenant_rotate(struct ctl_call *c, const char *name);
 void ctl_admin_nodes(struct ctl_call *c);
-void ctl_admin_placement(struct ctl_call *c);
 void ctl_admin_fairness(struct ctl_call *c);
-/* Epoch, partitions and every tenant's placement rows; internal adds the
- * tenants' weights and key hashes and the nodes. Transferred. */
-json_t *ctl_render_placement(const struct ctl_snapshot *s, int internal);
+
+/* ---- placement (ctl_api_placement.c) ---- */
+
+void ctl_admin_placement(struct ctl_call *c);
+void ctl_admin_placement_rebalance(struct ctl_call *c);
+void ctl_admin_placement_status(struct ctl_call *c);
+void ctl_internal_demand(struct ctl_call *c);
+/* Epoch, placement epoch, partitions and every tenant's stored rows with
+ * their row epochs; internal adds the tenants' weights and key hashes and
+ * the nodes. rows are s's tenants' (ctl_pp_rows). Transferred. */
+json_t *ctl_render_placement(const struct ctl_snapshot *s, const struct ctl_pp_rows *rows,
+                             int internal);
+/* The same with the rows ctl_pp holds for s (synced with it first). */
+json_t *ctl_placement_json(struct ctl_api *a, const struct ctl_snapshot *s, int internal);
+/* The placement families of /metrics. */
+void ctl_placement_metrics(struct ctl_api *a, struct cm_buf *b);
 
 /* ---- internal API (ctl_api_internal.c) ---- */
 

@@ -255,7 +255,7 @@ ctl_internal_state(struct ctl_call *c)
     json_t *j;
 
     ctl_state_snapshot(c->a->st, cm_now_ns(), &s);
-    j = ctl_render_placement(&s, 1);
+    j = ctl_placement_json(c->a, &s, 1);
     ctl_snapshot_fini(&s);
     /* Keys read after the snapshot are at least as new as its epoch: a key
      * change a poll misses shows up with a larger epoch on the next one. */

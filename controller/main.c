@@ -4,10 +4,11 @@
  *
  * Threads: main (config, then a signal/tick loop: liveness, the pools'
  * windows, the cost totals saved every SAVE_MS), the WA thread
- * (ctl_wa.h), the cm_http pool (all requests). SIGTERM/SIGINT are
- * blocked in every thread and taken by sigtimedwait in main, which then
- * stops HTTP (in-flight requests finish), then WA, saves the cost totals
- * and closes the store (every other write was already synced).
+ * (ctl_wa.h), the placement loop (ctl_pp.h), the cm_http pool (all
+ * requests). SIGTERM/SIGINT are blocked in every thread and taken by
+ * sigtimedwait in main, which then stops HTTP (in-flight requests finish),
+ * then placement and WA, saves the cost totals and closes the store
+ * (every other write was already synced).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,7 @@
 #include "cm_token.h"
 #include "ctl_api.h"
 #include "ctl_cost.h"
+#include "ctl_pp.h"
 #include "ctl_s3keys.h"
 #include "ctl_sms.h"
 #include "ctl_state.h"
@@ -57,6 +59,13 @@ struct ctl_cfg {
     int degraded_intervals;
     int static_instances;
     const char *prices;
+    const char *pp;
+    int pp_interval_ms;
+    int pp_checks;
+    int pp_cooldown_ms;
+    int pp_budget_ms;
+    double pp_headroom;
+    int pp_latency_ms;
 };
 
 static const struct cm_opt opts[] = {
@@ -97,6 +106,21 @@ static const struct cm_opt opts[] = {
     CM_OPT_STR(struct ctl_cfg, prices, NULL,
                "price table for tenant cost, 'name = value' lines in USD (docs/operations.md); "
                "default: AWS Lambda and S3 list prices"),
+    CM_OPT_STR(struct ctl_cfg, pp, "milp",
+               "partition placement policy: milp (re-place when a node cannot serve its fair "
+               "share) or hash (never re-place)"),
+    CM_OPT_INT(struct ctl_cfg, pp_interval_ms, "5000", 100, 3600000,
+               "how often placement checks the nodes' fair-share load"),
+    CM_OPT_INT(struct ctl_cfg, pp_checks, "3", 1, 1000,
+               "consecutive checks a node must be over the headroom before a re-placement"),
+    CM_OPT_INT(struct ctl_cfg, pp_cooldown_ms, "60000", 0, 86400000,
+               "quiet time after a re-placement and after its migration finished"),
+    CM_OPT_INT(struct ctl_cfg, pp_budget_ms, "2000", 0, 600000,
+               "time limit of the placement solver"),
+    CM_OPT_DBL(struct ctl_cfg, pp_headroom, "0.9", 0.05, 1.0,
+               "share of a node's capacity placement may fill (u)"),
+    CM_OPT_INT(struct ctl_cfg, pp_latency_ms, "100", 0, 600000,
+               "requests slower than this count as unmet demand (in flight / this; 0: off)"),
 };
 
 /* File scope: cm_config's strings live for the process and stay reachable. */
@@ -131,13 +155,15 @@ main(int argc, char **argv)
     struct ctl_state *st = NULL;
     struct ctl_sms *sms = NULL;
     struct ctl_api *api = NULL;
+    struct ctl_pp *pp = NULL;
     struct ctl_wa *wa = NULL;
     struct ctl_state_cfg scfg;
-    struct ctl_sms_cfg pcfg;
+    struct ctl_sms_cfg scfg_sms;
     struct ctl_prices prices;
     char perr[512];
     uint64_t saved_ns;
     int sms_loaded = 0;
+    struct ctl_pp_cfg pcfg;
     struct ctl_wa_cfg wcfg;
     struct ctl_api_cfg acfg;
     struct ctl_s3master master;
@@ -168,6 +194,17 @@ main(int argc, char **argv)
     if (cfg.prices != NULL && cfg.prices[0] != '\0' &&
         ctl_prices_load(cfg.prices, &prices, perr, sizeof(perr)) < 0) {
         fprintf(stderr, "shoal-controller: --prices: %s\n", perr);
+        return 2;
+    }
+    if (pol_pp_find(cfg.pp) == NULL) {
+        size_t n;
+        const struct pol_pp_ops *const *all = pol_pp_list(&n);
+
+        fprintf(stderr, "shoal-controller: --pp: unknown policy '%s' (known:", cfg.pp);
+        for (size_t i = 0; i < n; i++) {
+            fprintf(stderr, " %s", all[i]->name);
+        }
+        fprintf(stderr, ")\n");
         return 2;
     }
     cm_log_init("controller", level);
@@ -230,13 +267,13 @@ main(int argc, char **argv)
         CM_ERROR("weight allocation failed to start wa=%s err=%s", cfg.wa, cm_strerror(rc));
         goto out;
     }
-    pcfg.policy = cfg.pool;
-    pcfg.interval_ns = (uint64_t)cfg.gc_interval * 1000000000ull;
-    pcfg.active = (uint32_t)cfg.active_intervals;
-    pcfg.degraded = (uint32_t)cfg.degraded_intervals;
-    pcfg.static_instances = (uint32_t)cfg.static_instances;
-    pcfg.node_timeout_ns = scfg.node_timeout_ns;
-    rc = ctl_sms_create(&pcfg, &sms);
+    scfg_sms.policy = cfg.pool;
+    scfg_sms.interval_ns = (uint64_t)cfg.gc_interval * 1000000000ull;
+    scfg_sms.active = (uint32_t)cfg.active_intervals;
+    scfg_sms.degraded = (uint32_t)cfg.degraded_intervals;
+    scfg_sms.static_instances = (uint32_t)cfg.static_instances;
+    scfg_sms.node_timeout_ns = scfg.node_timeout_ns;
+    rc = ctl_sms_create(&scfg_sms, &sms);
     if (rc < 0) {
         CM_ERROR("pool setup failed pool=%s err=%s", cfg.pool, cm_strerror(rc));
         goto out;
@@ -247,20 +284,38 @@ main(int argc, char **argv)
         goto out;
     }
     sms_loaded = 1;
+    memset(&pcfg, 0, sizeof(pcfg));
+    pcfg.policy = cfg.pp;
+    pcfg.partitions = (uint32_t)cfg.partitions;
+    pcfg.headroom = cfg.pp_headroom;
+    pcfg.interval_ms = (uint32_t)cfg.pp_interval_ms;
+    pcfg.checks = (uint32_t)cfg.pp_checks;
+    pcfg.cooldown_ms = (uint32_t)cfg.pp_cooldown_ms;
+    pcfg.budget_ms = (uint32_t)cfg.pp_budget_ms;
+    pcfg.gw_timeout_ms = 5000;
+    pcfg.latency_ms = (uint32_t)cfg.pp_latency_ms;
+    pcfg.nominal_ops = 100000;
+    pcfg.nominal_bytes = 1073741824.0;
+    rc = ctl_pp_create(store, st, &pcfg, &pp);
+    if (rc < 0) {
+        CM_ERROR("placement load failed err=%s", cm_strerror(rc));
+        goto out;
+    }
     acfg.listen = cfg.listen;
+    acfg.pp = pp;
     acfg.threads = (unsigned)cfg.http_threads;
     acfg.token = token;
     acfg.sms = sms;
     acfg.prices = &prices;
     acfg.wa = wa;
     rc = ctl_api_start(st, &acfg, &api);
-    if (rc < 0) {
+    if (rc < 0 || (rc = ctl_pp_start(pp)) < 0) {
         goto out;
     }
-    CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s wa=%s pool=%s "
-            "gc_interval=%d active_intervals=%d degraded_intervals=%d prices=%s version=%s",
-            cfg.listen, cfg.data_dir, token_path, key_path, cfg.wa, cfg.pool, cfg.gc_interval,
-            cfg.active_intervals, cfg.degraded_intervals,
+    CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s wa=%s pp=%s "
+            "pool=%s gc_interval=%d active_intervals=%d degraded_intervals=%d prices=%s version=%s",
+            cfg.listen, cfg.data_dir, token_path, key_path, cfg.wa, cfg.pp, cfg.pool,
+            cfg.gc_interval, cfg.active_intervals, cfg.degraded_intervals,
             cfg.prices != NULL && cfg.prices[0] != '\0' ? cfg.prices : "default", SHOAL_VERSION);
 
     saved_ns = cm_now_ns();
@@ -285,6 +340,7 @@ main(int argc, char **argv)
     code = 0;
 out:
     ctl_api_stop(api);
+    ctl_pp_destroy(pp);
     ctl_wa_destroy(wa);
     if (sms_loaded && (rc = ctl_sms_save(sms, store, cm_now_ns(), cm_wall_ms())) < 0) {
         CM_ERROR("cost totals not saved at exit err=%s", cm_strerror(rc));

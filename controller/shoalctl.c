@@ -51,6 +51,8 @@ static const char usage_text[] =
     "                                    fault injection: the node loses instance I (a slot) or\n"
     "                                    all its instances at its next heartbeat\n"
     "  placement show                    partition map with its epoch\n"
+    "  placement rebalance               run partition placement now\n"
+    "  placement status                  placement epoch, solver, migration progress\n"
     "  fairness                          per-tenant weight, demand, fair share, share; MMR,\n"
     "                                    Jain's index; local weights per node (allocated\n"
     "                                    by weight allocation, and applied by the node)\n"
@@ -659,6 +661,40 @@ cmd_node(struct cli *cli)
     return code;
 }
 
+/* placement rebalance | status: one call, then a two-column table. */
+static int
+cmd_placement_run(struct cli *cli, int rebalance)
+{
+    static const char *const rb[] = {"epoch", "policy", "solver", "changed", "partitions_moved",
+                                     "bytes_moved", "solve_ms", "util_before", "util_after"};
+    static const char *const stf[] = {"epoch", "policy", "solver", "moving_partitions",
+                                      "bytes_to_move", "bytes_moved", "migrating", "gateways",
+                                      "max_util", "replacements", "last_solve_ms"};
+    const char *const *fields = rebalance ? rb : stf;
+    size_t nf = rebalance ? sizeof(rb) / sizeof(rb[0]) : sizeof(stf) / sizeof(stf[0]);
+    struct table t = {2, 0, NULL};
+    json_t *j = NULL;
+    int code = rebalance ? call_api(cli, "POST", "/v1/placement/rebalance", NULL, NULL, &j)
+                         : call_api(cli, "GET", "/v1/placement/status", NULL, NULL, &j);
+
+    if (code == 0 && cli->json) {
+        print_json(j);
+    } else if (code == 0) {
+        table_row(&t, "FIELD", "VALUE");
+        for (size_t i = 0; i < nf; i++) {
+            json_t *v = json_object_get(j, fields[i]);
+
+            table_row(&t, fields[i],
+                      json_is_string(v)   ? fmt_str(j, fields[i])
+                      : json_is_boolean(v) ? (json_is_true(v) ? "yes" : "no")
+                                           : fmt_num(j, fields[i], 3));
+        }
+        table_print(&t);
+    }
+    json_decref(j);
+    return code;
+}
+
 static int
 cmd_placement(struct cli *cli)
 {
@@ -666,15 +702,20 @@ cmd_placement(struct cli *cli)
     size_t i, p, k;
     int code;
 
+    if (cli->nargs == 2 &&
+        (strcmp(cli->args[1], "rebalance") == 0 || strcmp(cli->args[1], "status") == 0)) {
+        return cmd_placement_run(cli, strcmp(cli->args[1], "rebalance") == 0);
+    }
     if (cli->nargs != 2 || strcmp(cli->args[1], "show") != 0) {
-        return usage_error("usage: placement show");
+        return usage_error("usage: placement show|rebalance|status");
     }
     code = call_api(cli, "GET", "/v1/placement", NULL, NULL, &j);
     if (code == 0 && cli->json) {
         print_json(j);
     } else if (code == 0) {
-        printf("epoch %s, %s partitions per tenant\n", fmt_num(j, "epoch", -1),
-               fmt_num(j, "partitions", -1));
+        printf("epoch %s, placement epoch %s (%s, policy %s), %s partitions per tenant\n",
+               fmt_num(j, "epoch", -1), fmt_num(j, "placement_epoch", -1), fmt_str(j, "solver"),
+               fmt_str(j, "policy"), fmt_num(j, "partitions", -1));
         json_array_foreach(json_object_get(j, "tenants"), i, e)
         {
             struct table t = {2, 0, NULL};

@@ -236,7 +236,7 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
         (void)fns_store_del(n->store, &key);
         n->del_seq++;
         fns_node_publish(n);
-        fns_node_forget(n, &key);
+        fns_node_forget(n, &key, (req->hdr.flags & CM_WF_KEEP_COS) != 0);
         fns_node_answer(n, req, 0, 0, NULL);
         return;
     case CM_OP_STAT:

@@ -211,7 +211,7 @@ fns_node_notes_flush(struct fns_node *n)
 }
 
 void
-fns_node_forget(struct fns_node *n, const struct fns_key *key)
+fns_node_forget(struct fns_node *n, const struct fns_key *key, int keep_cos)
 {
     uint64_t emptied, packed;
 
@@ -234,7 +234,9 @@ fns_node_forget(struct fns_node *n, const struct fns_key *key)
             next = job->next;
             fns_node_job_free(job);
         }
-        fns_node_submit(n, FNS_COS_DELETE, key, NULL, NULL, NULL);
+        if (!keep_cos) {
+            fns_node_submit(n, FNS_COS_DELETE, key, NULL, NULL, NULL);
+        }
     }
 }
 

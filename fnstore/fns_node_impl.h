@@ -143,8 +143,10 @@ void fns_node_submit(struct fns_node *n, enum fns_cos_op op, const struct fns_ke
 /* GET or STAT of a chunk not in memory: from its segment, or its object.
  * req transferred (answered when the read is reaped). */
 void fns_node_reload(struct fns_node *n, struct fns_req *req, const struct fns_key *key);
-/* The COS side of a DEL of key (the chunk already left the store). */
-void fns_node_forget(struct fns_node *n, const struct fns_key *key);
+/* The COS side of a DEL of key (the chunk already left the store).
+ * keep_cos (CM_WF_KEEP_COS): a chunk of its own object is left in COS,
+ * where its new holder keeps it under the same name. */
+void fns_node_forget(struct fns_node *n, const struct fns_key *key, int keep_cos);
 /* ev_cos: reaps finished COS jobs, answers their requests, sends notices. */
 void fns_node_cos_cb(void *arg);
 /* The COS pool's notify: wakes ev_cos. Any thread. */

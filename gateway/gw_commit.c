@@ -52,7 +52,7 @@ gw_commit_queue(struct gw_commit *cm, struct gw_commit_op *op)
     pthread_mutex_lock(&cm->mu);
     op->next = NULL;
     cm->queued++;
-    cm->waited += op->kind != COMMIT_UPDATE;
+    cm->waited += op->kind != COMMIT_UPDATE && op->kind != COMMIT_MOVE;
     if (cm->tail != NULL) {
         cm->tail->next = op;
     } else {
@@ -100,6 +100,10 @@ apply(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_snap *s)
         return rc == CM_E_NOTFOUND ? 0 : rc;
     case COMMIT_UPDATE:
         op->rc = gw_meta_update(b, &op->lay, &stale);
+        return op->rc;
+    case COMMIT_MOVE:
+        op->rc = gw_meta_move(b, op->key, op->klen, &op->lay, &stale);
+        op->had_old = op->rc == 0 && !stale;
         return op->rc;
     }
     return CM_E_BADARG;

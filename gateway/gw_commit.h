@@ -7,8 +7,8 @@
  *       then each op's done (answers, deletes of old versions)
  *
  * Ops are applied in queue order, so an object's layout updates, queued
- * from the engine thread after its PUT, follow its commit. Updates alone
- * wait up to 100 ms for a PUT or DELETE to share their flush. An op that
+ * from the engine thread after its PUT, follow its commit. Updates and
+ * moves alone wait up to 100 ms for a PUT or DELETE to share their flush. An op that
  * breaks the transaction is retried alone, so it fails alone.
  *
  * Threads: every function from any thread; done runs on the committer.
@@ -31,6 +31,7 @@ enum gw_commit_kind {
     COMMIT_PUT,    /* a new version of key */
     COMMIT_DELETE, /* a tombstone for key */
     COMMIT_UPDATE, /* a layout's holders or persisted bits, if still live */
+    COMMIT_MOVE,   /* a migrated version's holders, if key still holds lay.object */
 };
 
 #define GW_COMMIT_TENANT_GONE (-EACCES) /* a PUT refused: its tenant was deleted */
@@ -38,12 +39,13 @@ enum gw_commit_kind {
 struct gw_commit_op {
     enum gw_commit_kind kind;
     uint32_t tenant; /* DELETE */
-    const char *key; /* PUT, DELETE: borrowed until done */
+    const char *key; /* PUT, DELETE, MOVE: borrowed until done */
     size_t klen;
-    struct gw_layout lay; /* PUT: the version (lay.tenant set) */
+    struct gw_layout lay; /* PUT, MOVE: the version (lay.tenant set) */
     /* Set before done: rc 0, CM_E_NOTFOUND (DELETE of nothing),
      * GW_COMMIT_TENANT_GONE (PUT) or the error; the version the op
-     * replaced or deleted, when had_old. */
+     * replaced or deleted, when had_old. MOVE: had_old = the live version
+     * was lay.object and now has its holders (0: stale, nothing stored). */
     int rc;
     int had_old;
     struct gw_layout old;

@@ -194,6 +194,62 @@ gw_engine_track(struct gw_engine *e, const struct gw_layout *layout)
              (unsigned long long)layout->object);
 }
 
+void
+gw_engine_move(struct gw_engine *e, const struct gw_layout *layout, uint64_t mask,
+               const uint32_t *to, gw_move_cb cb, void *arg)
+{
+    uint64_t all = gw_stripe_all(layout);
+    if (layout->nstripes == 0 || mask == 0 || (mask & ~all) != 0 || layout->k < 1 ||
+        layout->k > CM_EC_MAX_K || layout->m > CM_EC_MAX_M) {
+        cb(arg, CM_E_BADARG, NULL);
+        return;
+    }
+    struct gw_obj *o = obj_new(e);
+    if (o) {
+        o->state = OBJ_TRACKED;
+        o->lay = *layout;
+        for (uint32_t j = 0; j < gw_stripe_n(layout); j++) {
+            if (mask & GW_BIT(j)) {
+                o->lay.holders[j] = to[j];
+            }
+            o->place[j] = o->lay.holders[j];
+        }
+        o->nplace = gw_stripe_n(layout);
+        o->lay.persisted = all & ~mask;
+        o->move_mask = mask;
+        o->move_cb = cb;
+        o->move_arg = arg;
+        o->src = malloc(sizeof(*o->src));
+        o->persisted = calloc((size_t)layout->nstripes * gw_stripe_n(layout), 1);
+        if (o->src && o->persisted) {
+            *o->src = *layout;
+            if (gw_net_post(e->net, gw_pbuf_move_start, o) == 0) {
+                return;
+            }
+        }
+        o->move_cb = NULL;
+        gw_obj_unref(o);
+    }
+    cb(arg, -ENOMEM, NULL);
+}
+
+void
+gw_engine_drop(struct gw_engine *e, const struct gw_layout *layout, uint64_t mask)
+{
+    struct gw_del *d = calloc(1, sizeof(*d));
+    if (d) {
+        d->e = e;
+        d->lay = *layout;
+        d->mask = mask;
+        if (gw_net_post(e->net, gw_pbuf_drop_start, d) == 0) {
+            return;
+        }
+        free(d);
+    }
+    CM_ERROR("gateway drop lost tenant=%u object=%016llx err=ENOMEM", layout->tenant,
+             (unsigned long long)layout->object);
+}
+
 struct nodes_cmd {
     struct gw_engine *e;
     size_t n;

@@ -131,6 +131,28 @@ void gw_engine_delete(struct gw_engine *e, const struct gw_layout *layout, int d
  * rebuilding (by decoding from other holders) chunks whose holder is gone. */
 void gw_engine_track(struct gw_engine *e, const struct gw_layout *layout);
 
+/*
+ * Migration: moves the positions in mask of a stored version (layout
+ * borrowed for the call; all its chunks persisted) to the nodes to[j], j
+ * in mask. Each moving chunk is read from its current holder (rebuilt by
+ * decoding when that read fails), PUT to its new holder and tracked until
+ * persisted there, as the persistent buffer tracks a version after a
+ * restart; a new holder that becomes unreachable is replaced (holder
+ * policy). cb runs once: 0 with the new layout (borrowed for the call:
+ * holders, every persisted bit set) once every moved chunk is in COS;
+ * -EBUSY (the version is still buffered or already moving), CM_E_UNAVAIL
+ * (a new holder is not usable), -ECANCELED (its delete came first, or the
+ * engine stopped) or -ENOMEM. Nothing is committed or deleted: that is
+ * the caller's. CM_E_BADARG (a bad layout or mask) on the caller's thread.
+ */
+typedef void (*gw_move_cb)(void *arg, int status, const struct gw_layout *layout);
+void gw_engine_move(struct gw_engine *e, const struct gw_layout *layout, uint64_t mask,
+                    const uint32_t *to, gw_move_cb cb, void *arg);
+/* Deletes the chunks of the positions in mask from layout's holders but
+ * not their COS objects (CM_WF_KEEP_COS): what a moved version left on the
+ * nodes it moved away from. Fire and forget. */
+void gw_engine_drop(struct gw_engine *e, const struct gw_layout *layout, uint64_t mask);
+
 struct gw_engine_stats {
     uint64_t buffered_bytes;   /* persistent buffer */
     uint64_t buffered_objects;

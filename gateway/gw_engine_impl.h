@@ -135,6 +135,12 @@ struct gw_obj {
     uint64_t stat_gap; /* ns: wait for notices this long before STATs */
     gw_put_cb cb;
     void *cb_arg;
+    /* A migration (gw_engine_move): the version's layout before the move,
+     * which its moving chunks are read from, and whom to tell once. */
+    struct gw_layout *src;
+    uint64_t move_mask;
+    gw_move_cb move_cb;
+    void *move_arg;
 };
 
 struct gw_get {
@@ -155,6 +161,7 @@ struct gw_del {
     struct gw_del *prev, *next;
     struct gw_engine *e;
     struct gw_layout lay;
+    uint64_t mask; /* a drop (gw_engine_drop): its positions */
     int delay_ms;
     struct gw_timer *t;
 };
@@ -215,6 +222,8 @@ void gw_read_stop(struct gw_engine *e);   /* fails every read (shutdown) */
 void gw_pbuf_put_start(void *obj);
 void gw_pbuf_track_start(void *obj);
 void gw_pbuf_delete_start(void *del);
+void gw_pbuf_move_start(void *obj);
+void gw_pbuf_drop_start(void *del);
 void gw_pbuf_poll(void *engine);
 void gw_pbuf_on_note(void *engine, uint32_t node, const struct cm_wire_note *note);
 void gw_pbuf_stop(struct gw_engine *e); /* fails every object, drops deletes */

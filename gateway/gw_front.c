@@ -46,7 +46,9 @@
 #include "cm_metrics.h"
 #include "cm_time.h"
 #include "gw_front_impl.h"
+#include "gw_demand.h"
 #include "gw_grace.h"
+#include "gw_migrate.h"
 #include "gw_meta.h"
 #include "gw_state.h"
 
@@ -472,6 +474,12 @@ handle_metrics(struct req *q)
     GW_FRONT_METRICS(GW_FM_EXPOSE_)
 #undef GW_FM_EXPOSE_
     gw_engine_metrics(f->engine, &b);
+    if (f->demand != NULL) {
+        gw_demand_metrics(f->demand, &b);
+    }
+    if (f->migrate != NULL) {
+        gw_migrate_metrics(f->migrate, &b);
+    }
     cm_prom_family(&b, "shoal_gateway_commit_duration_seconds", "histogram",
                    "Time of one metadata write transaction, fsyncs included");
     cm_prom_hist(&b, "shoal_gateway_commit_duration_seconds", NULL, &cs.time);
@@ -619,6 +627,25 @@ gw_front_attach(struct gw_front *f, struct gw_engine *e, struct gw_state *st)
     if (rc != 0) {
         CM_WARN("cannot scan pending objects err=%s", cm_errname(rc));
     }
+}
+
+void
+gw_front_attach_pp(struct gw_front *f, struct gw_demand *d, struct gw_migrate *m)
+{
+    f->demand = d;
+    f->migrate = m;
+}
+
+struct gw_commit *
+gw_front_committer(struct gw_front *f)
+{
+    return f->commit;
+}
+
+struct gw_grace *
+gw_front_grace(struct gw_front *f)
+{
+    return f->grace;
 }
 
 void

@@ -21,7 +21,9 @@
 #include "gw_parse.h"
 #include "gw_state.h"
 
+struct gw_demand;
 struct gw_grace_bucket;
+struct gw_migrate;
 
 /* The HTTP request kinds (metrics label op=). */
 enum req_kind { REQ_PUT, REQ_GET, REQ_HEAD, REQ_DELETE, REQ_LIST, REQ_N, REQ_NONE = -1 };
@@ -58,6 +60,8 @@ struct gw_front {
     struct cm_reqstats *rs;
     struct gw_grace *grace; /* GETs in flight vs the deletes of old versions */
     struct gw_commit *commit;
+    struct gw_demand *demand;   /* placement's demand counts (may be NULL) */
+    struct gw_migrate *migrate; /* for /metrics (may be NULL) */
     atomic_int inflight;
     atomic_int draining;
 };

@@ -552,6 +552,47 @@ gw_meta_state_save(struct gw_meta *m, const char *json, size_t len)
     return cm_kv_commit(txn);
 }
 
+int
+gw_meta_mark_get(struct gw_meta *m, const char *name, uint64_t *v)
+{
+    struct cm_kv_txn *txn;
+    const void *val;
+    size_t vlen;
+    int rc = cm_kv_begin(m->kv, 0, &txn);
+
+    if (rc != 0) {
+        return rc;
+    }
+    rc = cm_kv_get(txn, T_STATE, name, strlen(name), &val, &vlen);
+    if (rc == 0) {
+        rc = vlen == 8 ? 0 : CM_E_PROTO;
+    }
+    if (rc == 0) {
+        *v = cm_get_le64(val);
+    }
+    cm_kv_abort(txn);
+    return rc;
+}
+
+int
+gw_meta_mark_set(struct gw_meta *m, const char *name, uint64_t v)
+{
+    struct cm_kv_txn *txn;
+    uint8_t b[8];
+    int rc = cm_kv_begin(m->kv, 1, &txn);
+
+    if (rc != 0) {
+        return rc;
+    }
+    cm_put_le64(b, v);
+    rc = cm_kv_put(txn, T_STATE, name, strlen(name), b, sizeof(b));
+    if (rc != 0) {
+        cm_kv_abort(txn);
+        return rc;
+    }
+    return cm_kv_commit(txn);
+}
+
 /* ---- writes ---- */
 
 int
@@ -739,6 +780,39 @@ gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
     if (rc == 0 && gw_layout_persisted(&cur)) {
         rc = pending_del(b->txn, l->object);
     }
+    if (rc == 0) {
+        *stale = 0;
+    }
+    return rc;
+}
+
+int
+gw_meta_move(struct gw_meta_batch *b, const char *key, size_t klen, const struct gw_layout *l,
+             int *stale)
+{
+    uint8_t rec[GW_META_REC_MAX];
+    const uint8_t *v;
+    size_t vlen, rlen;
+    struct gw_layout cur;
+    int rc = group_get(b->txn, T_OBJECTS, l->tenant, key, klen, &v, &vlen);
+
+    *stale = 1;
+    if (rc == 0) {
+        rc = gw_meta_decode(v, vlen, &cur);
+    }
+    if (rc == CM_E_NOTFOUND || (rc == 0 && cur.object != l->object)) {
+        return 0; /* replaced or deleted since */
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    if (l->k != cur.k || l->m != cur.m) {
+        return CM_E_BADARG;
+    }
+    memcpy(cur.holders, l->holders, sizeof(cur.holders));
+    cur.persisted = l->persisted;
+    rlen = gw_meta_encode(&cur, rec);
+    rc = group_set(b->txn, T_OBJECTS, l->tenant, key, klen, rec, rlen);
     if (rc == 0) {
         *stale = 0;
     }

@@ -8,7 +8,8 @@
  *            so versions stay monotonic per key across a delete
  *   pending  object id u64 BE -> (tenant u32 BE, key bytes): committed
  *            versions whose chunks are not all persisted in COS yet
- *   state    "last" -> the last controller state JSON (start without it)
+ *   state    "last" -> the last controller state JSON (start without it);
+ *            other names -> a u64 (gw_meta_mark_*)
  *
  * Threads: reads (gw_meta_get, _list, _scan_pending, _tenants, _state_load)
  * from any thread, each in its own read transaction. Writes go through a
@@ -65,6 +66,10 @@ int gw_meta_tenants(struct gw_meta *m, void (*cb)(void *arg, uint32_t tenant), v
  * CM_E_NOTFOUND when none. */
 int gw_meta_state_load(struct gw_meta *m, char **json, size_t *len);
 int gw_meta_state_save(struct gw_meta *m, const char *json, size_t len);
+/* A named u64 of the state table (e.g. the migration's finished epoch):
+ * 0, CM_E_NOTFOUND, or a store error. */
+int gw_meta_mark_get(struct gw_meta *m, const char *name, uint64_t *v);
+int gw_meta_mark_set(struct gw_meta *m, const char *name, uint64_t v);
 
 /* Write batches: one write transaction. commit frees b (also on error);
  * abort frees b; after an operation returned an error other than
@@ -93,6 +98,13 @@ int gw_meta_delete(struct gw_meta_batch *b, uint32_t tenant, const char *key, si
  * unchanged). *stale = 1 when the object is no longer live (nothing stored).
  */
 int gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale);
+/*
+ * A version moved to other holders (l: tenant, object, holders, persisted
+ * bits): stored if key's live version is still l->object (the version
+ * number is kept); *stale = 1 when it is not (nothing stored).
+ */
+int gw_meta_move(struct gw_meta_batch *b, const char *key, size_t klen, const struct gw_layout *l,
+                 int *stale);
 /*
  * Deletes up to max objects (and tombstones) of tenant; cb gets each
  * deleted layout (borrowed). *left = 1 when more remain.

@@ -21,10 +21,13 @@
 #include "cm_hash.h"
 #include "cm_hmap.h"
 #include "cm_log.h"
+#include "cm_time.h"
+#include "gw_demand.h"
 #include "gw_front_impl.h"
 #include "gw_grace.h"
 #include "gw_meta.h"
 #include "gw_state.h"
+#include "gw_stripe.h"
 
 /* Data chunks per stripe: small objects are stored as 1+m whole copies. */
 static uint8_t
@@ -70,6 +73,13 @@ get_done(void *arg, int status, void *buf, size_t len)
 {
     struct req *q = arg;
 
+    if (q->f->demand != NULL && q->lay.nstripes > 0) {
+        /* What the read asked of the nodes: k chunks (one copy) per stripe. */
+        uint64_t sb = (uint64_t)q->lay.k * q->lay.chunk_size;
+        uint64_t stripes = sb ? (q->off + q->len - 1) / sb - q->off / sb + 1 : 1;
+        gw_demand_note(q->f->demand, q->tenant, q->key, q->klen, stripes * q->lay.k,
+                       status == 0 ? len : 0, cm_now_ns() - q->t0);
+    }
     if (status != 0) {
         cm_free_big(buf);
         gw_req_fail_status(q, status);
@@ -226,6 +236,11 @@ put_done(void *arg, int status, const struct gw_layout *layout)
     if (status != 0) {
         gw_req_fail_status(q, status);
         return;
+    }
+    if (q->f->demand != NULL) {
+        uint64_t chunks = (uint64_t)layout->nstripes * gw_stripe_n(layout);
+        gw_demand_note(q->f->demand, q->tenant, q->key, q->klen, chunks,
+                       chunks * layout->chunk_size, cm_now_ns() - q->t0);
     }
     q->commit.kind = COMMIT_PUT;
     q->commit.key = q->key;

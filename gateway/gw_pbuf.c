@@ -9,6 +9,11 @@
  *              again (from the bytes, or rebuilt by decoding when tracked
  *              after a restart) ─▶ every position persisted: freed
  *   delete:    after its delay, DEL every chunk (the newest holders)
+ *   move:      a stored version's positions to new holders (migration): a
+ *              tracked object whose moving chunks are read from the old
+ *              layout (src), PUT, then followed until persisted; the
+ *              caller is told instead of on_layout
+ *   drop:      DEL the chunks a moved version left behind, keeping COS
  *
  * The holder policy (pol_holders.h) decides where positions go; this file
  * sends, counts and reports.
@@ -96,6 +101,7 @@ gw_obj_unref(struct gw_obj *o)
     }
     gw_stripes_fini(&o->st);
     free(o->persisted);
+    free(o->src);
     free(o);
 }
 
@@ -337,13 +343,18 @@ obj_unlink(struct gw_obj *o)
     }
 }
 
+/* DELs the chunks of the positions in mask (flags: CM_WF_KEEP_COS or 0). */
 static void
-send_dels(struct gw_engine *e, const struct gw_layout *l)
+send_dels_mask(struct gw_engine *e, const struct gw_layout *l, uint64_t mask, uint16_t flags)
 {
     for (uint32_t j = 0; j < gw_stripe_n(l); j++) {
+        if (!(mask & GW_BIT(j))) {
+            continue;
+        }
         for (uint32_t s = 0; s < l->nstripes; s++) {
             struct gw_net_send ns = {
                 .hdr = {.op = CM_OP_DEL,
+                        .flags = flags,
                         .tenant = l->tenant,
                         .object = l->object,
                         .index = gw_stripe_index(l, s, j)},
@@ -354,6 +365,12 @@ send_dels(struct gw_engine *e, const struct gw_layout *l)
             }
         }
     }
+}
+
+static void
+send_dels(struct gw_engine *e, const struct gw_layout *l)
+{
+    send_dels_mask(e, l, gw_stripe_all(l), 0);
 }
 
 /* Ends o: the put callback (if not yet run) gets status. */
@@ -373,6 +390,11 @@ obj_finish(struct gw_obj *o, int status)
             }
         }
         cb(o->cb_arg, status, &o->lay);
+    }
+    if (o->move_cb) {
+        gw_move_cb cb = o->move_cb;
+        o->move_cb = NULL;
+        cb(o->move_arg, status < 0 ? status : -ECANCELED, &o->lay);
     }
     gw_obj_unref(o);
 }
@@ -465,7 +487,14 @@ obj_step(struct gw_obj *o)
      * partial progress is learnt again by STAT after a restart. */
     if (changed || (mask != o->reported && mask == gw_stripe_all(l))) {
         o->reported = mask;
-        if (e->on_layout) {
+        if (o->src) {
+            /* A move commits only when whole: its caller is told. */
+            if (mask == gw_stripe_all(l) && o->move_cb) {
+                gw_move_cb cb = o->move_cb;
+                o->move_cb = NULL;
+                cb(o->move_arg, 0, l);
+            }
+        } else if (e->on_layout) {
             e->on_layout(e->arg, l);
         }
     }
@@ -555,8 +584,11 @@ static void
 rebuild_pump(struct gw_obj *o, uint32_t j)
 {
     struct gw_position *p = &o->pos[j];
-    uint64_t excl = GW_BIT(j);
-    for (uint32_t x = 0; x < gw_stripe_n(&o->lay); x++) {
+    /* A move reads the chunk where it was (src), decoding only if that
+     * fails; a rebuild decodes from the other positions. */
+    const struct gw_layout *from = o->src ? o->src : &o->lay;
+    uint64_t excl = o->src ? 0 : GW_BIT(j);
+    for (uint32_t x = 0; x < gw_stripe_n(&o->lay) && !o->src; x++) {
         if (o->pos[x].need_move || (x != j && o->pos[x].rebuilding)) {
             excl |= GW_BIT(x);
         }
@@ -570,7 +602,7 @@ rebuild_pump(struct gw_obj *o, uint32_t j)
             p->stalled = 1;
             break;
         }
-        if (gw_sfetch_start(o->e, &o->lay, s, GW_BIT(j), excl, bufs, rebuild_fetched, o, &f) < 0) {
+        if (gw_sfetch_start(o->e, from, s, GW_BIT(j), excl, bufs, rebuild_fetched, o, &f) < 0) {
             free(bufs[j]);
             p->stalled = 1;
             break;
@@ -731,6 +763,9 @@ del_fire(void *arg)
     struct gw_engine *e = d->e;
     struct gw_obj *o = obj_find(e, d->lay.tenant, d->lay.object);
     if (o && o->state != OBJ_PUTTING) {
+        if (o->src) {
+            send_dels(e, o->src); /* a move in flight: where the chunks still are */
+        }
         /* Still buffered: its holders are the newest word. */
         memcpy(d->lay.holders, o->lay.holders, sizeof(d->lay.holders));
         obj_finish(o, 0);
@@ -753,6 +788,51 @@ gw_pbuf_delete_start(void *arg)
         return;
     }
     gw_timer_arm(d->t, d->delay_ms);
+}
+
+void
+gw_pbuf_move_start(void *arg)
+{
+    struct gw_obj *o = arg;
+    struct gw_engine *e = o->e;
+    struct gw_layout *l = &o->lay;
+    int rc = e->stopping ? -ECANCELED : obj_find(e, l->tenant, l->object) ? -EBUSY : 0;
+    for (uint32_t j = 0; j < gw_stripe_n(l) && rc == 0; j++) {
+        if ((o->move_mask & GW_BIT(j)) && !gw_net_node_usable(e->net, l->holders[j])) {
+            rc = CM_E_UNAVAIL;
+        }
+    }
+    if (rc < 0) {
+        obj_finish(o, rc);
+        return;
+    }
+    for (uint32_t j = 0; j < gw_stripe_n(l); j++) {
+        o->pos[j].next_stripe = l->nstripes;
+        if (!(o->move_mask & GW_BIT(j))) {
+            for (uint32_t s = 0; s < l->nstripes; s++) {
+                mark_persisted(o, j, s);
+            }
+        }
+    }
+    o->reported = l->persisted;
+    o->placed = 1;
+    obj_link(o);
+    for (uint32_t j = 0; j < gw_stripe_n(l); j++) {
+        if (o->move_mask & GW_BIT(j)) {
+            pos_send(o, j);
+        }
+    }
+    obj_step(o);
+}
+
+void
+gw_pbuf_drop_start(void *arg)
+{
+    struct gw_del *d = arg;
+    if (!d->e->stopping) {
+        send_dels_mask(d->e, &d->lay, d->mask, CM_WF_KEEP_COS);
+    }
+    free(d);
 }
 
 void

@@ -3,11 +3,11 @@
  *
  * Start:    meta (LMDB) -> front (committer) -> engine -> state (cached
  *           controller state, then polling) -> track pending layouts ->
- *           HTTP.
+ *           migration and demand reports -> HTTP.
  * Shutdown (SIGTERM/SIGINT, waited for with sigwait on the main thread):
- *           stop HTTP (in-flight requests finish) -> stop polling ->
- *           flush commits -> destroy the engine -> stop the committer ->
- *           close LMDB.
+ *           stop HTTP (in-flight requests finish) -> stop polling and
+ *           demand reports -> stop migrating -> flush commits -> destroy
+ *           the engine -> stop the committer -> close LMDB.
  */
 #include <errno.h>
 #include <limits.h>
@@ -22,9 +22,11 @@
 #include "cm_err.h"
 #include "cm_http.h"
 #include "cm_log.h"
+#include "gw_demand.h"
 #include "gw_engine.h"
 #include "gw_front.h"
 #include "gw_meta.h"
+#include "gw_migrate.h"
 #include "gw_state.h"
 #include "pol_rs.h"
 
@@ -40,6 +42,7 @@ struct gw_cfg {
     uint64_t max_chunk;
     uint64_t meta_map_size;
     uint64_t buffer_cache;
+    uint64_t migrate_rate;
     int threads;
     int io_timeout_ms;
     int slow_ms;
@@ -63,6 +66,8 @@ static const struct cm_opt opts[] = {
     CM_OPT_U64(T, meta_map_size, "4GiB", 1 << 20, 1ull << 40, "LMDB map size of the metadata"),
     CM_OPT_U64(T, buffer_cache, "256MiB", 0, 1ull << 40,
                "freed body and result buffers kept for reuse (0: off)"),
+    CM_OPT_U64(T, migrate_rate, "32MiB", 1024, 1ull << 40,
+               "chunk bytes per second moved to new holders when placement rows change"),
     CM_OPT_INT(T, threads, "4", 1, 256, "HTTP threads"),
     CM_OPT_INT(T, io_timeout_ms, "5000", 1, 600000, "a chunk operation slower than this failed"),
     CM_OPT_INT(T, slow_ms, "200", 1, 600000, "a GET holder slower than this: read parity too"),
@@ -93,6 +98,8 @@ main(int argc, char **argv)
     struct gw_front *front = NULL;
     struct gw_engine *engine = NULL;
     struct gw_state *state = NULL;
+    struct gw_migrate *migrate = NULL;
+    struct gw_demand *demand = NULL;
     struct cm_http_server *http = NULL;
     enum cm_log_level level;
     char metadir[PATH_MAX];
@@ -176,6 +183,30 @@ main(int argc, char **argv)
     if (rc != 0) {
         die("cannot start the state poller", rc);
     }
+    struct gw_migrate_cfg mcfg = {.rate = cfg.migrate_rate};
+    rc = gw_migrate_create(&mcfg, meta, state, engine, gw_front_committer(front),
+                           gw_front_grace(front), &migrate);
+    if (rc == 0) {
+        rc = gw_migrate_start(migrate);
+    }
+    if (rc != 0) {
+        die("cannot start the migration", rc);
+    }
+    struct gw_demand_cfg dcfg = {
+        .controller = cfg.controller,
+        .token_file = cfg.admin_token_file,
+        .name = cfg.listen,
+        .period_ms = 1000,
+        .timeout_ms = 2000,
+    };
+    rc = gw_demand_create(&dcfg, state, migrate, &demand);
+    if (rc == 0) {
+        rc = gw_demand_start(demand);
+    }
+    if (rc != 0) {
+        die("cannot start the demand reports", rc);
+    }
+    gw_front_attach_pp(front, demand, migrate);
     struct cm_http_cfg hcfg = {
         .addr = cfg.listen,
         .threads = (unsigned)cfg.threads,
@@ -195,9 +226,14 @@ main(int argc, char **argv)
     cm_http_stop(http, 2 * cfg.io_timeout_ms + 1000);
     gw_front_drain(front, 2 * cfg.io_timeout_ms + 1000);
     gw_state_stop(state);
+    gw_front_attach_pp(front, NULL, NULL);
+    gw_demand_destroy(demand);
+    gw_migrate_stop(migrate);
     gw_front_quiesce(front);
+    gw_migrate_detach(migrate);
     gw_engine_destroy(engine);
     gw_front_destroy(front);
+    gw_migrate_destroy(migrate);
     gw_state_destroy(state);
     gw_meta_close(meta);
     CM_INFO("stopped");
