@@ -116,6 +116,8 @@ req_done(struct req *q, int status, const char *error)
     if (q->grace != NULL) {
         gw_grace_exit(f->grace, q->grace);
     }
+    gw_layout_fini(&q->lay);
+    gw_layout_fini(&q->commit.lay);
     free(q);
 }
 
@@ -600,11 +602,15 @@ gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_
 }
 
 static void
-track_one(void *arg, const struct gw_layout *l)
+track_one(void *arg, const struct gw_pending *p)
 {
     struct gw_front *f = arg;
 
-    gw_engine_track(f->engine, l);
+    if (p->tomb) {
+        gw_engine_tombstone(f->engine, p->lay, p->key, p->klen);
+    } else {
+        gw_engine_track(f->engine, p->lay, p->key, p->klen);
+    }
 }
 
 void

@@ -175,11 +175,11 @@ test_names(void)
     cm_ilog_name(name, sizeof(name), UINT32_MAX, UINT64_MAX);
     CHECK_EQ_INT(cm_ilog_parse_name(name, &node, &seq), 0);
     CHECK(node == UINT32_MAX && seq == UINT64_MAX);
-    const char *bad[] = {"ilog/n/0000000000abcdef",  "ilog/n01/0000000000abcdef",
-                         "ilog/n1/0000000000ABCDEF", "ilog/n1/000000000abcdef",
+    const char *bad[] = {"ilog/n/0000000000abcdef",   "ilog/n01/0000000000abcdef",
+                         "ilog/n1/0000000000ABCDEF",  "ilog/n1/000000000abcdef",
                          "ilog/n1/0000000000abcdef0", "ilog/x1/0000000000abcdef",
-                         "seg/n1/0000000000abcdef",  "ilog/n4294967296/0000000000abcdef",
-                         "ilog/n1-0000000000abcdef", "ilog/n1/0000000000abcdeg"};
+                         "seg/n1/0000000000abcdef",   "ilog/n4294967296/0000000000abcdef",
+                         "ilog/n1-0000000000abcdef",  "ilog/n1/0000000000abcdeg"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         CHECK_EQ_INT(cm_ilog_parse_name(bad[i], &node, &seq), CM_E_BADARG);
     }
