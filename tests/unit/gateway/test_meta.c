@@ -140,6 +140,7 @@ test_codec(void)
     CHECK(d.tags != NULL && d.tags != tags);
     CHECK(memcmp(d.tags, tags, sizeof(tags)) == 0);
     CHECK_EQ_INT(gw_layout_tag(&d, 8), tags[8]);
+    free(d.tags);
     d.tags = tags;
     CHECK(memcmp(&l, &d, sizeof(l)) == 0);
     CHECK_EQ_INT(gw_meta_decode_tags(buf, n, &d), 0);
