@@ -193,8 +193,8 @@ void gw_engine_get(struct gw_engine *e, const struct gw_layout *layout, uint64_t
 void gw_engine_delete(struct gw_engine *e, const struct gw_layout *layout, int delay_ms);
 
 /*
- * META records (cm_ilog.h): what a gateway that lost its metadata rebuilds
- * it from (shoal-gateway --rebuild-meta). A version's record goes out once
+ * META records (gw_meta.h, gw_mrec): what a gateway that lost its metadata
+ * rebuilds it from (shoal-gateway --rebuild-meta). A version's record goes out once
  * it is committed and every chunk is persisted, a tombstone once a DELETE
  * is committed, each to m + 1 distinct nodes (the version's holders in
  * position order first, then other usable nodes), which log it in COS

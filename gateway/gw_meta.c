@@ -108,12 +108,12 @@ decode(const void *buf, size_t len, struct gw_layout *out, int with_tags)
     size_t base;
 
     memset(out, 0, sizeof(*out));
-    if (len < REC_HDR || (p[0] != 1 && p[0] != 2)) {
+    if (len < REC_HDR || len > GW_META_REC_LIMIT || (p[0] != 1 && p[0] != 2)) {
         return CM_E_PROTO;
     }
     n = (unsigned)p[1] + p[2];
     base = REC_HDR + 4 * (size_t)n;
-    if (p[1] == 0 || n > GW_MAX_HOLDERS) {
+    if (p[1] == 0 || p[3] != 0 || n > GW_MAX_HOLDERS) {
         return CM_E_PROTO;
     }
     out->k = p[1];
@@ -121,8 +121,10 @@ decode(const void *buf, size_t len, struct gw_layout *out, int with_tags)
     out->tenant = cm_get_le32(p + 4);
     out->chunk_size = cm_get_le32(p + 8);
     out->nstripes = cm_get_le32(p + 12);
-    /* format 1: holders only; format 2: one tag per chunk after them */
-    if (len != base + (p[0] == 2 ? 4 * (uint64_t)gw_layout_nchunks(out) : 0)) {
+    /* format 1: holders only; format 2: one tag per chunk after them (an
+     * empty object has none: it is written as format 1) */
+    if (len != base + (p[0] == 2 ? 4 * (uint64_t)gw_layout_nchunks(out) : 0) ||
+        (p[0] == 2 && gw_layout_nchunks(out) == 0)) {
         memset(out, 0, sizeof(*out));
         return CM_E_PROTO;
     }
@@ -156,6 +158,70 @@ int
 gw_meta_decode_tags(const void *buf, size_t len, struct gw_layout *out)
 {
     return decode(buf, len, out, 1);
+}
+
+/* ---- META records ---- */
+
+size_t
+gw_mrec_len(const struct gw_mrec *m)
+{
+    return 1 + 4 + 2 + m->klen + 8 + (m->kind == GW_MREC_VERSION ? 4 + m->rec_len : 0);
+}
+
+void
+gw_mrec_encode(const struct gw_mrec *m, uint8_t *out)
+{
+    out[0] = m->kind;
+    cm_put_le32(out + 1, m->tenant);
+    cm_put_le16(out + 5, (uint16_t)m->klen);
+    memcpy(out + 7, m->key, m->klen);
+    out += 7 + m->klen;
+    cm_put_le64(out, m->version);
+    if (m->kind == GW_MREC_VERSION) {
+        cm_put_le32(out + 8, (uint32_t)m->rec_len);
+        if (m->rec_len > 0) {
+            memcpy(out + 12, m->rec, m->rec_len);
+        }
+    }
+}
+
+int
+gw_mrec_decode(const void *buf, size_t len, struct gw_mrec *out)
+{
+    const uint8_t *p = buf;
+    size_t klen, at;
+
+    memset(out, 0, sizeof(*out));
+    if (len < 7 || (p[0] != GW_MREC_VERSION && p[0] != GW_MREC_TOMB)) {
+        return CM_E_PROTO;
+    }
+    klen = cm_get_le16(p + 5);
+    if (klen == 0 || len - 7 < klen + 8) {
+        return CM_E_PROTO;
+    }
+    at = 7 + klen + 8;
+    if (p[0] == GW_MREC_TOMB ? at != len : len - at < 4 || len - at - 4 != cm_get_le32(p + at)) {
+        return CM_E_PROTO;
+    }
+    out->kind = p[0];
+    out->tenant = cm_get_le32(p + 1);
+    out->key = (const char *)p + 7;
+    out->klen = klen;
+    out->version = cm_get_le64(p + 7 + klen);
+    if (out->kind == GW_MREC_VERSION) {
+        out->rec = p + at + 4;
+        out->rec_len = len - at - 4;
+    }
+    return 0;
+}
+
+int
+gw_mrec_newer(const struct gw_mrec *a, const struct gw_mrec *b)
+{
+    if (a->version != b->version) {
+        return a->version > b->version;
+    }
+    return a->kind == GW_MREC_TOMB && b->kind != GW_MREC_TOMB;
 }
 
 int

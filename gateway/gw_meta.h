@@ -50,6 +50,37 @@ size_t gw_meta_encode(const struct gw_layout *l, uint8_t *buf);
 int gw_meta_decode(const void *buf, size_t len, struct gw_layout *out);
 int gw_meta_decode_tags(const void *buf, size_t len, struct gw_layout *out);
 
+/*
+ * A META record (SMS-CONTRACT.md): what the gateway has nodes append to
+ * their insertion logs (CM_OP_META), and --rebuild-meta reads back.
+ * Little-endian: u8 kind | u32 tenant | u16 key_len | key | u64 version |
+ * VERSION only: u32 rec_len | the layout record (any format above).
+ * For one (tenant, key) the highest version wins, and a tombstone wins
+ * over a version record of the same number (it deleted that version).
+ */
+enum gw_mrec_kind {
+    GW_MREC_VERSION = 1,
+    GW_MREC_TOMB = 2,
+};
+struct gw_mrec {
+    uint8_t kind;
+    uint32_t tenant;
+    const char *key; /* klen bytes, 1..65535; borrowed */
+    size_t klen;
+    uint64_t version;
+    const uint8_t *rec; /* VERSION: the layout record; borrowed */
+    size_t rec_len;
+};
+/* Bytes m encodes to; encode writes them to out. */
+size_t gw_mrec_len(const struct gw_mrec *m);
+void gw_mrec_encode(const struct gw_mrec *m, uint8_t *out);
+/* 0 with *out (pointers into buf), or CM_E_PROTO: an unknown kind, an empty
+ * key, or a length that does not match the bytes exactly. The layout
+ * record is not looked into. */
+int gw_mrec_decode(const void *buf, size_t len, struct gw_mrec *out);
+/* Whether a replaces b as what their (tenant, key) is. */
+int gw_mrec_newer(const struct gw_mrec *a, const struct gw_mrec *b);
+
 /* The current version of (tenant, key), its tags included (out owns them:
  * gw_layout_fini): 0, CM_E_NOTFOUND or -ENOMEM. */
 int gw_meta_get(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen,

@@ -1,7 +1,7 @@
 /*
  * gw_mlog.c - the engine's META records: what a gateway that lost its
- * metadata rebuilds it from (the payload format is cm_ilog.h's; the
- * reader is shoal-gateway --rebuild-meta, gw_rebuild.c).
+ * metadata rebuilds it from (the record format is gw_meta.h's gw_mrec;
+ * the reader is shoal-gateway --rebuild-meta, gw_rebuild.c).
  *
  *   version:   committed and every chunk persisted (gw_pbuf.c obj_step)
  *              ─▶ record (key, version, layout record) ─▶ m + 1 nodes
@@ -29,7 +29,6 @@
 #include <string.h>
 
 #include "cm_err.h"
-#include "cm_ilog.h"
 #include "cm_log.h"
 #include "cm_time.h"
 #include "cm_wire.h"
@@ -62,19 +61,19 @@ struct gw_mjob {
 };
 
 static struct gw_mjob *
-mjob_new(struct gw_engine *e, const struct gw_layout *l, const struct cm_meta_rec *m)
+mjob_new(struct gw_engine *e, const struct gw_layout *l, const struct gw_mrec *m)
 {
     struct gw_mjob *j = calloc(1, sizeof(*j));
     if (!j) {
         return NULL;
     }
-    j->len = cm_meta_len(m);
+    j->len = gw_mrec_len(m);
     j->rec = malloc(j->len);
     if (!j->rec) {
         free(j);
         return NULL;
     }
-    cm_meta_encode(m, j->rec);
+    gw_mrec_encode(m, j->rec);
     j->e = e;
     j->lay = *l;
     j->lay.tags = NULL;
@@ -274,8 +273,8 @@ gw_mlog_version(struct gw_obj *o)
         return -ENOMEM;
     }
     gw_meta_encode(l, rec); /* persisted: every bit, as it is now */
-    struct cm_meta_rec m = {
-        .kind = CM_META_VERSION,
+    struct gw_mrec m = {
+        .kind = GW_MREC_VERSION,
         .tenant = l->tenant,
         .key = o->key,
         .klen = o->klen,
@@ -298,8 +297,8 @@ gw_mlog_version(struct gw_obj *o)
 struct gw_mjob *
 gw_mlog_tomb_new(struct gw_engine *e, const struct gw_layout *l, const char *key, size_t klen)
 {
-    struct cm_meta_rec m = {
-        .kind = CM_META_TOMB,
+    struct gw_mrec m = {
+        .kind = GW_MREC_TOMB,
         .tenant = l->tenant,
         .key = key,
         .klen = klen,

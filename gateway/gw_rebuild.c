@@ -60,10 +60,16 @@ static int
 list_one(void *arg, const char *name)
 {
     struct rebuild *r = arg;
-    uint32_t node;
-    uint64_t seq;
+    uint64_t node = 0, seq;
+    const char *p = name + sizeof("ilog/n") - 1;
 
-    if (cm_ilog_parse_name(name, &node, &seq) != 0) {
+    if (strncmp(name, "ilog/n", sizeof("ilog/n") - 1) != 0) {
+        return 0;
+    }
+    for (; *p >= '0' && *p <= '9' && node <= UINT32_MAX; p++) {
+        node = node * 10 + (uint64_t)(*p - '0');
+    }
+    if (node > UINT32_MAX || cm_ilog_parse_name(name, (uint32_t)node, &seq) != 0) {
         return 0; /* not a log batch */
     }
     if (r->nnames == r->cap) {
@@ -74,16 +80,16 @@ list_one(void *arg, const char *name)
     return 0;
 }
 
-/* A META payload worth keeping: it decodes, and so does its layout. */
+/* A META record worth keeping: it decodes, and so does its layout. */
 static int
-usable(const struct cm_meta_rec *m)
+usable(const struct gw_mrec *m)
 {
     struct gw_layout l;
 
     if (m->klen > GW_KEY_MAX) {
         return 0;
     }
-    if (m->kind == CM_META_TOMB) {
+    if (m->kind == GW_MREC_TOMB) {
         return 1;
     }
     return gw_meta_decode(m->rec, m->rec_len, &l) == 0 && l.tenant == m->tenant && l.object != 0;
@@ -91,11 +97,11 @@ usable(const struct cm_meta_rec *m)
 
 /* Keeps m if it is the newest of its key so far (r->mu held). */
 static void
-fold_locked(struct rebuild *r, const struct cm_meta_rec *m)
+fold_locked(struct rebuild *r, const struct gw_mrec *m)
 {
     uint64_t h = cm_hash64(m->key, m->klen, m->tenant);
     struct newest *e = NULL;
-    struct cm_meta_rec cur;
+    struct gw_mrec cur;
 
     for (struct cm_hnode *n = cm_hmap_first(&r->map, h); n; n = cm_hmap_next(n, h)) {
         struct newest *x = CM_CONTAINER_OF(n, struct newest, hn);
@@ -112,8 +118,8 @@ fold_locked(struct rebuild *r, const struct cm_meta_rec *m)
         cm_hmap_add(&r->map, &e->hn, h);
         r->nkeys++;
     } else {
-        cur = (struct cm_meta_rec){.kind = e->kind, .version = e->version};
-        if (!cm_meta_newer(m, &cur)) {
+        cur = (struct gw_mrec){.kind = e->kind, .version = e->version};
+        if (!gw_mrec_newer(m, &cur)) {
             return;
         }
         free(e->rec);
@@ -122,7 +128,7 @@ fold_locked(struct rebuild *r, const struct cm_meta_rec *m)
     }
     e->kind = m->kind;
     e->version = m->version;
-    if (m->kind == CM_META_VERSION) {
+    if (m->kind == GW_MREC_VERSION) {
         e->rec = cm_malloc(m->rec_len);
         memcpy(e->rec, m->rec, m->rec_len);
         e->rec_len = m->rec_len;
@@ -134,7 +140,7 @@ fold_locked(struct rebuild *r, const struct cm_meta_rec *m)
 static int
 read_batch(struct rebuild *r, const char *name)
 {
-    struct cm_ilog_reader rd;
+    struct cm_ilog_iter it;
     struct cm_ilog_rec rec;
     void *buf = NULL;
     size_t len = 0;
@@ -147,27 +153,26 @@ read_batch(struct rebuild *r, const char *name)
         CM_ERROR("rebuild-meta cannot read name=%s err=%s", name, cm_errname(rc));
         return rc;
     }
-    rc = cm_ilog_open(&rd, buf, len);
+    rc = cm_ilog_open(buf, len, NULL, NULL, &it);
     pthread_mutex_lock(&r->mu);
     r->st.batches++;
-    while (rc == 0 && (rc = cm_ilog_next(&rd, &rec)) == 1) {
-        struct cm_meta_rec m;
-        rc = 0;
+    if (rc != 0) {
+        /* torn or altered: skipped whole (a COS put is whole or absent, so
+         * only damage in COS gets here) */
+        r->st.bad_batches++;
+        CM_WARN("rebuild-meta skips a log batch name=%s err=%s", name, cm_errname(rc));
+    }
+    while (rc == 0 && cm_ilog_next(&it, &rec) == 1) {
+        struct gw_mrec m;
         if (rec.kind != CM_ILOG_META) {
             continue;
         }
         r->st.records++;
-        if (cm_meta_decode(rec.data, rec.len, &m) != 0 || !usable(&m)) {
+        if (gw_mrec_decode(rec.data, rec.data_len, &m) != 0 || !usable(&m)) {
             r->st.bad_records++;
             continue;
         }
         fold_locked(r, &m);
-    }
-    if (rc < 0) {
-        /* a torn batch (CRC) is skipped whole; a walk that breaks keeps
-         * what came before (it was checked by the CRC too) */
-        r->st.bad_batches++;
-        CM_WARN("rebuild-meta skips a log batch name=%s err=%s", name, cm_errname(rc));
     }
     pthread_mutex_unlock(&r->mu);
     free(buf);
@@ -233,7 +238,7 @@ store_one(struct gw_meta_batch *b, const struct newest *e, struct gw_rebuild_sta
     struct gw_layout l;
     int rc;
 
-    if (e->kind == CM_META_TOMB) {
+    if (e->kind == GW_MREC_TOMB) {
         st->tombstones++;
         return gw_meta_restore_tomb(b, e->tenant, e->key, e->klen, e->version);
     }
@@ -299,7 +304,7 @@ gw_rebuild_meta(struct cm_cos *cos, struct gw_meta *meta, int nthreads,
     pthread_mutex_init(&r.mu, NULL);
     cm_hmap_init(&r.map, 1024);
     atomic_init(&r.next, 0);
-    rc = cm_cos_list(cos, CM_ILOG_PREFIX, list_one, &r);
+    rc = cm_cos_list(cos, "ilog/", list_one, &r);
     if (rc != 0) {
         CM_ERROR("rebuild-meta cannot list the logs err=%s", cm_errname(rc));
     }

@@ -5,7 +5,7 @@
  *
  *   COS "ilog/" ──list──▶ log batches ──get (nthreads)──▶ META records
  *     ──per (tenant, key): the highest version, a tombstone winning its own
- *       version (cm_meta_newer)──▶ LMDB, in key order: live versions
+ *       version (gw_mrec_newer)──▶ LMDB, in key order: live versions
  *       (objects, as logged: holders, tags) and deleted keys (tombs, so
  *       versions keep growing); nothing pending
  *

@@ -15,7 +15,3 @@ target_include_directories(fuzz_conn PRIVATE ${SHOAL_SOURCE_DIR}/fnstore)
 # Redo log replay of the LMDB adapter (common/src/cm_kv.c), through cm_kv_open.
 shoal_fuzz(fuzz_redo SOURCES ${SHOAL_SOURCE_DIR}/common/src/cm_kv.c
            ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_redo.c LIBS common ${LMDB_LIB} Threads::Threads)
-# The insertion-log codec (common/src/cm_ilog.c): batches read back from COS and the META
-# payloads in them (shoal-gateway --rebuild-meta reads every one).
-shoal_fuzz(fuzz_ilog SOURCES ${SHOAL_SOURCE_DIR}/common/src/cm_ilog.c
-           ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_ilog.c LIBS common)

@@ -1,5 +1,5 @@
 /* test_meta.c - unit.gateway.meta: the layout record (formats 1 and 2,
- * tags, the size limit), and the LMDB metadata tables checked against a
+ * tags, the size limit), META records, and the LMDB metadata tables checked against a
  * brute-force model (versions, LIST order, long-key groups, pending
  * versions and tombstones, engine reports, restores for --rebuild-meta,
  * purge, state cache, reopen). */
@@ -205,6 +205,59 @@ test_codec(void)
     CHECK(d.tags == NULL);
     free(buf);
     printf("ok codec\n");
+}
+
+/* META records: the contract's bytes both ways, every cut refused, which
+ * one is newer. */
+static void
+test_mrec(void)
+{
+    uint8_t rec[100], buf[300];
+    struct gw_mrec m, d;
+
+    for (size_t i = 0; i < sizeof(rec); i++) {
+        rec[i] = (uint8_t)i;
+    }
+    m = (struct gw_mrec){.kind = GW_MREC_VERSION,
+                         .tenant = 7,
+                         .key = "a/b",
+                         .klen = 3,
+                         .version = 42,
+                         .rec = rec,
+                         .rec_len = sizeof(rec)};
+    CHECK_EQ_INT(gw_mrec_len(&m), 1 + 4 + 2 + 3 + 8 + 4 + 100);
+    gw_mrec_encode(&m, buf);
+    CHECK(buf[0] == 1 && cm_get_le32(buf + 1) == 7 && cm_get_le16(buf + 5) == 3);
+    CHECK(memcmp(buf + 7, "a/b", 3) == 0 && cm_get_le64(buf + 10) == 42);
+    CHECK(cm_get_le32(buf + 18) == 100 && memcmp(buf + 22, rec, 100) == 0);
+    CHECK_EQ_INT(gw_mrec_decode(buf, gw_mrec_len(&m), &d), 0);
+    CHECK(d.kind == GW_MREC_VERSION && d.tenant == 7 && d.klen == 3 && d.version == 42);
+    CHECK(memcmp(d.key, "a/b", 3) == 0 && d.rec_len == 100 && memcmp(d.rec, rec, 100) == 0);
+    for (size_t cut = 0; cut < gw_mrec_len(&m); cut++) {
+        CHECK_EQ_INT(gw_mrec_decode(buf, cut, &d), CM_E_PROTO);
+    }
+    CHECK_EQ_INT(gw_mrec_decode(buf, gw_mrec_len(&m) + 1, &d), CM_E_PROTO);
+
+    m.kind = GW_MREC_TOMB;
+    CHECK_EQ_INT(gw_mrec_len(&m), 1 + 4 + 2 + 3 + 8);
+    gw_mrec_encode(&m, buf);
+    CHECK_EQ_INT(gw_mrec_decode(buf, gw_mrec_len(&m), &d), 0);
+    CHECK(d.kind == GW_MREC_TOMB && d.version == 42 && d.rec == NULL && d.rec_len == 0);
+    CHECK_EQ_INT(gw_mrec_decode(buf, gw_mrec_len(&m) + 4, &d), CM_E_PROTO);
+    buf[0] = 3;
+    CHECK_EQ_INT(gw_mrec_decode(buf, gw_mrec_len(&m), &d), CM_E_PROTO);
+    buf[0] = GW_MREC_TOMB;
+    cm_put_le16(buf + 5, 0);
+    CHECK_EQ_INT(gw_mrec_decode(buf, gw_mrec_len(&m) - 3, &d), CM_E_PROTO); /* empty key */
+
+    struct gw_mrec v5 = {.kind = GW_MREC_VERSION, .version = 5};
+    struct gw_mrec v6 = {.kind = GW_MREC_VERSION, .version = 6};
+    struct gw_mrec t5 = {.kind = GW_MREC_TOMB, .version = 5};
+    CHECK(gw_mrec_newer(&v6, &v5) && !gw_mrec_newer(&v5, &v6));
+    CHECK(gw_mrec_newer(&t5, &v5) && !gw_mrec_newer(&v5, &t5));
+    CHECK(gw_mrec_newer(&v6, &t5) && !gw_mrec_newer(&t5, &v6));
+    CHECK(!gw_mrec_newer(&v5, &v5) && !gw_mrec_newer(&t5, &t5));
+    printf("ok meta records\n");
 }
 
 static void
@@ -655,6 +708,7 @@ main(void)
     t_seed();
     dir = t_tmpdir();
     test_codec();
+    test_mrec();
     CHECK_EQ_INT(gw_meta_open(dir, 64u << 20, &m), 0);
     {
         /* a store of its own: what --rebuild-meta may write over */

@@ -12,6 +12,7 @@
 #include "t_check.h"
 
 #include "cm_buf.h"
+#include "cm_bytes.h"
 #include "cm_cos.h"
 #include "cm_err.h"
 #include "cm_ilog.h"
@@ -44,7 +45,16 @@ mk_layout(uint32_t tenant, uint64_t object, uint64_t version)
     return l;
 }
 
-/* One META payload appended to b. */
+/* A META record's bytes, whatever they are, appended to b. */
+static void
+add_raw(struct cm_buf *b, const void *p, size_t len)
+{
+    struct cm_ilog_rec r = {.kind = CM_ILOG_META, .data = p, .data_len = (uint32_t)len};
+
+    cm_ilog_add(b, &r);
+}
+
+/* One META record appended to b. */
 static void
 add_meta(struct cm_buf *b, uint8_t kind, uint32_t tenant, const char *key, uint64_t version,
          uint64_t object)
@@ -52,27 +62,36 @@ add_meta(struct cm_buf *b, uint8_t kind, uint32_t tenant, const char *key, uint6
     struct gw_layout l = mk_layout(tenant, object, version);
     uint32_t tags[3] = {0x100001, 0x200002, (uint32_t)object};
     uint8_t rec[256], pay[2048];
-    struct cm_meta_rec m = {
+    struct gw_mrec m = {
         .kind = kind, .tenant = tenant, .key = key, .klen = strlen(key), .version = version};
 
     l.tags = tags;
-    if (kind == CM_META_VERSION) {
+    if (kind == GW_MREC_VERSION) {
         m.rec = rec;
         m.rec_len = gw_meta_encode(&l, rec);
     }
-    CHECK(cm_meta_len(&m) <= sizeof(pay));
-    cm_meta_encode(&m, pay);
-    cm_ilog_add_meta(b, pay, cm_meta_len(&m));
+    CHECK(gw_mrec_len(&m) <= sizeof(pay));
+    gw_mrec_encode(&m, pay);
+    add_raw(b, pay, gw_mrec_len(&m));
 }
 
+/* A batch of node's, under the next sequence number. */
 static void
-put_batch(struct cm_buf *b, uint32_t node)
+begin(struct cm_buf *b, uint32_t node)
+{
+    cm_ilog_begin(b, node, next_seq++);
+}
+
+/* Seals b and stores it under its name (less cut bytes: torn). */
+static void
+put_batch(struct cm_buf *b, size_t cut)
 {
     char name[CM_ILOG_NAME_MAX];
 
-    cm_ilog_seal(b);
-    cm_ilog_name(name, sizeof(name), node, next_seq++);
-    CHECK_EQ_INT(cm_cos_put(cos, name, b->p, b->len), 0);
+    cm_ilog_end(b);
+    cm_ilog_name(name, sizeof(name), cm_get_le32((uint8_t *)b->p + 8),
+                 cm_get_le64((uint8_t *)b->p + 16));
+    CHECK_EQ_INT(cm_cos_put(cos, name, b->p, b->len - cut), 0);
 }
 
 static struct gw_meta *
@@ -127,48 +146,46 @@ test_cases(const char *root)
     struct gw_meta *m;
     struct gw_rebuild_stats st;
     uint64_t v = 0;
-    char name[CM_ILOG_NAME_MAX];
 
     cm_buf_init(&b);
     /* node 1: a's v1, v3; b's v2; c's tombstone 1; e's v1 */
-    cm_ilog_init(&b, 1, 0);
-    add_meta(&b, CM_META_VERSION, 1, "a", 1, 101);
-    add_meta(&b, CM_META_VERSION, 1, "a", 3, 103);
-    add_meta(&b, CM_META_VERSION, 1, "b", 2, 202);
-    add_meta(&b, CM_META_TOMB, 1, "c", 1, 0);
-    add_meta(&b, CM_META_VERSION, 1, "e", 1, 501);
-    cm_ilog_add_chunk(&b, &(struct cm_ilog_chunk){.tag = 5, .tenant = 1, .object = 101});
-    put_batch(&b, 1);
+    begin(&b, 1);
+    add_meta(&b, GW_MREC_VERSION, 1, "a", 1, 101);
+    add_meta(&b, GW_MREC_VERSION, 1, "a", 3, 103);
+    add_meta(&b, GW_MREC_VERSION, 1, "b", 2, 202);
+    add_meta(&b, GW_MREC_TOMB, 1, "c", 1, 0);
+    add_meta(&b, GW_MREC_VERSION, 1, "e", 1, 501);
+    cm_ilog_add(&b,
+                &(struct cm_ilog_rec){.kind = CM_ILOG_CHUNK, .tag = 5, .tenant = 1, .object = 101});
+    put_batch(&b, 0);
     /* node 2: a's v2 (older, read later), b's tombstone 2, c's v2, d's
      * tombstone 4, a copy of a's v3, tenant 2's a */
-    cm_ilog_init(&b, 2, 0);
-    add_meta(&b, CM_META_VERSION, 1, "a", 2, 102);
-    add_meta(&b, CM_META_TOMB, 1, "b", 2, 0);
-    add_meta(&b, CM_META_VERSION, 1, "c", 2, 302);
-    add_meta(&b, CM_META_TOMB, 1, "d", 4, 0);
-    add_meta(&b, CM_META_VERSION, 1, "a", 3, 103);
-    add_meta(&b, CM_META_VERSION, 2, "a", 9, 909);
+    begin(&b, 2);
+    add_meta(&b, GW_MREC_VERSION, 1, "a", 2, 102);
+    add_meta(&b, GW_MREC_TOMB, 1, "b", 2, 0);
+    add_meta(&b, GW_MREC_VERSION, 1, "c", 2, 302);
+    add_meta(&b, GW_MREC_TOMB, 1, "d", 4, 0);
+    add_meta(&b, GW_MREC_VERSION, 1, "a", 3, 103);
+    add_meta(&b, GW_MREC_VERSION, 2, "a", 9, 909);
     /* e's v5 whose layout record is garbage: never wins */
     {
         uint8_t pay[64];
-        struct cm_meta_rec bad = {.kind = CM_META_VERSION,
-                                  .tenant = 1,
-                                  .key = "e",
-                                  .klen = 1,
-                                  .version = 5,
-                                  .rec = (const uint8_t *)"junk",
-                                  .rec_len = 4};
-        cm_meta_encode(&bad, pay);
-        cm_ilog_add_meta(&b, pay, cm_meta_len(&bad));
-        cm_ilog_add_meta(&b, "\x09garbage", 8); /* not a META payload */
+        struct gw_mrec bad = {.kind = GW_MREC_VERSION,
+                              .tenant = 1,
+                              .key = "e",
+                              .klen = 1,
+                              .version = 5,
+                              .rec = (const uint8_t *)"junk",
+                              .rec_len = 4};
+        gw_mrec_encode(&bad, pay);
+        add_raw(&b, pay, gw_mrec_len(&bad));
+        add_raw(&b, "\x09garbage", 8); /* not a META record */
     }
-    put_batch(&b, 2);
+    put_batch(&b, 0);
     /* a torn batch: its f's v1 is not read */
-    cm_ilog_init(&b, 3, 0);
-    add_meta(&b, CM_META_VERSION, 1, "f", 1, 601);
-    cm_ilog_seal(&b);
-    cm_ilog_name(name, sizeof(name), 3, next_seq++);
-    CHECK_EQ_INT(cm_cos_put(cos, name, b.p, b.len - 1), 0);
+    begin(&b, 3);
+    add_meta(&b, GW_MREC_VERSION, 1, "f", 1, 601);
+    put_batch(&b, 1);
     /* what else is in the COS is no concern */
     CHECK_EQ_INT(cm_cos_put(cos, "ilog/n3/notalog", "x", 1), 0);
     CHECK_EQ_INT(cm_cos_put(cos, "t1/0000000000000065.0.0", "chunk", 5), 0);
@@ -234,11 +251,11 @@ test_random(const char *root)
             struct rrec r = {.tenant = 20 + (uint32_t)(k % 3)};
             snprintf(r.key, sizeof(r.key), "k%d", k);
             if (alive && t_range(0, 3) == 0) {
-                r.kind = CM_META_TOMB;
+                r.kind = GW_MREC_TOMB;
                 r.version = ver;
                 alive = 0;
             } else {
-                r.kind = CM_META_VERSION;
+                r.kind = GW_MREC_VERSION;
                 r.version = ++ver;
                 r.object = 100000 * (uint64_t)(k + 1) + ver;
                 alive = 1;
@@ -262,12 +279,12 @@ test_random(const char *root)
         struct cm_buf b;
         size_t take = (size_t)t_range(1, 40);
         cm_buf_init(&b);
-        cm_ilog_init(&b, (uint32_t)t_range(0, 5), 0);
+        begin(&b, (uint32_t)t_range(0, 5));
         for (size_t j = 0; j < take && i < n; j++, i++) {
             add_meta(&b, recs[i].kind, recs[i].tenant, recs[i].key, recs[i].version,
                      recs[i].object);
         }
-        put_batch(&b, (uint32_t)t_range(10, 15));
+        put_batch(&b, 0);
         cm_buf_fini(&b);
     }
     for (int threads = 1; threads <= 4; threads += 3) {
@@ -290,13 +307,13 @@ test_random(const char *root)
                     continue;
                 }
                 if (!any || r->version > best.version ||
-                    (r->version == best.version && r->kind == CM_META_TOMB)) {
+                    (r->version == best.version && r->kind == GW_MREC_TOMB)) {
                     best = *r;
                     any = 1;
                 }
             }
             obj = live(m, tenant, key, &v);
-            if (!any || best.kind == CM_META_TOMB) {
+            if (!any || best.kind == GW_MREC_TOMB) {
                 CHECK_EQ_INT(obj, 0);
                 if (any) {
                     CHECK_EQ_INT(next_version(m, tenant, key), best.version + 1);

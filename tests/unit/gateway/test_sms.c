@@ -31,7 +31,6 @@
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_frame.h"
-#include "cm_ilog.h"
 #include "cm_log.h"
 #include "cm_time.h"
 #include "cm_wire.h"
@@ -455,15 +454,15 @@ stats(void)
 /* The nodes holding a META record of (kind, key), as a bit mask; *rec the
  * last one found (decoded, pointers into the node's copy). */
 static unsigned
-meta_nodes(uint8_t kind, const char *key, struct cm_meta_rec *rec)
+meta_nodes(uint8_t kind, const char *key, struct gw_mrec *rec)
 {
     unsigned mask = 0;
 
     for (int i = 0; i < NNODES; i++) {
         pthread_mutex_lock(&nodes[i].mu);
         for (int r = 0; r < nodes[i].nmeta; r++) {
-            struct cm_meta_rec m;
-            CHECK_EQ_INT(cm_meta_decode(nodes[i].meta[r], nodes[i].meta_len[r], &m), 0);
+            struct gw_mrec m;
+            CHECK_EQ_INT(gw_mrec_decode(nodes[i].meta[r], nodes[i].meta_len[r], &m), 0);
             if (m.kind == kind && m.klen == strlen(key) && memcmp(m.key, key, m.klen) == 0) {
                 mask |= 1u << i;
                 *rec = m;
@@ -498,7 +497,7 @@ main(void)
     const uint32_t row[NNODES] = {0, 1, 2, 3, 4, 5};
     const uint32_t row2[NNODES] = {3, 4, 5, 0, 1, 2};
     struct gw_node dir[NNODES];
-    struct cm_meta_rec rec;
+    struct gw_mrec rec;
     struct gw_layout big, small, lay, got;
     struct gw_engine_stats s0, s1;
 
@@ -551,7 +550,7 @@ main(void)
     wait_done(small.object);
     s1 = stats();
     CHECK(s1.buffered_objects == 0 && s1.meta_waiting == 0 && s1.meta_records == 6);
-    CHECK_EQ_INT(meta_nodes(CM_META_VERSION, "big", &rec), first_holders(&big, 3));
+    CHECK_EQ_INT(meta_nodes(GW_MREC_VERSION, "big", &rec), first_holders(&big, 3));
     CHECK(rec.tenant == TENANT && rec.version == 7);
     CHECK_EQ_INT(gw_meta_decode_tags(rec.rec, rec.rec_len, &got), 0);
     CHECK(got.object == big.object && got.version == 7 && got.size == 600000);
@@ -559,7 +558,7 @@ main(void)
     CHECK(memcmp(got.holders, big.holders, sizeof(got.holders)) == 0);
     CHECK(memcmp(got.tags, big.tags, gw_layout_nchunks(&big) * sizeof(*big.tags)) == 0);
     gw_layout_fini(&got);
-    CHECK_EQ_INT(meta_nodes(CM_META_VERSION, "small", &rec), first_holders(&small, 3));
+    CHECK_EQ_INT(meta_nodes(GW_MREC_VERSION, "small", &rec), first_holders(&small, 3));
     printf("ok meta records\n");
 
     /* Reads send the tags. */
@@ -621,7 +620,7 @@ main(void)
     lay = put(4, 2, 300000, row2);
     commit(&lay, "retry", 1);
     wait_done(lay.object);
-    CHECK_EQ_INT(meta_nodes(CM_META_VERSION, "retry", &rec), first_holders(&lay, 3));
+    CHECK_EQ_INT(meta_nodes(GW_MREC_VERSION, "retry", &rec), first_holders(&lay, 3));
     CHECK_EQ_INT(node_count((int)row2[0], &nodes[row2[0]].meta_fail), 0);
     gw_layout_fini(&lay);
     lay = put(4, 2, 300000, row2);
@@ -631,7 +630,7 @@ main(void)
     atomic_store(&nodes[lay.holders[1]].dead, 1);
     wait_done(lay.object);
     /* holders[1] replaced by the next holder, holders[3] */
-    CHECK_EQ_INT(meta_nodes(CM_META_VERSION, "moved", &rec),
+    CHECK_EQ_INT(meta_nodes(GW_MREC_VERSION, "moved", &rec),
                  (1u << lay.holders[0]) | (1u << lay.holders[2]) | (1u << lay.holders[3]));
     node_set((int)lay.holders[1], &nodes[lay.holders[1]].meta_hang, 0);
     atomic_store(&nodes[lay.holders[1]].dead, 0);
@@ -643,7 +642,7 @@ main(void)
         sleep_ms(10);
     }
     CHECK_EQ_INT(ntombs, 1);
-    CHECK_EQ_INT(meta_nodes(CM_META_TOMB, "big", &rec), first_holders(&big, 3));
+    CHECK_EQ_INT(meta_nodes(GW_MREC_TOMB, "big", &rec), first_holders(&big, 3));
     CHECK(rec.version == 7 && rec.tenant == TENANT);
 
     /* Nodes that keep no log: the version still leaves, counted apart. */
