@@ -26,6 +26,7 @@
 #include "cm_hmap.h"
 #include "cm_ilog.h"
 #include "cm_log.h"
+#include "cm_time.h"
 #include "gw_meta.h"
 #include "gw_parse.h"
 
@@ -301,6 +302,8 @@ gw_rebuild_meta(struct cm_cos *cos, struct gw_meta *meta, int nthreads,
     nthreads = nthreads < 1                        ? 1
                : nthreads > GW_REBUILD_THREADS_MAX ? GW_REBUILD_THREADS_MAX
                                                    : nthreads;
+    uint64_t t0 = cm_now_ns(), t1;
+
     pthread_mutex_init(&r.mu, NULL);
     cm_hmap_init(&r.map, 1024);
     atomic_init(&r.next, 0);
@@ -323,9 +326,12 @@ gw_rebuild_meta(struct cm_cos *cos, struct gw_meta *meta, int nthreads,
     if (rc == 0) {
         rc = r.err;
     }
+    t1 = cm_now_ns();
+    r.st.read_ns = t1 - t0;
     if (rc == 0) {
         rc = store(&r, meta);
     }
+    r.st.store_ns = cm_now_ns() - t1;
     *out = r.st;
     cm_hmap_each(&r.map, free_one, NULL);
     cm_hmap_free(&r.map);

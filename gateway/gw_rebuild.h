@@ -35,6 +35,8 @@ struct gw_rebuild_stats {
     uint64_t bad_records; /* refused: a payload or layout record that does not decode */
     uint64_t versions;    /* live versions written */
     uint64_t tombstones;  /* deleted keys written */
+    uint64_t read_ns;     /* listing and reading the logs */
+    uint64_t store_ns;    /* writing the store */
 };
 
 /* cos and meta borrowed; meta should be empty (what it holds for a key the

@@ -177,11 +177,11 @@ rebuild(const struct gw_cfg *cfg, const char *metadir, struct gw_meta **meta)
         die("cannot rebuild the metadata store (it is incomplete: run again)", rc);
     }
     CM_INFO("rebuild-meta done versions=%llu tombstones=%llu records=%llu batches=%llu "
-            "bad_records=%llu bad_batches=%llu seconds=%.3f",
+            "bad_records=%llu bad_batches=%llu seconds=%.3f read_seconds=%.3f store_seconds=%.3f",
             (unsigned long long)st.versions, (unsigned long long)st.tombstones,
             (unsigned long long)st.records, (unsigned long long)st.batches,
             (unsigned long long)st.bad_records, (unsigned long long)st.bad_batches,
-            (double)(cm_now_ns() - t0) / 1e9);
+            (double)(cm_now_ns() - t0) / 1e9, (double)st.read_ns / 1e9, (double)st.store_ns / 1e9);
 }
 
 int

@@ -80,8 +80,10 @@ log_object(uint64_t i, uint64_t version, int tomb)
                           .version = version,
                           .etag = i,
                           .persisted = 63};
-    struct gw_mrec m = {.kind = tomb ? GW_MREC_TOMB : GW_MREC_VERSION, .tenant = l.tenant,
-                        .key = key, .version = version};
+    struct gw_mrec m = {.kind = tomb ? GW_MREC_TOMB : GW_MREC_VERSION,
+                        .tenant = l.tenant,
+                        .key = key,
+                        .version = version};
 
     snprintf(key, sizeof(key), "bench/%08llu", (unsigned long long)i);
     m.klen = strlen(key);
@@ -157,9 +159,10 @@ main(void)
         CHECK_EQ_INT(st.versions + st.tombstones, n);
         CHECK_EQ_INT(st.records, records);
         printf("rebuild readers=%d: %llu versions, %llu tombstones from %llu records in %.2f s "
-               "(%.0f records/s, %.0f objects/s)\n",
+               "(reading %.2f s, storing %.2f s; %.0f records/s, %.0f objects/s)\n",
                threads, (unsigned long long)st.versions, (unsigned long long)st.tombstones,
-               (unsigned long long)st.records, s, (double)st.records / s, (double)n / s);
+               (unsigned long long)st.records, s, (double)st.read_ns / 1e9,
+               (double)st.store_ns / 1e9, (double)st.records / s, (double)n / s);
     }
     cm_cos_close(cos);
     if (!root) {
