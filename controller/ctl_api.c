@@ -352,6 +352,7 @@ ctl_api_start(struct ctl_state *st, const struct ctl_api_cfg *cfg, struct ctl_ap
     int rc;
 
     a->st = st;
+    a->wa = cfg->wa;
     a->id_salt = (uint32_t)cm_random_u64();
     atomic_init(&a->next_req, 1);
     if (strlen(cfg->token) >= sizeof(a->token) || cfg->token[0] == '\0') {

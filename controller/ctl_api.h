@@ -15,11 +15,13 @@
 
 struct ctl_api;
 struct ctl_state;
+struct ctl_wa;
 
 struct ctl_api_cfg {
     const char *listen; /* borrowed for the call */
     unsigned threads;
     const char *token; /* admin token, copied */
+    struct ctl_wa *wa; /* weight allocation; borrowed, must outlive the api */
 };
 
 /* st is borrowed and must outlive the api. */

@@ -2,7 +2,8 @@
  * ctl_api_admin.c - the admin API of API.md: tenants (create, list, show,
  * change weight, delete), key rotation, and the nodes, placement and
  * fairness views. Inputs are checked here (400 with a message naming the
- * field); ctl_state does the writes.
+ * field); ctl_state does the writes, and a tenant change kicks WA
+ * (ctl_wa_kick) before it is answered.
  *
  * Threads: the cm_http threads; every handler answers its call once.
  */
@@ -18,6 +19,7 @@
 #include "ctl_model.h"
 #include "ctl_place.h"
 #include "ctl_state.h"
+#include "ctl_wa.h"
 
 /* Maps a ctl_state error to an answer. */
 static void
@@ -296,6 +298,7 @@ ctl_admin_tenants_create(struct ctl_call *c)
         reply_state_error(c, rc, name);
         goto out;
     }
+    ctl_wa_kick(c->a->wa);
     ctl_reply_json(c, 201,
                    json_pack("{s:s, s:I, s:f, s:s, s:i, s:i}", "name", t.name, "id",
                              (json_int_t)t.id, "weight", t.weight, "key", key, "ec_k", t.ec_k,
@@ -329,7 +332,10 @@ ctl_admin_tenant_show(struct ctl_call *c, const char *name)
     if (tv == NULL) {
         reply_state_error(c, CM_E_NOTFOUND, name);
     } else {
-        ctl_reply_json(c, 200, tenant_full(&s, tv));
+        json_t *j = tenant_full(&s, tv);
+
+        ctl_api_wa_tenant(c->a->wa, &s, tv, j);
+        ctl_reply_json(c, 200, j);
     }
     ctl_snapshot_fini(&s);
 }
@@ -352,6 +358,7 @@ ctl_admin_tenant_patch(struct ctl_call *c, const char *name)
         reply_state_error(c, rc, name);
         goto out;
     }
+    ctl_wa_kick(c->a->wa);
     ctl_admin_tenant_show(c, name);
 out:
     json_decref(o);
@@ -366,6 +373,7 @@ ctl_admin_tenant_delete(struct ctl_call *c, const char *name)
         reply_state_error(c, rc, name);
         return;
     }
+    ctl_wa_kick(c->a->wa);
     ctl_reply_raw(c, 204, "application/json", NULL, 0);
 }
 
@@ -405,5 +413,12 @@ ctl_admin_placement(struct ctl_call *c)
 void
 ctl_admin_fairness(struct ctl_call *c)
 {
-    ctl_reply_snapshot(c, render_fairness);
+    struct ctl_snapshot s;
+    json_t *j;
+
+    ctl_state_snapshot(c->a->st, cm_now_ns(), &s);
+    j = render_fairness(&s);
+    ctl_api_wa_fairness(c->a->wa, &s, j);
+    ctl_snapshot_fini(&s);
+    ctl_reply_json(c, 200, j);
 }

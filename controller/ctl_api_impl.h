@@ -9,6 +9,8 @@
  *                       and the state gateways read
  *   ctl_api_metrics.c   /metrics and /healthz
  *   ctl_api_s3keys.c    tenants' S3 keys: admin API and the state's part
+ *   ctl_api_wa.c        weight allocation in /v1/fairness, tenant views and
+ *                       /metrics
  *
  * Jansson's json_t appears here because every handler builds JSON; the
  * header stays private to these four files.
@@ -55,6 +57,7 @@ enum ctl_op {
 
 struct ctl_api {
     struct ctl_state *st; /* borrowed */
+    struct ctl_wa *wa;    /* borrowed */
     struct cm_http_server *http;
     struct cm_reqstats *stats;
     char token[CTL_API_TOKEN_MAX];
@@ -123,6 +126,21 @@ void ctl_admin_s3keys_delete(struct ctl_call *c, const char *name, const char *i
 /* Adds "s3_keys" (every key's date keys for the UTC day of now_ms) to the
  * internal state object (borrowed): 0 or a negative code. */
 int ctl_s3_render_state(struct ctl_state *st, uint64_t now_ms, json_t *state);
+
+/* ---- weight allocation (ctl_api_wa.c); wa borrowed ---- */
+
+struct ctl_tenant_view;
+struct ctl_wa;
+struct cm_buf;
+
+/* Adds "wa", "wa_step" and each tenant's "wa_weights" to j (borrowed), the
+ * fairness object rendered from s (its "tenants" in s's order). */
+void ctl_api_wa_fairness(struct ctl_wa *wa, const struct ctl_snapshot *s, json_t *j);
+/* Adds tenant tv's "wa_weights" (node id -> weight) to j (borrowed). */
+void ctl_api_wa_tenant(struct ctl_wa *wa, const struct ctl_snapshot *s,
+                       const struct ctl_tenant_view *tv, json_t *j);
+/* The WA families of /metrics: the policy, the matrix, the step stats. */
+void ctl_api_wa_metrics(struct ctl_wa *wa, const struct ctl_snapshot *s, struct cm_buf *b);
 
 /* ---- /metrics and /healthz (ctl_api_metrics.c) ---- */
 

@@ -1,8 +1,8 @@
 /*
  * ctl_api_internal.c - the internal API of docs/internal-api.md: a node's
- * heartbeat (its figures in, the tenants' weights out) and the state a
- * gateway polls (tenants with key hashes and placement, nodes, and the S3
- * keys' date keys from ctl_api_s3keys.c).
+ * heartbeat (its figures in, every tenant's local weight at that node out,
+ * from ctl_wa.h) and the state a gateway polls (tenants with key hashes
+ * and placement, nodes, and the S3 keys' date keys from ctl_api_s3keys.c).
  *
  * Threads: the cm_http threads; every handler answers its call once.
  */
@@ -18,6 +18,7 @@
 #include "ctl_api_impl.h"
 #include "ctl_model.h"
 #include "ctl_state.h"
+#include "ctl_wa.h"
 
 /* A scheduler name: 1 to CTL_SCHED_MAX - 1 of [a-z0-9_-] (it becomes a
  * label value and a table cell). */
@@ -120,6 +121,31 @@ parse_tenant_id(const char *s, uint32_t *id)
     return 0;
 }
 
+/* The answer's weights: every tenant's local weight at node (WA's matrix,
+ * the global weight for a tenant or node it does not know yet). */
+static void
+hb_local_weights(struct ctl_wa *wa, uint32_t node, const struct ctl_snapshot *s, json_t *weights)
+{
+    uint32_t *ids = cm_malloc(s->ntenants * sizeof(*ids) + 1);
+    double *gw = cm_malloc(s->ntenants * sizeof(*gw) + 1);
+    double *w = cm_malloc(s->ntenants * sizeof(*w) + 1);
+
+    for (size_t i = 0; i < s->ntenants; i++) {
+        ids[i] = s->tenants[i].t.id;
+        gw[i] = s->tenants[i].t.weight;
+    }
+    ctl_wa_column(wa, node, ids, gw, s->ntenants, w);
+    for (size_t i = 0; i < s->ntenants; i++) {
+        char idb[16];
+
+        snprintf(idb, sizeof(idb), "%u", ids[i]);
+        json_object_set_new(weights, idb, json_real(w[i]));
+    }
+    free(ids);
+    free(gw);
+    free(w);
+}
+
 void
 ctl_internal_heartbeat(struct ctl_call *c)
 {
@@ -204,12 +230,7 @@ ctl_internal_heartbeat(struct ctl_call *c)
     }
     ctl_state_snapshot(c->a->st, cm_now_ns(), &s);
     weights = json_object();
-    for (size_t i = 0; i < s.ntenants; i++) {
-        char idb[16];
-
-        snprintf(idb, sizeof(idb), "%u", s.tenants[i].t.id);
-        json_object_set_new(weights, idb, json_real(s.tenants[i].t.weight));
-    }
+    hb_local_weights(c->a->wa, hb.node.id, &s, weights);
     ctl_reply_json(c, 200,
                    json_pack("{s:I, s:o}", "epoch", (json_int_t)s.epoch, "weights", weights));
     ctl_snapshot_fini(&s);

@@ -1,7 +1,8 @@
 /*
  * ctl_api_metrics.c - /healthz and /metrics: the controller's gauges
  * (tenants, nodes, epoch, fairness, per-tenant and per-node figures, all
- * from one snapshot) and its request stats, in the Prometheus text format.
+ * from one snapshot), weight allocation's (ctl_api_wa.c) and its request
+ * stats, in the Prometheus text format.
  *
  * Threads: the cm_http threads.
  */
@@ -50,7 +51,9 @@
     X(M_TQUEUED, "shoal_tenant_queued_requests", "Requests waiting in the nodes' fair queues")     \
     X(M_TWAIT, "shoal_tenant_queue_wait_seconds",                                                  \
       "Mean time in the nodes' fair queues over the last reports")                                 \
-    X(M_TLOCAL, "shoal_tenant_local_weight", "Local weight of the tenant as each up node reports") \
+    X(M_TLOCAL, "shoal_tenant_local_weight",                                                       \
+      "Local weight an up node applies to the tenant in its fair queue, as its last heartbeat "    \
+      "reported (shoal_tenant_wa_weight is what the controller allocates)")                        \
     X(M_NUP, "shoal_node_up", "1 if the node was heard from within the timeout")                   \
     X(M_NLOAD, "shoal_node_load_requests_per_second", "Requests/s served by the node")             \
     X(M_NUSED, "shoal_node_used_bytes", "Bytes held by the node")                                  \
@@ -175,6 +178,7 @@ render_metrics(struct ctl_api *a, const struct ctl_snapshot *s, struct cm_buf *b
         snprintf(lb, sizeof(lb), "tenant=\"%u\",node=\"%u\"", s->local[k].tenant, s->local[k].node);
         cm_prom_double(b, metric_defs[M_TLOCAL].name, lb, s->local[k].weight);
     }
+    ctl_api_wa_metrics(a->wa, s, b);
     for (int m = M_NUP; m <= M_NDCAP; m++) {
         metric_head(b, (enum ctl_metric)m);
         for (size_t i = 0; i < s->nnodes; i++) {

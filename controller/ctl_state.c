@@ -568,15 +568,22 @@ do_snapshot_node(const struct node_rec *nr, struct ctl_node_view *nv, struct ctl
     out->capacity += nv->capacity;
 }
 
+/* Node, then tenant order. */
+static int
+cmp_node_tenant(uint32_t xn, uint32_t xt, uint32_t yn, uint32_t yt)
+{
+    if (xn != yn) {
+        return xn < yn ? -1 : 1;
+    }
+    return xt < yt ? -1 : xt > yt;
+}
+
 static int
 cmp_local(const void *a, const void *b)
 {
     const struct ctl_local_weight *x = a, *y = b;
 
-    if (x->node != y->node) {
-        return x->node < y->node ? -1 : 1;
-    }
-    return x->tenant < y->tenant ? -1 : x->tenant > y->tenant;
+    return cmp_node_tenant(x->node, x->tenant, y->node, y->tenant);
 }
 
 void
@@ -625,6 +632,45 @@ ctl_state_snapshot(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *o
         out->tenants[i].queue_wait = qw[2 * i + 1] > 0 ? qw[2 * i] / qw[2 * i + 1] : 0.0;
     }
     free(qw);
+}
+
+static int
+cmp_cell(const void *a, const void *b)
+{
+    const struct ctl_cell *x = a, *y = b;
+
+    return cmp_node_tenant(x->node, x->tenant, y->node, y->tenant);
+}
+
+size_t
+ctl_state_cells(struct ctl_state *st, struct ctl_cell **out)
+{
+    size_t n = 0, cap = 0;
+    struct ctl_cell *c;
+
+    pthread_mutex_lock(&st->mu);
+    for (size_t i = 0; i < st->nnodes; i++) {
+        cap += st->nodes[i].up ? st->nodes[i].nstats : 0;
+    }
+    c = cm_calloc(cap + 1, sizeof(*c));
+    for (size_t i = 0; i < st->nnodes; i++) {
+        const struct node_rec *nr = &st->nodes[i];
+
+        for (size_t j = 0; j < nr->nstats && nr->up; j++) {
+            const struct ntstat *s = &nr->stats[j];
+
+            c[n].node = nr->n.id;
+            c[n].tenant = s->tenant;
+            c[n].demand = s->rate[C_ARR_COST];
+            c[n].served = s->rate[C_COST];
+            c[n].wait = s->rate[C_QW_N] > 0 ? s->rate[C_QW_S] / s->rate[C_QW_N] : 0.0;
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&st->mu);
+    qsort(c, n, sizeof(*c), cmp_cell);
+    *out = c;
+    return n;
 }
 
 void

@@ -108,6 +108,16 @@ struct ctl_snapshot {
     double capacity;                /* sum of the up nodes' capacities */
 };
 
+/* One (node, tenant) record of an up node, for weight allocation
+ * (ctl_wa.h). Rates per second (EWMAs over the last reports); costs in
+ * seconds of that node's capacity. */
+struct ctl_cell {
+    uint32_t node, tenant;
+    double demand; /* arriving dominant cost per second */
+    double served; /* served dominant cost per second */
+    double wait;   /* mean queue wait of the last reports, s (0: none) */
+};
+
 /* store is borrowed and must outlive the state. Loads it and bumps the
  * epoch once (liveness was reset). */
 int ctl_state_create(struct ctl_store *store, const struct ctl_state_cfg *cfg,
@@ -138,6 +148,10 @@ void ctl_state_tick(struct ctl_state *st, uint64_t now_ns);
 /* Ticks, then copies. Free with ctl_snapshot_fini. */
 void ctl_state_snapshot(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *out);
 void ctl_snapshot_fini(struct ctl_snapshot *snap);
+/* Copies the (node, tenant) records of every up node, node then tenant
+ * order; deleted tenants' records may be among them. *out is caller-owned
+ * (free; never NULL). Returns the count. */
+size_t ctl_state_cells(struct ctl_state *st, struct ctl_cell **out);
 /* The view of tenant name in snap (borrowed), or NULL. */
 const struct ctl_tenant_view *ctl_snapshot_tenant(const struct ctl_snapshot *snap,
                                                   const char *name);

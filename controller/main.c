@@ -1,11 +1,12 @@
 /*
- * main.c - shoal-controller: config, token, store, state, HTTP, and the
- * liveness tick.
+ * main.c - shoal-controller: config, token, store, state, weight
+ * allocation, HTTP, and the liveness tick.
  *
- * Threads: main (config, then a signal/tick loop), the cm_http pool
- * (all requests). SIGTERM/SIGINT are blocked in every thread and taken
- * by sigtimedwait in main, which then stops HTTP (in-flight requests
- * finish) and closes the store (every write was already synced).
+ * Threads: main (config, then a signal/tick loop), the WA thread
+ * (ctl_wa.h), the cm_http pool (all requests). SIGTERM/SIGINT are
+ * blocked in every thread and taken by sigtimedwait in main, which then
+ * stops HTTP (in-flight requests finish), then WA, and closes the store
+ * (every write was already synced).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,8 @@
 #include "ctl_s3keys.h"
 #include "ctl_state.h"
 #include "ctl_store.h"
+#include "ctl_wa.h"
+#include "pol_wa.h"
 
 #define TICK_MS 100
 
@@ -41,6 +44,8 @@ struct ctl_cfg {
     int ec_m;
     int node_timeout_ms;
     int http_threads;
+    const char *wa;
+    int wa_interval_ms;
     const char *log_level;
 };
 
@@ -61,6 +66,11 @@ static const struct cm_opt opts[] = {
     CM_OPT_INT(struct ctl_cfg, node_timeout_ms, "3000", 100, 3600000,
                "a node not heard from this long is down"),
     CM_OPT_INT(struct ctl_cfg, http_threads, "2", 1, 64, "HTTP server threads"),
+    CM_OPT_STR(struct ctl_cfg, wa, "pisces",
+               "weight allocation: pisces (local weights follow demand) or even (every node "
+               "gets the global weights)"),
+    CM_OPT_INT(struct ctl_cfg, wa_interval_ms, "1000", 100, 60000,
+               "weight allocation runs this often on the nodes' reports"),
     CM_OPT_STR(struct ctl_cfg, log_level, "info", "debug, info, warn or error"),
 };
 
@@ -95,7 +105,9 @@ main(int argc, char **argv)
     struct ctl_store *store = NULL;
     struct ctl_state *st = NULL;
     struct ctl_api *api = NULL;
+    struct ctl_wa *wa = NULL;
     struct ctl_state_cfg scfg;
+    struct ctl_wa_cfg wcfg;
     struct ctl_api_cfg acfg;
     struct ctl_s3master master;
     enum cm_log_level level;
@@ -107,6 +119,10 @@ main(int argc, char **argv)
                    "Shoal control plane: tenants, weights, nodes, placement, admin API.");
     if (cm_log_parse_level(cfg.log_level, &level) < 0) {
         fprintf(stderr, "shoal-controller: bad --log-level %s\n", cfg.log_level);
+        return 2;
+    }
+    if (pol_wa_find(cfg.wa) == NULL) {
+        fprintf(stderr, "shoal-controller: unknown --wa %s (pisces or even)\n", cfg.wa);
         return 2;
     }
     if (cfg.data_dir == NULL || cfg.data_dir[0] == '\0') {
@@ -166,15 +182,23 @@ main(int argc, char **argv)
                      : "");
         goto out;
     }
+    wcfg.policy = cfg.wa;
+    wcfg.interval_ns = (uint64_t)cfg.wa_interval_ms * 1000000u;
+    rc = ctl_wa_create(st, &wcfg, &wa);
+    if (rc < 0 || (rc = ctl_wa_start(wa)) < 0) {
+        CM_ERROR("weight allocation failed to start wa=%s err=%s", cfg.wa, cm_strerror(rc));
+        goto out;
+    }
     acfg.listen = cfg.listen;
     acfg.threads = (unsigned)cfg.http_threads;
     acfg.token = token;
+    acfg.wa = wa;
     rc = ctl_api_start(st, &acfg, &api);
     if (rc < 0) {
         goto out;
     }
-    CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s version=%s",
-            cfg.listen, cfg.data_dir, token_path, key_path, SHOAL_VERSION);
+    CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s wa=%s version=%s",
+            cfg.listen, cfg.data_dir, token_path, key_path, cfg.wa, SHOAL_VERSION);
 
     for (;;) {
         struct timespec ts = {0, TICK_MS * 1000000L};
@@ -189,6 +213,7 @@ main(int argc, char **argv)
     code = 0;
 out:
     ctl_api_stop(api);
+    ctl_wa_destroy(wa);
     ctl_state_destroy(st);
     ctl_store_close(store);
     explicit_bzero(token, sizeof(token));

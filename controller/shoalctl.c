@@ -47,7 +47,8 @@ static const char usage_text[] =
     "  node list                         storage nodes: address, state, capacity, load\n"
     "  placement show                    partition map with its epoch\n"
     "  fairness                          per-tenant weight, demand, fair share, share; MMR,\n"
-    "                                    Jain's index; local weights per node\n"
+    "                                    Jain's index; local weights per node (allocated\n"
+    "                                    by weight allocation, and applied by the node)\n"
     "\n"
     "options:\n"
     "  --controller URL   controller address (env SHOAL_CONTROLLER,\n"
@@ -582,58 +583,92 @@ cmd_placement(struct cli *cli)
     return code;
 }
 
-/* The local weights of every tenant in a /v1/fairness answer, by node. */
-static void
-print_local_weights(json_t *tenants)
+/* The smallest node id above lo in any tenant's map key of a /v1/fairness
+ * answer, or -1. */
+static long long
+next_node(json_t *tenants, const char *key, long long lo)
 {
-    struct table t = {3, 0, NULL};
     json_t *e, *w;
     const char *node;
+    size_t i;
+    long long next = -1;
+
+    json_array_foreach(tenants, i, e)
+    {
+        json_object_foreach(json_object_get(e, key), node, w)
+        {
+            long long id = strtoll(node, NULL, 10);
+
+            if (id > lo && (next < 0 || id < next)) {
+                next = id;
+            }
+        }
+    }
+    return next;
+}
+
+/* A weight of map key of tenant e at node nb, or "-". */
+static const char *
+node_weight(json_t *e, const char *key, const char *nb)
+{
+    json_t *w = json_object_get(json_object_get(e, key), nb);
+    char *v;
+
+    if (w == NULL) {
+        return "-";
+    }
+    v = ring();
+    snprintf(v, 64, "%g", json_number_value(w));
+    return v;
+}
+
+/* The local weights of every tenant in a /v1/fairness answer, by node: what
+ * the controller allocates (wa_weights) and what the node applies
+ * (local_weights). */
+static void
+print_local_weights(json_t *j)
+{
+    json_t *tenants = json_object_get(j, "tenants"), *e;
+    struct table t = {4, 0, NULL};
     size_t i;
     long long lo = -1;
 
     /* Node ids are small integers: print them in order, one pass each. */
     for (;;) {
-        long long next = -1;
+        long long a = next_node(tenants, "wa_weights", lo);
+        long long b = next_node(tenants, "local_weights", lo);
+        long long next = a < 0 ? b : b < 0 ? a : a < b ? a : b;
+        char nb[24];
 
-        json_array_foreach(tenants, i, e)
-        {
-            json_object_foreach(json_object_get(e, "local_weights"), node, w)
-            {
-                long long id = strtoll(node, NULL, 10);
-
-                if (id > lo && (next < 0 || id < next)) {
-                    next = id;
-                }
-            }
-        }
         if (next < 0) {
             break;
         }
+        snprintf(nb, sizeof(nb), "%lld", next);
         json_array_foreach(tenants, i, e)
         {
-            char nb[24];
+            const char *wa = node_weight(e, "wa_weights", nb);
+            const char *applied = node_weight(e, "local_weights", nb);
 
-            snprintf(nb, sizeof(nb), "%lld", next);
-            w = json_object_get(json_object_get(e, "local_weights"), nb);
-            if (w != NULL) {
-                char *v = ring();
-
-                snprintf(v, 64, "%g", json_number_value(w));
-                if (t.nrows == 0) {
-                    table_row(&t, "NODE", "TENANT", "LOCAL WEIGHT");
-                }
-                table_row(&t, nb, fmt_str(e, "name"), v);
+            if (strcmp(wa, "-") == 0 && strcmp(applied, "-") == 0) {
+                continue;
             }
+            if (t.nrows == 0) {
+                table_row(&t, "NODE", "TENANT", "WA WEIGHT", "LOCAL WEIGHT");
+            }
+            table_row(&t, nb, fmt_str(e, "name"), wa, applied);
         }
         lo = next;
     }
     if (t.nrows == 0) {
-        printf("local weights: none reported yet\n");
+        printf("local weights: none yet\n");
         return;
     }
     printf("\n");
     table_print(&t);
+    printf("(WA WEIGHT: what weight allocation (%s) gives the tenant at the node; LOCAL WEIGHT: "
+           "what the node reports applying)\n",
+           json_is_string(json_object_get(j, "wa")) ? json_string_value(json_object_get(j, "wa"))
+                                                    : "?");
 }
 
 static int
@@ -677,7 +712,15 @@ cmd_fairness(struct cli *cli)
                fmt_num(j, "active_tenants", -1), fmt_num(j, "capacity", 3));
         printf("(demand, shares and capacity: dominant cost per second, in nodes' worth of "
                "capacity; counted: demand reaches the fair share)\n");
-        print_local_weights(json_object_get(j, "tenants"));
+        if (json_is_object(json_object_get(j, "wa_step"))) {
+            json_t *ws = json_object_get(j, "wa_step");
+
+            printf("weight allocation: %s   steps: %s   last step: weight moved %s, cycles %s, "
+                   "max mismatch %s\n",
+                   fmt_str(j, "wa"), fmt_num(ws, "steps", -1), fmt_num(ws, "moved", 4),
+                   fmt_num(ws, "cycles", -1), fmt_num(ws, "max_mismatch", 3));
+        }
+        print_local_weights(j);
     }
     json_decref(j);
     return code;

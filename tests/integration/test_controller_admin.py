@@ -443,18 +443,31 @@ def test_nodes_and_rates(c, keys):
     check(rows["gamma"]["demand"] == 0 and rows["gamma"]["allocation"] == 0, "gamma")
     check(al["local_weights"] == {"0": 2} and be["local_weights"] == {"0": 4} and
           rows["gamma"]["local_weights"] == {}, "local weights %r %r" % (al, be))
+    # Weight allocation: both tenants ask only at node 0 and are served
+    # alike per weight, so pisces has nothing to move: every node is
+    # allocated the global weights.
+    check(f["wa"] == "pisces" and f["wa_step"]["steps"] >= 1 and
+          f["wa_step"]["fallbacks"] == 0, "wa %r %r" % (f["wa"], f["wa_step"]))
+    check(be["wa_weights"] == {str(i): 4 for i in range(7)} and
+          rows["gamma"]["wa_weights"] == {str(i): 0.5 for i in range(7)},
+          "wa weights %r" % be["wa_weights"])
+    st, _, j = c.req("GET", "/v1/tenants/beta")
+    check(j["wa_weights"] == be["wa_weights"] and j["local_weights"] == {"0": 4},
+          "tenant show weights %r" % j)
     check(f["min_max_ratio"] is not None and abs(f["min_max_ratio"] - 1.0) < 1e-6,
           "MMR %r" % f["min_max_ratio"])
     check(f["jain"] is not None and abs(f["jain"] - 1.0) < 1e-6, "Jain %r" % f)
     check(f["active_tenants"] == 2, "counted tenants %r" % f)
     rc, out, _ = c.cli("fairness")
     check(rc == 0 and "min-max ratio" in out and "SHARE" in out and "alpha" in out and
-          "LOCAL WEIGHT" in out and re.search(r"\n0\s+beta\s+4\n", out) is not None,
+          "LOCAL WEIGHT" in out and re.search(r"\n0\s+beta\s+4\s+4\n", out) is not None,
           "fairness table %r" % out)
     st, _, m = c.req("GET", "/metrics", token=None)
     check('shoal_tenant_served_requests_per_second{tenant="%s"}' % a in m and
           'shoal_tenant_fair_share{tenant="%s"}' % b in m and
           'shoal_tenant_local_weight{tenant="%s",node="0"} 4' % b in m and
+          'shoal_tenant_wa_weight{tenant="%s",node="6"} 4' % b in m and
+          'shoal_controller_wa_info{wa="pisces"} 1' in m and
           'shoal_node_info{node="0",sched="drfq"} 1' in m and
           'shoal_controller_nodes{state="up"} 7' in m, "per-tenant metrics")
     mmr = re.search(r"^shoal_controller_min_max_ratio (\S+)$", m, re.M)
@@ -507,6 +520,10 @@ def main():
         check(p.returncode == 2, "unknown flag exits 2")
         p = subprocess.run([CTL], capture_output=True, timeout=10)
         check(p.returncode == 2, "missing --data-dir exits 2")
+        p = subprocess.run([CTL, "--wa", "nope", "--data-dir", tmp], capture_output=True,
+                           text=True, timeout=10)
+        check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and
+              "--wa" in p.stderr, "unknown --wa exits 2 with one line: %r" % p.stderr)
         p = subprocess.run([CTL, "--help"], capture_output=True, text=True, timeout=10)
         check(p.returncode == 0 and "--admin-token-file" in p.stdout, "controller --help")
 

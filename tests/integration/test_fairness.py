@@ -10,6 +10,9 @@
   share, and its min-max ratio and Jain's index (and shoal-bench's own) are
   near 1. /v1/fairness carries every field of API.md, the local weights of
   every node, and `shoalctl fairness` / `node list` print them.
+
+The controller runs `--wa even`, so each node's local weights are the global
+ones and the split per node is the weights' ratio; integ.wa tests `pisces`.
 """
 import json
 import os
@@ -109,7 +112,7 @@ def check_fair_under_load(t, c):
         p = c.shoalctl("fairness")
         out = p.stdout.decode()
         t.check("min-max ratio" in out and "LOCAL WEIGHT" in out and
-                re.search(r"^2\s+fb\s+2$", out, re.M) is not None, "fairness table:\n" + out)
+                re.search(r"^2\s+fb\s+2\s+2$", out, re.M) is not None, "fairness table:\n" + out)
         p = c.shoalctl("node", "list")
         out = p.stdout.decode()
         t.check("SCHED" in out and len(re.findall(r"\bup\s+drfq\b", out)) == NODES,
@@ -136,7 +139,7 @@ def check_fair_under_load(t, c):
 
 
 def main(t):
-    c = t.cluster(nodes=NODES, fnstore_args="--cap-ops %d" % CAP_OPS)
+    c = t.cluster(nodes=NODES, fnstore_args="--cap-ops %d" % CAP_OPS, controller_args="--wa even")
     t.section(check_weights_propagate, c)
     t.section(check_fair_under_load, c)
 
