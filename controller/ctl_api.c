@@ -25,6 +25,7 @@
 #include "cm_metrics.h"
 #include "cm_time.h"
 #include "ctl_api_impl.h"
+#include "ctl_cost.h"
 #include "ctl_model.h"
 #include "ctl_state.h"
 
@@ -248,12 +249,14 @@ route_tenant(struct ctl_api *a, struct cm_http_req *r, const char *m, const char
     size_t nlen = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
     char name[CTL_NAME_MAX + 1];
 
-    if (slash != NULL && strcmp(slash, "/keys") != 0 && s3 == NULL) {
+    int cost = slash != NULL && strcmp(slash, "/cost") == 0;
+
+    if (slash != NULL && strcmp(slash, "/keys") != 0 && s3 == NULL && !cost) {
         call_init(&c, a, r, OP_OTHER);
         ctl_reply_error(&c, 404, "not_found", "no such resource");
         return;
     }
-    call_init(&c, a, r, s3 != NULL ? OP_S3KEYS : slash != NULL ? OP_KEYS : OP_TENANT);
+    call_init(&c, a, r, s3 != NULL ? OP_S3KEYS : slash != NULL && !cost ? OP_KEYS : OP_TENANT);
     if (!ctl_valid_name(rest, nlen)) {
         ctl_reply_error(&c, 400, "bad_request", "tenant name must match [a-z0-9][a-z0-9-]{0,62}");
         return;
@@ -273,6 +276,12 @@ route_tenant(struct ctl_api *a, struct cm_http_req *r, const char *m, const char
             reply_method(&c, "DELETE");
         } else {
             ctl_admin_s3keys_delete(&c, name, s3 + 1);
+        }
+    } else if (cost) {
+        if (is_get(m)) {
+            ctl_admin_tenant_cost(&c, name);
+        } else {
+            reply_method(&c, "GET, HEAD");
         }
     } else if (slash != NULL) {
         if (strcmp(m, "POST") != 0) {
@@ -330,6 +339,14 @@ on_request(void *arg, struct cm_http_req *r)
         }
     } else if (strncmp(p, "/v1/tenants/", 12) == 0) {
         route_tenant(a, r, m, p + 12);
+    } else if (strncmp(p, "/v1/nodes/", 10) == 0 && strchr(p + 10, '/') != NULL &&
+               strcmp(strchr(p + 10, '/'), "/reclaim") == 0) {
+        call_init(&c, a, r, OP_NODES);
+        if (strcmp(m, "POST") == 0) {
+            ctl_admin_node_reclaim(&c, p + 10, (size_t)(strchr(p + 10, '/') - (p + 10)));
+        } else {
+            reply_method(&c, "POST");
+        }
     } else if (strcmp(p, "/v1/internal/heartbeat") == 0) {
         call_init(&c, a, r, OP_HEARTBEAT);
         if (strcmp(m, "POST") == 0) {
@@ -352,6 +369,12 @@ ctl_api_start(struct ctl_state *st, const struct ctl_api_cfg *cfg, struct ctl_ap
     int rc;
 
     a->st = st;
+    a->sms = cfg->sms;
+    if (cfg->prices != NULL) {
+        a->prices = *cfg->prices;
+    } else {
+        ctl_prices_default(&a->prices);
+    }
     a->wa = cfg->wa;
     a->id_salt = (uint32_t)cm_random_u64();
     atomic_init(&a->next_req, 1);

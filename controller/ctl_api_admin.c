@@ -334,7 +334,10 @@ ctl_admin_tenant_show(struct ctl_call *c, const char *name)
     } else {
         json_t *j = tenant_full(&s, tv);
 
-        ctl_api_wa_tenant(c->a->wa, &s, tv, j);
+        if (j != NULL) {
+            ctl_api_wa_tenant(c->a->wa, &s, tv, j);
+            ctl_pool_render_tenant(c->a, tv->t.id, j);
+        }
         ctl_reply_json(c, 200, j);
     }
     ctl_snapshot_fini(&s);
@@ -401,7 +404,16 @@ render_placement_admin(const struct ctl_snapshot *s)
 void
 ctl_admin_nodes(struct ctl_call *c)
 {
-    ctl_reply_snapshot(c, render_nodes);
+    struct ctl_snapshot s;
+    json_t *j;
+
+    ctl_state_snapshot(c->a->st, cm_now_ns(), &s);
+    j = render_nodes(&s);
+    ctl_snapshot_fini(&s);
+    if (j != NULL) {
+        ctl_pool_render_nodes(c->a, j);
+    }
+    ctl_reply_json(c, 200, j);
 }
 
 void

@@ -9,6 +9,8 @@
  *                       and the state gateways read
  *   ctl_api_metrics.c   /metrics and /healthz
  *   ctl_api_s3keys.c    tenants' S3 keys: admin API and the state's part
+ *   ctl_api_pool.c      the elastic memory: heartbeat fields in and out,
+ *                       reclaim orders, tenants' cost, pool and node figures
  *   ctl_api_wa.c        weight allocation in /v1/fairness, tenant views and
  *                       /metrics
  *
@@ -25,13 +27,18 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "ctl_cost.h"
 #include "ctl_fair.h"
+#include "ctl_sms.h"
 
 #define CTL_API_TOKEN_MAX 512
 
+struct cm_buf;
 struct cm_http_req;
+struct ctl_hb;
 struct ctl_snapshot;
 struct ctl_state;
+struct ctl_tenant;
 
 /* Request-stat ops, one per route family. */
 #define CTL_OPS(X)                                                                                 \
@@ -58,6 +65,8 @@ enum ctl_op {
 struct ctl_api {
     struct ctl_state *st; /* borrowed */
     struct ctl_wa *wa;    /* borrowed */
+    struct ctl_sms *sms;  /* borrowed */
+    struct ctl_prices prices;
     struct cm_http_server *http;
     struct cm_reqstats *stats;
     char token[CTL_API_TOKEN_MAX];
@@ -141,6 +150,37 @@ void ctl_api_wa_tenant(struct ctl_wa *wa, const struct ctl_snapshot *s,
                        const struct ctl_tenant_view *tv, json_t *j);
 /* The WA families of /metrics: the policy, the matrix, the step stats. */
 void ctl_api_wa_metrics(struct ctl_wa *wa, const struct ctl_snapshot *s, struct cm_buf *b);
+
+/* ---- the elastic memory (ctl_api_pool.c) ---- */
+
+/* A heartbeat's elastic-memory fields; the arrays are owned (fini). */
+struct ctl_pool_in {
+    struct ctl_sms_report r;
+    struct ctl_sms_inst *inst;
+    struct ctl_sms_cost *cost;
+};
+
+/* Parses them from the heartbeat o (borrowed) of node hb: 0, or -1 after
+ * answering 400. Call ctl_pool_in_fini either way. */
+int ctl_pool_parse(struct ctl_call *c, json_t *o, const struct ctl_hb *hb, struct ctl_pool_in *in);
+void ctl_pool_in_fini(struct ctl_pool_in *in);
+/* Hands the report to the window loop and adds the answer's "sms", "pools",
+ * "decisions" and "reclaim" to ans (borrowed); s lists the tenants. */
+void ctl_pool_answer(struct ctl_call *c, const struct ctl_pool_in *in, const struct ctl_snapshot *s,
+                     json_t *ans);
+void ctl_admin_tenant_cost(struct ctl_call *c, const char *name);
+/* GET /v1/tenants/{name}/cost's body: t's totals p at prices pr (all
+ * borrowed); transferred, NULL when out of memory. */
+json_t *ctl_pool_render_cost(const struct ctl_prices *pr, const struct ctl_tenant *t,
+                             const struct ctl_sms_pool_view *p, uint64_t now_wall_ms);
+/* id[len]: the node's path segment, unchecked. */
+void ctl_admin_node_reclaim(struct ctl_call *c, const char *id, size_t len);
+/* Adds "pool" to tenant's JSON j (borrowed). */
+void ctl_pool_render_tenant(struct ctl_api *a, uint32_t tenant, json_t *j);
+/* Adds each node's instance memory to {"nodes": [...]} (j borrowed). */
+void ctl_pool_render_nodes(struct ctl_api *a, json_t *j);
+/* The pools', costs' and nodes' memory series for s's tenants and nodes. */
+void ctl_pool_metrics(struct ctl_api *a, const struct ctl_snapshot *s, struct cm_buf *b);
 
 /* ---- /metrics and /healthz (ctl_api_metrics.c) ---- */
 

@@ -1,7 +1,8 @@
 /*
  * ctl_api_internal.c - the internal API of docs/internal-api.md: a node's
  * heartbeat (its figures in, every tenant's local weight at that node out,
- * from ctl_wa.h) and the state a gateway polls (tenants with key hashes
+ * from ctl_wa.h; the elastic-memory fields in and out go through
+ * ctl_api_pool.c) and the state a gateway polls (tenants with key hashes
  * and placement, nodes, and the S3 keys' date keys from ctl_api_s3keys.c).
  *
  * Threads: the cm_http threads; every handler answers its call once.
@@ -150,9 +151,10 @@ void
 ctl_internal_heartbeat(struct ctl_call *c)
 {
     json_t *o = ctl_body_object(c);
-    json_t *jn, *jt, *v, *ja, *jm, *js, *weights;
+    json_t *jn, *jt, *v, *ja, *jm, *js, *weights, *ans;
     struct ctl_hb hb;
     struct ctl_hb_tenant *ts = NULL;
+    struct ctl_pool_in pin = {0};
     struct ctl_snapshot s;
     const char *tk;
     uint64_t id;
@@ -223,6 +225,9 @@ ctl_internal_heartbeat(struct ctl_call *c)
         hb.ntenants++;
     }
     hb.tenants = ts;
+    if (ctl_pool_parse(c, o, &hb, &pin) < 0) {
+        goto out;
+    }
     rc = ctl_state_heartbeat(c->a->st, &hb, cm_now_ns());
     if (rc < 0) {
         ctl_reply_error(c, 500, "internal", "node update failed: %s", cm_strerror(rc));
@@ -231,10 +236,14 @@ ctl_internal_heartbeat(struct ctl_call *c)
     ctl_state_snapshot(c->a->st, cm_now_ns(), &s);
     weights = json_object();
     hb_local_weights(c->a->wa, hb.node.id, &s, weights);
-    ctl_reply_json(c, 200,
-                   json_pack("{s:I, s:o}", "epoch", (json_int_t)s.epoch, "weights", weights));
+    ans = json_pack("{s:I, s:o}", "epoch", (json_int_t)s.epoch, "weights", weights);
+    if (ans != NULL) {
+        ctl_pool_answer(c, &pin, &s, ans);
+    }
+    ctl_reply_json(c, 200, ans);
     ctl_snapshot_fini(&s);
 out:
+    ctl_pool_in_fini(&pin);
     free(ts);
     json_decref(o);
 }

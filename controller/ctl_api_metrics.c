@@ -196,6 +196,7 @@ render_metrics(struct ctl_api *a, const struct ctl_snapshot *s, struct cm_buf *b
         }
     }
     ctl_api_fair_fini(&f);
+    ctl_pool_metrics(a, s, b);
     cm_reqstats_expose(a->stats, "controller", b);
 }
 

@@ -16,9 +16,9 @@
 #include "cm_log.h"
 #include "ctl_s3keys.h"
 
-enum { T_META, T_TENANTS, T_NODES, T_S3KEYS, T_COUNT };
+enum { T_META, T_TENANTS, T_NODES, T_S3KEYS, T_SMS, T_COUNT };
 
-static const char *const table_names[T_COUNT] = {"meta", "tenants", "nodes", "s3keys"};
+static const char *const table_names[T_COUNT] = {"meta", "tenants", "nodes", "s3keys", "sms"};
 
 #define META_EPOCH "epoch"
 #define META_NEXT_ID "next_tenant_id"
@@ -475,4 +475,102 @@ ctl_store_put_meta(struct ctl_store *s, uint64_t epoch, uint32_t partitions)
         rc = put_u64(txn, META_PARTITIONS, partitions);
     }
     return finish(txn, rc, "put_meta");
+}
+
+/* ---- the "sms" table ---- */
+
+struct sms_load {
+    size_t n;
+    struct ctl_store_sms *r;
+};
+
+static int
+load_sms_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct sms_load *x = arg;
+    const unsigned char *k = key;
+    struct ctl_store_sms *r;
+
+    if (klen != 5 || (k[0] != 't' && k[0] != 'n')) {
+        CM_ERROR("store bad sms record key");
+        return CM_E_CONFIG;
+    }
+    x->r = cm_realloc(x->r, (x->n + 1) * sizeof(*x->r));
+    r = &x->r[x->n++];
+    r->kind = (char)k[0];
+    r->id = key_id(k + 1, 4);
+    r->text = cm_malloc(vlen + 1);
+    memcpy(r->text, val, vlen);
+    r->text[vlen] = '\0';
+    r->len = vlen;
+    return 0;
+}
+
+int
+ctl_store_load_sms(struct ctl_store *s, struct ctl_store_sms **out, size_t *n)
+{
+    struct sms_load x = {0, NULL};
+    struct cm_kv_txn *txn;
+    int rc = cm_kv_begin(s->kv, 0, &txn);
+
+    if (rc == 0) {
+        rc = cm_kv_scan(txn, T_SMS, NULL, 0, load_sms_cb, &x);
+        cm_kv_abort(txn);
+    }
+    if (rc < 0) {
+        ctl_store_sms_free(x.r, x.n);
+        x.r = NULL;
+        x.n = 0;
+    }
+    *out = x.r;
+    *n = x.n;
+    return rc;
+}
+
+void
+ctl_store_sms_free(struct ctl_store_sms *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(r[i].text);
+    }
+    free(r);
+}
+
+static int
+sms_key_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct cm_buf *keys = arg;
+    unsigned char k[5] = {0};
+
+    (void)val;
+    (void)vlen;
+    memcpy(k, key, klen < sizeof(k) ? klen : sizeof(k));
+    cm_buf_append(keys, k, sizeof(k));
+    return klen == sizeof(k) ? 0 : CM_E_CONFIG;
+}
+
+int
+ctl_store_put_sms(struct ctl_store *s, const struct ctl_store_sms *r, size_t n)
+{
+    struct cm_kv_txn *txn;
+    struct cm_buf keys;
+    unsigned char k[5];
+    int rc = cm_kv_begin(s->kv, 1, &txn);
+
+    if (rc < 0) {
+        return rc;
+    }
+    /* Deletes after the scan: a deletion under LMDB's cursor would move it. */
+    cm_buf_init(&keys);
+    rc = cm_kv_scan(txn, T_SMS, NULL, 0, sms_key_cb, &keys);
+    for (size_t off = 0; rc == 0 && off < keys.len; off += sizeof(k)) {
+        rc = cm_kv_del(txn, T_SMS, keys.p + off, sizeof(k));
+    }
+    cm_buf_fini(&keys);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        k[0] = (unsigned char)r[i].kind;
+        id_key(r[i].id, k + 1);
+        rc = cm_kv_put(txn, T_SMS, k, sizeof(k), r[i].text, r[i].len);
+    }
+    return finish(txn, rc, "put_sms");
 }

@@ -1,12 +1,13 @@
 /*
  * main.c - shoal-controller: config, token, store, state, weight
- * allocation, HTTP, and the liveness tick.
+ * allocation, the pools' windows, HTTP, and the tick loop.
  *
- * Threads: main (config, then a signal/tick loop), the WA thread
+ * Threads: main (config, then a signal/tick loop: liveness, the pools'
+ * windows, the cost totals saved every SAVE_MS), the WA thread
  * (ctl_wa.h), the cm_http pool (all requests). SIGTERM/SIGINT are
  * blocked in every thread and taken by sigtimedwait in main, which then
- * stops HTTP (in-flight requests finish), then WA, and closes the store
- * (every write was already synced).
+ * stops HTTP (in-flight requests finish), then WA, saves the cost totals
+ * and closes the store (every other write was already synced).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,13 +26,16 @@
 #include "cm_time.h"
 #include "cm_token.h"
 #include "ctl_api.h"
+#include "ctl_cost.h"
 #include "ctl_s3keys.h"
+#include "ctl_sms.h"
 #include "ctl_state.h"
 #include "ctl_store.h"
 #include "ctl_wa.h"
 #include "pol_wa.h"
 
 #define TICK_MS 100
+#define SAVE_MS 10000 /* cost totals and windows go to the store this often */
 
 struct ctl_cfg {
     const char *listen;
@@ -47,6 +51,12 @@ struct ctl_cfg {
     const char *wa;
     int wa_interval_ms;
     const char *log_level;
+    const char *pool;
+    int gc_interval;
+    int active_intervals;
+    int degraded_intervals;
+    int static_instances;
+    const char *prices;
 };
 
 static const struct cm_opt opts[] = {
@@ -72,6 +82,21 @@ static const struct cm_opt opts[] = {
     CM_OPT_INT(struct ctl_cfg, wa_interval_ms, "1000", 100, 60000,
                "weight allocation runs this often on the nodes' reports"),
     CM_OPT_STR(struct ctl_cfg, log_level, "info", "debug, info, warn or error"),
+    CM_OPT_STR(struct ctl_cfg, pool, POL_SMS_DEFAULT,
+               "elastic memory of the tenants' pools: sms (the sliding window) or static (a "
+               "fixed pool per node)"),
+    CM_OPT_INT(struct ctl_cfg, gc_interval, "600", 1, 86400,
+               "GC interval in seconds: one generation of a pool's window"),
+    CM_OPT_INT(struct ctl_cfg, active_intervals, "6", 1, POL_SMS_INTERVALS_MAX,
+               "intervals an instance stays active (M)"),
+    CM_OPT_INT(struct ctl_cfg, degraded_intervals, "12", 1, POL_SMS_INTERVALS_MAX,
+               "intervals it then stays degraded before it is released (N)"),
+    CM_OPT_INT(struct ctl_cfg, static_instances, "0", 0, CTL_SMS_SLOTS,
+               "--pool static: instances per tenant pool per node; 0: each node's instance "
+               "slots shared evenly by the tenants"),
+    CM_OPT_STR(struct ctl_cfg, prices, NULL,
+               "price table for tenant cost, 'name = value' lines in USD (docs/operations.md); "
+               "default: AWS Lambda and S3 list prices"),
 };
 
 /* File scope: cm_config's strings live for the process and stay reachable. */
@@ -104,9 +129,15 @@ main(int argc, char **argv)
 {
     struct ctl_store *store = NULL;
     struct ctl_state *st = NULL;
+    struct ctl_sms *sms = NULL;
     struct ctl_api *api = NULL;
     struct ctl_wa *wa = NULL;
     struct ctl_state_cfg scfg;
+    struct ctl_sms_cfg pcfg;
+    struct ctl_prices prices;
+    char perr[512];
+    uint64_t saved_ns;
+    int sms_loaded = 0;
     struct ctl_wa_cfg wcfg;
     struct ctl_api_cfg acfg;
     struct ctl_s3master master;
@@ -127,6 +158,16 @@ main(int argc, char **argv)
     }
     if (cfg.data_dir == NULL || cfg.data_dir[0] == '\0') {
         fprintf(stderr, "shoal-controller: --data-dir is required\n");
+        return 2;
+    }
+    if (pol_sms_find(cfg.pool) == NULL) {
+        fprintf(stderr, "shoal-controller: unknown --pool %s (sms or static)\n", cfg.pool);
+        return 2;
+    }
+    ctl_prices_default(&prices);
+    if (cfg.prices != NULL && cfg.prices[0] != '\0' &&
+        ctl_prices_load(cfg.prices, &prices, perr, sizeof(perr)) < 0) {
+        fprintf(stderr, "shoal-controller: --prices: %s\n", perr);
         return 2;
     }
     cm_log_init("controller", level);
@@ -189,17 +230,40 @@ main(int argc, char **argv)
         CM_ERROR("weight allocation failed to start wa=%s err=%s", cfg.wa, cm_strerror(rc));
         goto out;
     }
+    pcfg.policy = cfg.pool;
+    pcfg.interval_ns = (uint64_t)cfg.gc_interval * 1000000000ull;
+    pcfg.active = (uint32_t)cfg.active_intervals;
+    pcfg.degraded = (uint32_t)cfg.degraded_intervals;
+    pcfg.static_instances = (uint32_t)cfg.static_instances;
+    pcfg.node_timeout_ns = scfg.node_timeout_ns;
+    rc = ctl_sms_create(&pcfg, &sms);
+    if (rc < 0) {
+        CM_ERROR("pool setup failed pool=%s err=%s", cfg.pool, cm_strerror(rc));
+        goto out;
+    }
+    rc = ctl_sms_load(sms, store, cm_now_ns(), cm_wall_ms());
+    if (rc < 0) {
+        CM_ERROR("pool state load failed dir=%s err=%s", cfg.data_dir, cm_strerror(rc));
+        goto out;
+    }
+    sms_loaded = 1;
     acfg.listen = cfg.listen;
     acfg.threads = (unsigned)cfg.http_threads;
     acfg.token = token;
+    acfg.sms = sms;
+    acfg.prices = &prices;
     acfg.wa = wa;
     rc = ctl_api_start(st, &acfg, &api);
     if (rc < 0) {
         goto out;
     }
-    CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s wa=%s version=%s",
-            cfg.listen, cfg.data_dir, token_path, key_path, cfg.wa, SHOAL_VERSION);
+    CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s wa=%s pool=%s "
+            "gc_interval=%d active_intervals=%d degraded_intervals=%d prices=%s version=%s",
+            cfg.listen, cfg.data_dir, token_path, key_path, cfg.wa, cfg.pool, cfg.gc_interval,
+            cfg.active_intervals, cfg.degraded_intervals,
+            cfg.prices != NULL && cfg.prices[0] != '\0' ? cfg.prices : "default", SHOAL_VERSION);
 
+    saved_ns = cm_now_ns();
     for (;;) {
         struct timespec ts = {0, TICK_MS * 1000000L};
         int sig = sigtimedwait(&sigs, NULL, &ts);
@@ -209,11 +273,24 @@ main(int argc, char **argv)
             break;
         }
         ctl_state_tick(st, cm_now_ns());
+        ctl_sms_run(sms, cm_now_ns());
+        if (cm_now_ns() - saved_ns >= SAVE_MS * 1000000ull) {
+            saved_ns = cm_now_ns();
+            rc = ctl_sms_save(sms, store, saved_ns, cm_wall_ms());
+            if (rc < 0) {
+                CM_WARN("cost totals not saved err=%s", cm_strerror(rc));
+            }
+        }
     }
     code = 0;
 out:
     ctl_api_stop(api);
     ctl_wa_destroy(wa);
+    if (sms_loaded && (rc = ctl_sms_save(sms, store, cm_now_ns(), cm_wall_ms())) < 0) {
+        CM_ERROR("cost totals not saved at exit err=%s", cm_strerror(rc));
+        code = 1;
+    }
+    ctl_sms_destroy(sms);
     ctl_state_destroy(st);
     ctl_store_close(store);
     explicit_bzero(token, sizeof(token));

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cm_buf.h"
 #include "cm_config.h"
@@ -44,7 +45,11 @@ static const char usage_text[] =
     "  tenant s3-key list NAME           the tenant's S3 access key ids (never secrets)\n"
     "  tenant s3-key delete NAME ACCESS_KEY_ID\n"
     "                                    the key stops working at the gateways' next refresh\n"
-    "  node list                         storage nodes: address, state, capacity, load\n"
+    "  tenant cost NAME                  memory GB-s, invocations, COS requests and bytes, price\n"
+    "  node list                         storage nodes: address, state, capacity, memory, load\n"
+    "  node reclaim NODE (--instance I | --all)\n"
+    "                                    fault injection: the node loses instance I (a slot) or\n"
+    "                                    all its instances at its next heartbeat\n"
     "  placement show                    partition map with its epoch\n"
     "  fairness                          per-tenant weight, demand, fair share, share; MMR,\n"
     "                                    Jain's index; local weights per node (allocated\n"
@@ -58,6 +63,7 @@ static const char usage_text[] =
     "  --config FILE      'name = value' lines: controller, token-file, json\n"
     "                     (flags override the file, the file overrides env)\n"
     "  --weight W         weight for tenant create (default 1)\n"
+    "  --instance I, --all  what node reclaim takes\n"
     "  --help, --version\n"
     "\n"
     "exit codes: 0 ok, 1 controller refused, 2 usage error, 3 controller unreachable\n";
@@ -66,7 +72,9 @@ struct cli {
     const char *url;
     const char *token_file;
     int json;
-    const char *weight; /* --weight, for tenant create */
+    const char *weight;   /* --weight, for tenant create */
+    const char *instance; /* --instance, for node reclaim */
+    int all;              /* --all, for node reclaim */
     int nargs;
     const char *args[MAX_ARGS];
     char token[512];
@@ -318,6 +326,29 @@ parse_weight(const char *s, double *w)
     return 0;
 }
 
+/* The pool's rows of tenant show. */
+static void
+show_pool(struct table *t, json_t *p)
+{
+    char *v = ring();
+
+    if (p == NULL) {
+        return;
+    }
+    snprintf(v, 64, "%s, generation %s (%s ms old)", fmt_str(p, "policy"),
+             fmt_num(p, "generation", -1), fmt_num(p, "generation_age_ms", -1));
+    table_row(t, "pool", v);
+    v = ring();
+    snprintf(v, 64, "%s (%s warm, %s active, %s degraded; %s lost) on %s nodes",
+             fmt_num(p, "instances", -1), fmt_num(p, "warm", -1), fmt_num(p, "active", -1),
+             fmt_num(p, "degraded", -1), fmt_num(p, "lost", -1), fmt_num(p, "nodes", -1));
+    table_row(t, "pool instances", v);
+    table_row(t, "pool memory", fmt_bytes(p, "memory_bytes"));
+    table_row(t, "pool chunk bytes", fmt_bytes(p, "used_bytes"));
+    table_row(t, "working set", fmt_bytes(p, "working_set_bytes"));
+    table_row(t, "read last interval", fmt_bytes(p, "read_bytes_last_interval"));
+}
+
 static void
 show_tenant(json_t *j)
 {
@@ -343,7 +374,52 @@ show_tenant(json_t *j)
         table_row(&t, "fair share (nodes)", fmt_num(j, "allocation", 4));
         table_row(&t, "share (nodes)", fmt_num(j, "dominant_share", 4));
     }
+    show_pool(&t, json_object_get(j, "pool"));
     table_print(&t);
+}
+
+/* tenant cost NAME */
+static int
+cmd_cost(struct cli *cli)
+{
+    json_t *j = NULL, *e;
+    size_t i;
+    int code;
+
+    if (cli->nargs != 3) {
+        return usage_error("usage: tenant cost NAME");
+    }
+    code = call_api(cli, "GET", "/v1/tenants/%s/cost", cli->args[2], NULL, &j);
+    if (code == 0 && cli->json) {
+        print_json(j);
+    } else if (code == 0) {
+        struct table t = {5, 0, NULL};
+        time_t since = (time_t)(json_integer_value(json_object_get(j, "since_ms")) / 1000);
+        char when[32], *total = ring();
+        struct tm tm;
+
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&since, &tm));
+        printf("tenant %s (id %s), accounted since %s\n", fmt_str(j, "name"), fmt_num(j, "id", -1),
+               when);
+        table_row(&t, "ITEM", "QUANTITY", "UNIT", "PRICE/UNIT (USD)", "USD");
+        json_array_foreach(json_object_get(j, "breakdown"), i, e)
+        {
+            char *q = ring(), *p = ring(), *u = ring();
+
+            snprintf(q, 64, "%.6g", json_number_value(json_object_get(e, "quantity")));
+            snprintf(p, 64, "%.6g", json_number_value(json_object_get(e, "unit_usd")));
+            snprintf(u, 64, "%.9f", json_number_value(json_object_get(e, "usd")));
+            table_row(&t, fmt_str(e, "item"), q, fmt_str(e, "unit"), p, u);
+        }
+        snprintf(total, 64, "%.9f", json_number_value(json_object_get(j, "usd")));
+        table_row(&t, "total", "", "", "", total);
+        table_print(&t);
+        printf("memory %s GB-s, %s invocations, %s COS requests, %s COS bytes\n",
+               fmt_num(j, "memory_gb_seconds", 6), fmt_num(j, "invocations", -1),
+               fmt_num(j, "cos_requests", -1), fmt_num(j, "cos_bytes", -1));
+    }
+    json_decref(j);
+    return code;
 }
 
 /* tenant s3-key create|list|delete NAME [ACCESS_KEY_ID] */
@@ -423,6 +499,9 @@ cmd_tenant(struct cli *cli)
     }
     if (strcmp(sub, "s3-key") == 0) {
         return cmd_s3key(cli);
+    }
+    if (strcmp(sub, "cost") == 0) {
+        return cmd_cost(cli);
     }
     if (strcmp(sub, "list") == 0) {
         if (cli->nargs != 2) {
@@ -508,6 +587,44 @@ out:
     return code;
 }
 
+/* node reclaim NODE (--instance I | --all) */
+static int
+cmd_reclaim(struct cli *cli)
+{
+    json_t *j = NULL, *e;
+    int64_t slot = 0;
+    size_t i;
+    int code;
+
+    if (cli->nargs != 3 || (cli->instance != NULL) == cli->all) {
+        return usage_error("usage: node reclaim NODE (--instance I | --all)");
+    }
+    if (cli->instance != NULL && (cm_parse_i64(cli->instance, &slot) < 0 || slot < 0)) {
+        return usage_error("--instance must be a slot number, got '%s'", cli->instance);
+    }
+    code = call_api(cli, "POST", "/v1/nodes/%s/reclaim", cli->args[2],
+                    cli->all ? json_pack("{s:b}", "all", 1)
+                             : json_pack("{s:I}", "instance", (json_int_t)slot),
+                    &j);
+    if (code == 0 && cli->json) {
+        print_json(j);
+    } else if (code == 0) {
+        struct table t = {5, 0, NULL};
+
+        printf("node %s reclaims %s at its next heartbeat:\n", cli->args[2],
+               cli->all ? "all its instances" : "one instance");
+        table_row(&t, "SLOT", "TAG", "TENANT", "STATE", "USED");
+        json_array_foreach(json_object_get(j, "instances"), i, e)
+        {
+            table_row(&t, fmt_num(e, "slot", -1), fmt_num(e, "tag", -1), fmt_num(e, "tenant", -1),
+                      fmt_str(e, "state"), fmt_bytes(e, "used"));
+        }
+        table_print(&t);
+    }
+    json_decref(j);
+    return code;
+}
+
 static int
 cmd_node(struct cli *cli)
 {
@@ -515,23 +632,26 @@ cmd_node(struct cli *cli)
     size_t i;
     int code;
 
-    if (cli->nargs != 2 || strcmp(cli->args[1], "list") != 0) {
-        return usage_error("usage: node list");
+    if (cli->nargs >= 2 && strcmp(cli->args[1], "reclaim") == 0) {
+        return cmd_reclaim(cli);
+    }
+    if (cli->nargs != 2 || strcmp(cli->args[1], "list") != 0 || cli->instance != NULL || cli->all) {
+        return usage_error("usage: node list | node reclaim NODE (--instance I | --all)");
     }
     code = call_api(cli, "GET", "/v1/nodes", NULL, NULL, &j);
     if (code == 0 && cli->json) {
         print_json(j);
     } else if (code == 0) {
-        struct table t = {9, 0, NULL};
+        struct table t = {10, 0, NULL};
 
-        table_row(&t, "ID", "ADDR", "METRICS", "STATE", "SCHED", "CAPACITY", "USED", "INCARNATION",
-                  "LOAD(req/s)");
+        table_row(&t, "ID", "ADDR", "METRICS", "STATE", "SCHED", "CAPACITY", "USED", "MEMORY",
+                  "INCARNATION", "LOAD(req/s)");
         json_array_foreach(json_object_get(j, "nodes"), i, e)
         {
             table_row(&t, fmt_num(e, "id", -1), fmt_str(e, "addr"), fmt_str(e, "metrics_addr"),
                       fmt_str(e, "state"), fmt_str(e, "sched"), fmt_bytes(e, "capacity_bytes"),
-                      fmt_bytes(e, "used_bytes"), fmt_num(e, "incarnation", -1),
-                      fmt_num(e, "load", 1));
+                      fmt_bytes(e, "used_bytes"), fmt_bytes(e, "memory_bytes"),
+                      fmt_num(e, "incarnation", -1), fmt_num(e, "load", 1));
         }
         table_print(&t);
     }
@@ -850,6 +970,12 @@ main(int argc, char **argv)
             if ((cli.token_file = opt_value(argc, argv, &i, "--token-file")) == NULL) {
                 return usage_error("--token-file needs a path");
             }
+        } else if (matches(a, "--instance")) {
+            if ((cli.instance = opt_value(argc, argv, &i, "--instance")) == NULL) {
+                return usage_error("--instance needs a slot number");
+            }
+        } else if (strcmp(a, "--all") == 0) {
+            cli.all = 1;
         } else if (matches(a, "--weight")) {
             if ((cli.weight = opt_value(argc, argv, &i, "--weight")) == NULL) {
                 return usage_error("--weight needs a number");
@@ -878,7 +1004,9 @@ main(int argc, char **argv)
         }
         cli.have_token = 1;
     }
-    if (strcmp(cli.args[0], "tenant") == 0) {
+    if ((cli.instance != NULL || cli.all) && strcmp(cli.args[0], "node") != 0) {
+        code = usage_error("--instance and --all only apply to node reclaim");
+    } else if (strcmp(cli.args[0], "tenant") == 0) {
         code = cmd_tenant(&cli);
     } else if (strcmp(cli.args[0], "node") == 0) {
         code = cmd_node(&cli);

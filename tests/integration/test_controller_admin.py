@@ -54,8 +54,9 @@ def free_port():
 
 
 class Controller:
-    def __init__(self, tmp, port, timeout_ms=2500):
+    def __init__(self, tmp, port, timeout_ms=2500, args=()):
         self.tmp, self.port, self.timeout_ms = tmp, port, timeout_ms
+        self.args = list(args)
         self.data = os.path.join(tmp, "data")
         self.token_file = os.path.join(self.data, "admin.token")
         self.url = "http://127.0.0.1:%d" % port
@@ -66,7 +67,7 @@ class Controller:
         self.logf = open(os.path.join(self.tmp, "controller.log"), "ab")
         self.proc = subprocess.Popen(
             [CTL, "--listen", "127.0.0.1:%d" % self.port, "--data-dir", self.data,
-             "--node-timeout-ms", str(self.timeout_ms), "--partitions", "16"],
+             "--node-timeout-ms", str(self.timeout_ms), "--partitions", "16"] + self.args,
             stdout=self.logf, stderr=subprocess.STDOUT)
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -132,6 +133,38 @@ class Controller:
                if k not in ("SHOAL_CONTROLLER", "SHOAL_ADMIN_TOKEN_FILE")}
         p = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=30, env=env)
         return p.returncode, p.stdout, p.stderr
+
+
+def run_main(c, tmp, body):
+    """Runs body() against controller c, then stops it; on failure prints the tail
+    of its log. Removes tmp (unless SHOAL_TEST_KEEP=1) and exits 1 if a check
+    failed or body raised."""
+    try:
+        body()
+    except Exception as e:  # noqa: BLE001 - report and fail
+        FAILS.append("exception: %r" % e)
+        log("EXCEPTION", repr(e))
+        import traceback
+        traceback.print_exc()
+    finally:
+        c.stop()
+        if FAILS:
+            try:
+                with open(os.path.join(tmp, "controller.log")) as f:
+                    print("---- controller.log (tail) ----")
+                    print("".join(f.readlines()[-40:]))
+            except OSError:
+                pass
+        if os.environ.get("SHOAL_TEST_KEEP") == "1":
+            log("kept", tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if FAILS:
+        log("%d check(s) failed" % len(FAILS))
+        for f in FAILS:
+            log("  ", f)
+        sys.exit(1)
+    log("ok")
 
 
 def expect_error(c, status, code, method, path, body=None, what="", **kw):
@@ -515,7 +548,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="shoal-ctl-")
     c = Controller(tmp, free_port())
     keys = {}
-    try:
+
+    def body():
         p = subprocess.run([CTL, "--bogus"], capture_output=True, timeout=10)
         check(p.returncode == 2, "unknown flag exits 2")
         p = subprocess.run([CTL], capture_output=True, timeout=10)
@@ -571,28 +605,8 @@ def main():
               "nodes going down bump the epoch")
         rc = c.stop()
         check(rc == 0, "second clean exit: %r" % rc)
-    except Exception as e:  # noqa: BLE001 - report and fail
-        FAILS.append("exception: %r" % e)
-        log("EXCEPTION", repr(e))
-        import traceback
-        traceback.print_exc()
-    finally:
-        c.stop()
-        if FAILS:
-            try:
-                with open(os.path.join(tmp, "controller.log")) as f:
-                    print("---- controller.log (tail) ----")
-                    print("".join(f.readlines()[-40:]))
-            except OSError:
-                pass
-        if os.environ.get("SHOAL_TEST_KEEP") == "1":
-            log("kept", tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if FAILS:
-        log("%d check(s) failed" % len(FAILS))
-        sys.exit(1)
-    log("ok")
+
+    run_main(c, tmp, body)
 
 
 if __name__ == "__main__":
