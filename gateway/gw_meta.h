@@ -1,6 +1,7 @@
 /*
  * gw_meta.h - the gateway's metadata store (private to gateway/), kept in
- * LMDB through cm_kv.
+ * LMDB through cm_kv, and the records it and the nodes' insertion logs
+ * hold: layout records (formats 1 and 2) and META records (pure codecs).
  *
  * Tables:
  *   objects  (tenant u32 BE, key bytes) -> layout record (incl. version)
