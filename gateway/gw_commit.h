@@ -40,7 +40,7 @@ struct gw_commit_op {
     uint32_t tenant; /* DELETE */
     const char *key; /* PUT, DELETE: borrowed until done */
     size_t klen;
-    struct gw_layout lay; /* PUT: the version (lay.tenant set); UPDATE: the report's */
+    struct gw_layout lay;  /* PUT: the version (lay.tenant set); UPDATE: the report's */
     enum gw_report report; /* UPDATE */
     /* Set before done: rc 0, CM_E_NOTFOUND (DELETE of nothing),
      * GW_COMMIT_TENANT_GONE (PUT) or the error; the version the op
