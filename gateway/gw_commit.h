@@ -30,8 +30,8 @@ struct gw_commit;
 enum gw_commit_kind {
     COMMIT_PUT,    /* a new version of key */
     COMMIT_DELETE, /* a tombstone for key */
-    COMMIT_UPDATE, /* a layout's holders or persisted bits, if still live */
-    COMMIT_MOVE,   /* a migrated version's holders, if key still holds lay.object */
+    COMMIT_UPDATE, /* an engine report (enum gw_report): holders, tags, done */
+    COMMIT_MOVE,   /* a migrated version's holders and tags, if key still holds lay.object */
 };
 
 #define GW_COMMIT_TENANT_GONE (-EACCES) /* a PUT refused: its tenant was deleted */
@@ -41,7 +41,8 @@ struct gw_commit_op {
     uint32_t tenant; /* DELETE */
     const char *key; /* PUT, DELETE, MOVE: borrowed until done */
     size_t klen;
-    struct gw_layout lay; /* PUT, MOVE: the version (lay.tenant set) */
+    struct gw_layout lay;  /* PUT, MOVE: the version (lay.tenant set); UPDATE: the report's */
+    enum gw_report report; /* UPDATE */
     /* Set before done: rc 0, CM_E_NOTFOUND (DELETE of nothing),
      * GW_COMMIT_TENANT_GONE (PUT) or the error; the version the op
      * replaced or deleted, when had_old. MOVE: had_old = the live version
@@ -59,8 +60,9 @@ int gw_commit_create(struct gw_meta *meta, struct gw_commit **out);
 void gw_commit_set_state(struct gw_commit *cm, struct gw_state *st);
 /* op is borrowed until its done has run. */
 void gw_commit_queue(struct gw_commit *cm, struct gw_commit_op *op);
-/* A layout update (copied). 0, or -ENOMEM: not queued. */
-int gw_commit_update(struct gw_commit *cm, const struct gw_layout *layout);
+/* An engine report (layout copied, tags included). 0, or -ENOMEM: not
+ * queued. */
+int gw_commit_update(struct gw_commit *cm, const struct gw_layout *layout, enum gw_report what);
 /* Commits what is queued without the update wait; returns once the queue
  * is empty and no commit runs. */
 void gw_commit_quiesce(struct gw_commit *cm);

@@ -118,6 +118,8 @@ req_done(struct req *q, int status, const char *error)
     if (q->grace != NULL) {
         gw_grace_exit(f->grace, q->grace);
     }
+    gw_layout_fini(&q->lay);
+    gw_layout_fini(&q->commit.lay);
     free(q);
 }
 
@@ -403,6 +405,13 @@ front_headers(void *arg, struct cm_http_req *r)
     X(parity_reads_total, "counter", "GET stripes served by decoding parity")                      \
     X(persist_notices_total, "counter", "Chunks a node announced persisted in COS")                \
     X(persist_stats_total, "counter", "STATs sent because a persisted notice was late or lost")    \
+    X(stale_chunks_total, "counter",                                                               \
+      "Chunk GETs answered STALE (their instance is gone): read around")                           \
+    X(late_reads_total, "counter",                                                                 \
+      "Chunk GETs asked again allowed to reload from COS, too few others being left")              \
+    X(meta_records_total, "counter", "META records a node logged in COS (versions, tombstones)")   \
+    X(meta_unlogged_total, "counter", "META records refused by nodes that keep no insertion log")  \
+    X(meta_waiting, "gauge", "Versions and tombstones whose META record is not logged yet")        \
     X(buffer_cache_bytes, "gauge", "Freed big buffers kept for reuse (--buffer-cache)")            \
     X(buffer_cache_hits_total, "counter", "Big buffers taken from the cache")                      \
     X(buffer_cache_misses_total, "counter", "Big buffers allocated because none cached fit")       \
@@ -445,6 +454,11 @@ handle_metrics(struct req *q)
     v.parity_reads_total = es.parity_reads;
     v.persist_notices_total = es.persist_notes;
     v.persist_stats_total = es.persist_stats;
+    v.stale_chunks_total = es.stale_chunks;
+    v.late_reads_total = es.late_reads;
+    v.meta_records_total = es.meta_records;
+    v.meta_unlogged_total = es.meta_unlogged;
+    v.meta_waiting = es.meta_waiting;
     struct cm_big_cache_stats bc;
     cm_big_cache_stats(&bc);
     v.buffer_cache_bytes = bc.bytes;
@@ -608,11 +622,15 @@ gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_
 }
 
 static void
-track_one(void *arg, const struct gw_layout *l)
+track_one(void *arg, const struct gw_pending *p)
 {
     struct gw_front *f = arg;
 
-    gw_engine_track(f->engine, l);
+    if (p->tomb) {
+        gw_engine_tombstone(f->engine, p->lay, p->key, p->klen);
+    } else {
+        gw_engine_track(f->engine, p->lay, p->key, p->klen);
+    }
 }
 
 void

@@ -29,7 +29,7 @@ struct gw_front_cfg {
  * only allocations that end the process are the start-up's. */
 int gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_front **out);
 /* The engine's on_layout callback; arg is the front. */
-void gw_front_on_layout(void *arg, const struct gw_layout *layout);
+void gw_front_on_layout(void *arg, const struct gw_layout *layout, enum gw_report what);
 /* Wires the engine and state (borrowed) and hands every pending layout to
  * gw_engine_track. Before serving. */
 void gw_front_attach(struct gw_front *f, struct gw_engine *e, struct gw_state *st);

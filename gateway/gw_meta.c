@@ -17,19 +17,25 @@
  * long keys sharing their first 480 bytes.
  *
  * Layout record (value in objects), little-endian:
- *   0 fmt=1 u8 | 1 k u8 | 2 m u8 | 3 pad | 4 tenant u32 | 8 chunk_size u32 |
+ *   0 fmt u8 (1 or 2) | 1 k u8 | 2 m u8 | 3 pad | 4 tenant u32 | 8 chunk_size u32 |
  *   12 nstripes u32 | 16 object | 24 version | 32 size | 40 etag |
- *   48 persisted (u64 each) | 56 holders u32[k+m]
+ *   48 persisted (u64 each) | 56 holders u32[k+m] |
+ *   format 2: tags u32[nstripes * (k+m)], by wire index (0 = unknown)
+ * A later format appends after the tags, so each format's decoder is the
+ * last one's plus a section.
  *
- * Threads: see gw_meta.h. Invariant: pending holds exactly the objects
- * that are a live version of their key and not fully persisted (stale
- * entries are tolerated on read and dropped on update). A record's
- * persisted bits count only while its object is pending: an object leaves
- * pending without its record being rewritten, so a record outside pending
- * may still show the bits it was written with.
+ * Threads: see gw_meta.h. Invariants: pending holds exactly the objects
+ * that are a live version of their key and that the engine has not
+ * reported done (every chunk persisted and the META record logged; stale
+ * entries are tolerated on read and dropped on update), and the deletes
+ * whose tombstone record is not logged. A record's persisted bits count
+ * only while its object is pending: an object leaves pending without its
+ * record being rewritten, so a record outside pending may still show the
+ * bits it was written with.
  */
 #include "gw_meta.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,13 +59,27 @@ struct gw_meta_batch {
     struct cm_kv_txn *txn;
 };
 
+#define REC_HDR 56
+
+size_t
+gw_meta_rec_len(const struct gw_layout *l)
+{
+    size_t base = REC_HDR + 4 * ((size_t)l->k + l->m);
+
+    if (l->tags != NULL && gw_layout_nchunks(l) <= (GW_META_REC_LIMIT - base) / 4) {
+        return base + 4 * gw_layout_nchunks(l);
+    }
+    return base;
+}
+
 size_t
 gw_meta_encode(const struct gw_layout *l, uint8_t *buf)
 {
     unsigned n = (unsigned)l->k + l->m;
+    size_t len = gw_meta_rec_len(l), base = REC_HDR + 4 * (size_t)n;
 
-    memset(buf, 0, 56);
-    buf[0] = 1;
+    memset(buf, 0, REC_HDR);
+    buf[0] = len > base ? 2 : 1;
     buf[1] = l->k;
     buf[2] = l->m;
     cm_put_le32(buf + 4, l->tenant);
@@ -71,39 +91,137 @@ gw_meta_encode(const struct gw_layout *l, uint8_t *buf)
     cm_put_le64(buf + 40, l->etag);
     cm_put_le64(buf + 48, l->persisted);
     for (unsigned j = 0; j < n && j < GW_MAX_HOLDERS; j++) {
-        cm_put_le32(buf + 56 + 4 * j, l->holders[j]);
+        cm_put_le32(buf + REC_HDR + 4 * j, l->holders[j]);
     }
-    return 56 + 4 * (size_t)n;
+    for (size_t i = 0; base + 4 * i < len; i++) {
+        cm_put_le32(buf + base + 4 * i, l->tags[i]);
+    }
+    return len;
 }
 
-int
-gw_meta_decode(const void *buf, size_t len, struct gw_layout *out)
+/* Decodes a record; with_tags: format 2's tags into a malloc'd array. */
+static int
+decode(const void *buf, size_t len, struct gw_layout *out, int with_tags)
 {
     const uint8_t *p = buf;
     unsigned n;
+    size_t base;
 
-    if (len < 56 || p[0] != 1) {
+    memset(out, 0, sizeof(*out));
+    if (len < REC_HDR || len > GW_META_REC_LIMIT || (p[0] != 1 && p[0] != 2)) {
         return CM_E_PROTO;
     }
     n = (unsigned)p[1] + p[2];
-    if (p[1] == 0 || n > GW_MAX_HOLDERS || len != 56 + 4 * (size_t)n) {
+    base = REC_HDR + 4 * (size_t)n;
+    if (p[1] == 0 || p[3] != 0 || n > GW_MAX_HOLDERS) {
         return CM_E_PROTO;
     }
-    memset(out, 0, sizeof(*out));
     out->k = p[1];
     out->m = p[2];
     out->tenant = cm_get_le32(p + 4);
     out->chunk_size = cm_get_le32(p + 8);
     out->nstripes = cm_get_le32(p + 12);
+    /* format 1: holders only; format 2: one tag per chunk after them (an
+     * empty object has none: it is written as format 1) */
+    if (len != base + (p[0] == 2 ? 4 * (uint64_t)gw_layout_nchunks(out) : 0) ||
+        (p[0] == 2 && gw_layout_nchunks(out) == 0)) {
+        memset(out, 0, sizeof(*out));
+        return CM_E_PROTO;
+    }
     out->object = cm_get_le64(p + 16);
     out->version = cm_get_le64(p + 24);
     out->size = cm_get_le64(p + 32);
     out->etag = cm_get_le64(p + 40);
     out->persisted = cm_get_le64(p + 48);
     for (unsigned j = 0; j < n; j++) {
-        out->holders[j] = cm_get_le32(p + 56 + 4 * j);
+        out->holders[j] = cm_get_le32(p + REC_HDR + 4 * j);
+    }
+    if (with_tags && p[0] == 2 && gw_layout_nchunks(out) > 0) {
+        out->tags = malloc(gw_layout_nchunks(out) * sizeof(*out->tags));
+        if (out->tags == NULL) {
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < gw_layout_nchunks(out); i++) {
+            out->tags[i] = cm_get_le32(p + base + 4 * i);
+        }
     }
     return 0;
+}
+
+int
+gw_meta_decode(const void *buf, size_t len, struct gw_layout *out)
+{
+    return decode(buf, len, out, 0);
+}
+
+int
+gw_meta_decode_tags(const void *buf, size_t len, struct gw_layout *out)
+{
+    return decode(buf, len, out, 1);
+}
+
+/* ---- META records ---- */
+
+size_t
+gw_mrec_len(const struct gw_mrec *m)
+{
+    return 1 + 4 + 2 + m->klen + 8 + (m->kind == GW_MREC_VERSION ? 4 + m->rec_len : 0);
+}
+
+void
+gw_mrec_encode(const struct gw_mrec *m, uint8_t *out)
+{
+    out[0] = m->kind;
+    cm_put_le32(out + 1, m->tenant);
+    cm_put_le16(out + 5, (uint16_t)m->klen);
+    memcpy(out + 7, m->key, m->klen);
+    out += 7 + m->klen;
+    cm_put_le64(out, m->version);
+    if (m->kind == GW_MREC_VERSION) {
+        cm_put_le32(out + 8, (uint32_t)m->rec_len);
+        if (m->rec_len > 0) {
+            memcpy(out + 12, m->rec, m->rec_len);
+        }
+    }
+}
+
+int
+gw_mrec_decode(const void *buf, size_t len, struct gw_mrec *out)
+{
+    const uint8_t *p = buf;
+    size_t klen, at;
+
+    memset(out, 0, sizeof(*out));
+    if (len < 7 || (p[0] != GW_MREC_VERSION && p[0] != GW_MREC_TOMB)) {
+        return CM_E_PROTO;
+    }
+    klen = cm_get_le16(p + 5);
+    if (klen == 0 || len - 7 < klen + 8) {
+        return CM_E_PROTO;
+    }
+    at = 7 + klen + 8;
+    if (p[0] == GW_MREC_TOMB ? at != len : len - at < 4 || len - at - 4 != cm_get_le32(p + at)) {
+        return CM_E_PROTO;
+    }
+    out->kind = p[0];
+    out->tenant = cm_get_le32(p + 1);
+    out->key = (const char *)p + 7;
+    out->klen = klen;
+    out->version = cm_get_le64(p + 7 + klen);
+    if (out->kind == GW_MREC_VERSION) {
+        out->rec = p + at + 4;
+        out->rec_len = len - at - 4;
+    }
+    return 0;
+}
+
+int
+gw_mrec_newer(const struct gw_mrec *a, const struct gw_mrec *b)
+{
+    if (a->version != b->version) {
+        return a->version > b->version;
+    }
+    return a->kind == GW_MREC_TOMB && b->kind != GW_MREC_TOMB;
 }
 
 int
@@ -314,7 +432,7 @@ gw_meta_get(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen, st
     }
     rc = group_get(txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
     if (rc == 0) {
-        rc = gw_meta_decode(v, vlen, out);
+        rc = gw_meta_decode_tags(v, vlen, out);
     }
     cm_kv_abort(txn);
     return rc;
@@ -404,9 +522,21 @@ gw_meta_list(struct gw_meta *m, uint32_t tenant, const char *prefix, size_t plen
 
 struct pending_ctx {
     struct cm_kv_txn *txn;
-    void (*cb)(void *arg, const struct gw_layout *l);
+    void (*cb)(void *arg, const struct gw_pending *p);
     void *arg;
+    int err;
 };
+
+static uint64_t
+get_be64(const uint8_t *p)
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < 8; i++) {
+        v = v << 8 | p[i];
+    }
+    return v;
+}
 
 static int
 pending_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
@@ -415,27 +545,47 @@ pending_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     const uint8_t *rec;
     size_t rlen;
     struct gw_layout l;
-    uint64_t object = 0;
+    struct gw_pending p = {0};
+    int rc;
 
-    if (klen != 8 || vlen < 5) {
+    if (klen == 16 && vlen >= 6) { /* a tombstone */
+        memset(&l, 0, sizeof(l));
+        l.object = get_be64(k);
+        l.version = get_be64((const uint8_t *)k + 8);
+        l.tenant = cm_get_be32(v);
+        l.m = ((const uint8_t *)v)[4];
+        p.tomb = 1;
+        p.key = (const char *)v + 5;
+        p.klen = vlen - 5;
+        p.lay = &l;
+        c->cb(c->arg, &p);
         return 0;
     }
-    for (int i = 0; i < 8; i++) {
-        object = object << 8 | ((const uint8_t *)k)[i];
-    }
-    if (group_get(c->txn, T_OBJECTS, cm_get_be32(v), (const char *)v + 4, vlen - 4, &rec, &rlen) !=
-            0 ||
-        gw_meta_decode(rec, rlen, &l) != 0 || l.object != object) {
+    if (klen != 8 || vlen < 5 ||
+        group_get(c->txn, T_OBJECTS, cm_get_be32(v), (const char *)v + 4, vlen - 4, &rec, &rlen) !=
+            0) {
         return 0;
     }
-    c->cb(c->arg, &l);
+    rc = gw_meta_decode_tags(rec, rlen, &l);
+    if (rc == -ENOMEM) {
+        c->err = rc;
+        return 1;
+    }
+    if (rc == 0 && l.object == get_be64(k)) {
+        p.key = (const char *)v + 4;
+        p.klen = vlen - 4;
+        p.lay = &l;
+        c->cb(c->arg, &p);
+    }
+    gw_layout_fini(&l);
     return 0;
 }
 
 int
-gw_meta_scan_pending(struct gw_meta *m, void (*cb)(void *arg, const struct gw_layout *l), void *arg)
+gw_meta_scan_pending(struct gw_meta *m, void (*cb)(void *arg, const struct gw_pending *p),
+                     void *arg)
 {
-    struct pending_ctx c = {NULL, cb, arg};
+    struct pending_ctx c = {NULL, cb, arg, 0};
     int rc = cm_kv_begin(m->kv, 0, &c.txn);
 
     if (rc != 0) {
@@ -443,6 +593,30 @@ gw_meta_scan_pending(struct gw_meta *m, void (*cb)(void *arg, const struct gw_la
     }
     rc = cm_kv_scan(c.txn, T_PENDING, NULL, 0, pending_one, &c);
     cm_kv_abort(c.txn);
+    return rc < 0 ? rc : c.err;
+}
+
+static int
+any_row(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+    *(int *)arg = 1;
+    return 1;
+}
+
+int
+gw_meta_is_empty(struct gw_meta *m, int *empty)
+{
+    struct cm_kv_txn *txn;
+    int rc = cm_kv_begin(m->kv, 0, &txn), any = 0;
+
+    if (rc != 0) {
+        return rc;
+    }
+    for (int t = T_OBJECTS; t <= T_PENDING && rc >= 0 && !any; t++) {
+        rc = cm_kv_scan(txn, t, NULL, 0, any_row, &any);
+    }
+    cm_kv_abort(txn);
+    *empty = !any;
     return rc < 0 ? rc : 0;
 }
 
@@ -650,13 +824,40 @@ pending_del(struct cm_kv_txn *txn, uint64_t object)
     return rc == CM_E_NOTFOUND ? 0 : rc;
 }
 
+/* A deleted version whose tombstone record is to go: (object, version). */
+static int
+tomb_set(struct cm_kv_txn *txn, const struct gw_layout *old, const char *key, size_t klen)
+{
+    uint8_t k[16], v[5 + GW_KEY_MAX];
+
+    cm_put_be64(k, old->object);
+    cm_put_be64(k + 8, old->version);
+    cm_put_be32(v, old->tenant);
+    v[4] = old->m;
+    memcpy(v + 5, key, klen);
+    return cm_kv_put(txn, T_PENDING, k, 16, v, 5 + klen);
+}
+
+/* Stores l's record under key in objects. */
+static int
+record_set(struct cm_kv_txn *txn, const char *key, size_t klen, const struct gw_layout *l)
+{
+    size_t rlen = gw_meta_rec_len(l);
+    uint8_t *rec = cm_malloc(rlen);
+    int rc;
+
+    gw_meta_encode(l, rec);
+    rc = group_set(txn, T_OBJECTS, l->tenant, key, klen, rec, rlen);
+    free(rec);
+    return rc;
+}
+
 int
 gw_meta_put(struct gw_meta_batch *b, const char *key, size_t klen, struct gw_layout *l,
             struct gw_layout *old, int *had_old)
 {
-    uint8_t rec[GW_META_REC_MAX];
     const uint8_t *v;
-    size_t vlen, rlen;
+    size_t vlen;
     uint64_t base = 0;
     int rc;
 
@@ -689,9 +890,8 @@ gw_meta_put(struct gw_meta_batch *b, const char *key, size_t klen, struct gw_lay
         return rc;
     }
     l->version = base + 1;
-    rlen = gw_meta_encode(l, rec);
-    rc = group_set(b->txn, T_OBJECTS, l->tenant, key, klen, rec, rlen);
-    if (rc == 0 && !gw_layout_persisted(l)) {
+    rc = record_set(b->txn, key, klen, l);
+    if (rc == 0) {
         rc = pending_set(b->txn, l->object, l->tenant, key, klen);
     }
     return rc;
@@ -722,26 +922,46 @@ gw_meta_delete(struct gw_meta_batch *b, uint32_t tenant, const char *key, size_t
     if (rc == 0) {
         rc = pending_del(b->txn, old->object);
     }
+    if (rc == 0) {
+        rc = tomb_set(b->txn, old, key, klen);
+    }
     return rc;
 }
 
-int
-gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
+static int
+same_tags(const struct gw_layout *a, const struct gw_layout *b)
 {
-    uint8_t pk[8], rec[GW_META_REC_MAX];
+    if (b->tags == NULL) {
+        return 1; /* nothing new to store */
+    }
+    return a->tags != NULL &&
+           memcmp(a->tags, b->tags, gw_layout_nchunks(a) * sizeof(*a->tags)) == 0;
+}
+
+int
+gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, enum gw_report what, int *stale)
+{
+    uint8_t pk[16];
     char key[GW_KEY_MAX];
     const void *pv;
     const uint8_t *v;
-    size_t pvlen, vlen, klen, rlen;
+    size_t pvlen, vlen, klen;
     uint32_t tenant;
-    struct gw_layout cur;
+    struct gw_layout cur = {0};
+    uint32_t *own;
     int rc;
 
     *stale = 1;
     cm_put_be64(pk, l->object);
+    if (what == GW_REPORT_TOMB) {
+        cm_put_be64(pk + 8, l->version);
+        rc = cm_kv_del(b->txn, T_PENDING, pk, 16);
+        *stale = rc == CM_E_NOTFOUND;
+        return rc == CM_E_NOTFOUND ? 0 : rc;
+    }
     rc = cm_kv_get(b->txn, T_PENDING, pk, 8, &pv, &pvlen);
     if (rc == CM_E_NOTFOUND) {
-        return 0; /* replaced, deleted or already fully persisted */
+        return 0; /* replaced, deleted or done already */
     }
     if (rc != 0) {
         return rc;
@@ -754,30 +974,34 @@ gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
     memcpy(key, (const char *)pv + 4, klen);
     rc = group_get(b->txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
     if (rc == 0) {
-        rc = gw_meta_decode(v, vlen, &cur);
+        rc = gw_meta_decode_tags(v, vlen, &cur);
     }
     if (rc == CM_E_NOTFOUND || (rc == 0 && cur.object != l->object)) {
+        gw_layout_fini(&cur);
         return pending_del(b->txn, l->object);
     }
     if (rc != 0) {
         return rc;
     }
-    if (l->k != cur.k || l->m != cur.m) {
+    if (l->k != cur.k || l->m != cur.m || l->nstripes != cur.nstripes) {
+        gw_layout_fini(&cur);
         return CM_E_BADARG;
     }
-    if (gw_layout_persisted(l) &&
-        memcmp(cur.holders, l->holders, sizeof(cur.holders[0]) * (cur.k + cur.m)) == 0) {
-        /* The usual report: wholly in COS, holders unchanged. Leaving
-         * pending says it all; the record is not rewritten. */
-        rc = pending_del(b->txn, l->object);
-        *stale = rc != 0;
-        return rc;
+    /* DONE with holders and tags as written: leaving pending says it all
+     * (the record's persisted bits count only while pending). */
+    if (what == GW_REPORT_CHANGED || !same_tags(&cur, l) ||
+        memcmp(cur.holders, l->holders, sizeof(cur.holders[0]) * (cur.k + cur.m)) != 0) {
+        memcpy(cur.holders, l->holders, sizeof(cur.holders));
+        cur.persisted = l->persisted;
+        own = cur.tags;
+        if (l->tags != NULL) {
+            cur.tags = l->tags; /* borrowed for the encode */
+        }
+        rc = record_set(b->txn, key, klen, &cur);
+        cur.tags = own;
     }
-    memcpy(cur.holders, l->holders, sizeof(cur.holders));
-    cur.persisted = l->persisted;
-    rlen = gw_meta_encode(&cur, rec);
-    rc = group_set(b->txn, T_OBJECTS, tenant, key, klen, rec, rlen);
-    if (rc == 0 && gw_layout_persisted(&cur)) {
+    gw_layout_fini(&cur);
+    if (rc == 0 && what == GW_REPORT_DONE) {
         rc = pending_del(b->txn, l->object);
     }
     if (rc == 0) {
@@ -790,33 +1014,76 @@ int
 gw_meta_move(struct gw_meta_batch *b, const char *key, size_t klen, const struct gw_layout *l,
              int *stale)
 {
-    uint8_t rec[GW_META_REC_MAX];
     const uint8_t *v;
-    size_t vlen, rlen;
+    size_t vlen;
     struct gw_layout cur;
+    uint32_t *own;
     int rc = group_get(b->txn, T_OBJECTS, l->tenant, key, klen, &v, &vlen);
 
     *stale = 1;
     if (rc == 0) {
-        rc = gw_meta_decode(v, vlen, &cur);
+        rc = gw_meta_decode_tags(v, vlen, &cur);
     }
-    if (rc == CM_E_NOTFOUND || (rc == 0 && cur.object != l->object)) {
-        return 0; /* replaced or deleted since */
+    if (rc == CM_E_NOTFOUND) {
+        return 0; /* deleted since */
     }
     if (rc != 0) {
         return rc;
     }
-    if (l->k != cur.k || l->m != cur.m) {
+    if (cur.object != l->object) {
+        gw_layout_fini(&cur);
+        return 0; /* replaced since */
+    }
+    if (l->k != cur.k || l->m != cur.m || l->nstripes != cur.nstripes) {
+        gw_layout_fini(&cur);
         return CM_E_BADARG;
     }
     memcpy(cur.holders, l->holders, sizeof(cur.holders));
     cur.persisted = l->persisted;
-    rlen = gw_meta_encode(&cur, rec);
-    rc = group_set(b->txn, T_OBJECTS, l->tenant, key, klen, rec, rlen);
+    own = cur.tags;
+    if (l->tags != NULL) {
+        cur.tags = l->tags; /* borrowed for the encode: the moved positions' new tags */
+    }
+    rc = record_set(b->txn, key, klen, &cur);
+    cur.tags = own;
+    gw_layout_fini(&cur);
     if (rc == 0) {
         *stale = 0;
     }
     return rc;
+}
+
+int
+gw_meta_restore(struct gw_meta_batch *b, const char *key, size_t klen, const struct gw_layout *l)
+{
+    int rc;
+
+    if (klen == 0 || klen > GW_KEY_MAX) {
+        return CM_E_BADARG;
+    }
+    rc = group_set(b->txn, T_TOMBS, l->tenant, key, klen, NULL, 0);
+    if (rc != 0 && rc != CM_E_NOTFOUND) {
+        return rc;
+    }
+    return record_set(b->txn, key, klen, l);
+}
+
+int
+gw_meta_restore_tomb(struct gw_meta_batch *b, uint32_t tenant, const char *key, size_t klen,
+                     uint64_t version)
+{
+    uint8_t ver[8];
+    int rc;
+
+    if (klen == 0 || klen > GW_KEY_MAX) {
+        return CM_E_BADARG;
+    }
+    rc = group_set(b->txn, T_OBJECTS, tenant, key, klen, NULL, 0);
+    if (rc != 0 && rc != CM_E_NOTFOUND) {
+        return rc;
+    }
+    cm_put_le64(ver, version);
+    return group_set(b->txn, T_TOMBS, tenant, key, klen, ver, 8);
 }
 
 struct purge_ctx {

@@ -162,6 +162,7 @@ item_end(struct mv_item *it, int status)
     recount_locked(m);
     pthread_cond_broadcast(&m->cv);
     pthread_mutex_unlock(&m->mu);
+    gw_layout_fini(&it->old);
     free(it);
 }
 
@@ -197,6 +198,7 @@ commit_done(struct gw_commit_op *op)
         if (d != NULL) {
             d->m = m;
             d->old = it->old;
+            d->old.tags = NULL; /* it->old's, freed with it; a DEL names no instance */
             d->mask = it->mask;
         }
         /* GETs that read the old layout before this commit finish first. */
@@ -205,6 +207,7 @@ commit_done(struct gw_commit_op *op)
                     (unsigned long long)op->lay.object, op->lay.tenant);
             free(d);
         }
+        gw_layout_fini(&op->lay);
         item_end(it, 0);
     } else if (op->rc == 0) {
         /* Replaced or deleted while it moved: its retire deleted the old
@@ -212,10 +215,12 @@ commit_done(struct gw_commit_op *op)
         if (!atomic_load(&m->detached)) {
             gw_engine_delete(m->engine, &op->lay, 0);
         }
+        gw_layout_fini(&op->lay);
         item_end(it, 1);
     } else {
         CM_WARN("move not committed object=%016llx tenant=%u err=%s",
                 (unsigned long long)op->lay.object, op->lay.tenant, cm_errname(op->rc));
+        gw_layout_fini(&op->lay);
         item_end(it, op->rc);
     }
 }
@@ -232,7 +237,7 @@ move_done(void *arg, int status, const struct gw_layout *layout)
         it->op.kind = COMMIT_MOVE;
         it->op.key = it->key;
         it->op.klen = it->klen;
-        it->op.lay = *layout;
+        (void)gw_layout_copy(&it->op.lay, layout); /* out of memory: the tags stay as stored */
         it->op.done = commit_done;
         gw_commit_queue(m->commit, &it->op);
         return;
@@ -307,6 +312,7 @@ scan_cb(void *arg, const char *key, size_t klen, const struct gw_layout *l)
     struct mv_item *it = cm_calloc(1, sizeof(*it) + klen);
     it->m = sc->m;
     it->old = *l;
+    it->old.tags = NULL; /* a listing's layout carries none of its own */
     it->mask = mask;
     memcpy(it->to, to, sizeof(to));
     it->bytes = (uint64_t)__builtin_popcountll(mask) * holder_bytes(l);
@@ -437,8 +443,12 @@ start_one(struct gw_migrate *m, struct mv_item *it)
     int rc = gw_meta_get(m->meta, it->old.tenant, it->key, it->klen, &cur);
 
     if (rc != 0 || t == NULL || cur.object != it->old.object) {
+        if (rc == 0) {
+            gw_layout_fini(&cur);
+        }
         it->mask = 0; /* replaced or deleted since the scan: nothing to move */
     } else {
+        gw_layout_fini(&it->old);
         up = up_nodes(s, &nup);
         gw_snap_row(s, t, gw_demand_partition(it->key, it->klen, t->id, s->partitions), &row,
                     &nrow);

@@ -207,10 +207,12 @@ commit_done(struct gw_commit_op *op)
     int retire_old = op->rc == 0 && op->had_old;
 
     if (op->kind == COMMIT_DELETE && op->rc == 0) {
+        gw_engine_tombstone(f->engine, &op->old, q->key, q->klen);
         gw_req_reply(q, 204, NULL, NULL, 0, CM_HTTP_STATIC);
     } else if (op->kind == COMMIT_DELETE && op->rc == CM_E_NOTFOUND) {
         gw_req_fail(q, 404, "not_found", "no such object");
     } else if (op->rc == 0) {
+        gw_engine_committed(f->engine, &op->lay, q->key, q->klen);
         gw_req_etag_version(q, &op->lay);
         gw_req_reply(q, 201, NULL, NULL, 0, CM_HTTP_STATIC);
     } else {
@@ -245,20 +247,22 @@ put_done(void *arg, int status, const struct gw_layout *layout)
     q->commit.kind = COMMIT_PUT;
     q->commit.key = q->key;
     q->commit.klen = q->klen;
-    q->commit.lay = *layout;
+    /* The engine keeps changing its layout: the commit takes a copy. Out
+     * of memory, the version is recorded with its tags unknown. */
+    (void)gw_layout_copy(&q->commit.lay, layout);
     q->commit.lay.tenant = q->tenant;
     q->commit.done = commit_done;
     gw_commit_queue(q->f->commit, &q->commit);
 }
 
 void
-gw_front_on_layout(void *arg, const struct gw_layout *layout)
+gw_front_on_layout(void *arg, const struct gw_layout *layout, enum gw_report what)
 {
     struct gw_front *f = arg;
 
-    if (gw_commit_update(f->commit, layout) != 0) {
-        CM_WARN("layout update dropped object=%016llx tenant=%u err=ENOMEM",
-                (unsigned long long)layout->object, layout->tenant);
+    if (gw_commit_update(f->commit, layout, what) != 0) {
+        CM_WARN("layout update dropped object=%016llx tenant=%u report=%d err=ENOMEM",
+                (unsigned long long)layout->object, layout->tenant, (int)what);
     }
 }
 

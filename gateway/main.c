@@ -1,9 +1,11 @@
 /*
  * main.c - shoal-gateway: flags, start-up and orderly shutdown.
  *
- * Start:    meta (LMDB) -> front (committer) -> engine -> state (cached
- *           controller state, then polling) -> track pending layouts ->
- *           migration and demand reports -> HTTP.
+ * Start:    meta (LMDB) -> with --rebuild-meta: the store rebuilt from the
+ *           nodes' insertion logs in --cos (gw_rebuild.c) -> front
+ *           (committer) -> engine -> state (cached controller state, then
+ *           polling) -> track pending layouts and tombstones -> migration
+ *           and demand reports -> HTTP.
  * Shutdown (SIGTERM/SIGINT, waited for with sigwait on the main thread):
  *           stop HTTP (in-flight requests finish) -> stop polling and
  *           demand reports -> stop migrating -> flush commits -> destroy
@@ -16,17 +18,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cm_buf.h"
 #include "cm_config.h"
+#include "cm_cos.h"
 #include "cm_err.h"
 #include "cm_http.h"
 #include "cm_log.h"
+#include "cm_time.h"
 #include "gw_demand.h"
 #include "gw_engine.h"
 #include "gw_front.h"
 #include "gw_meta.h"
 #include "gw_migrate.h"
+#include "gw_rebuild.h"
 #include "gw_state.h"
 #include "pol_rs.h"
 
@@ -37,6 +43,7 @@ struct gw_cfg {
     const char *data_dir;
     const char *log_level;
     const char *rs;
+    const char *cos;
     uint64_t max_object_size;
     uint64_t small_threshold;
     uint64_t max_chunk;
@@ -50,6 +57,9 @@ struct gw_cfg {
     int redrive_after_ms;
     int state_poll_ms;
     int delete_delay_ms;
+    int rebuild_meta;
+    int rebuild_threads;
+    int force;
 };
 
 #define T struct gw_cfg
@@ -80,6 +90,15 @@ static const struct cm_opt opts[] = {
     CM_OPT_INT(T, delete_delay_ms, "0", 0, 3600000,
                "extra wait before deleting a replaced or deleted version's chunks, after the "
                "GETs that may read them are answered"),
+    CM_OPT_BOOL(T, rebuild_meta, "false",
+                "rebuild the metadata store from the META records in the nodes' insertion logs "
+                "in --cos, then serve"),
+    CM_OPT_STR(T, cos, NULL,
+               "the nodes' COS, for --rebuild-meta (a directory, fs:/dir or s3://HOST/BUCKET; "
+               "s3 credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"),
+    CM_OPT_INT(T, rebuild_threads, "8", 1, 64, "--rebuild-meta: log objects read at once"),
+    CM_OPT_BOOL(T, force, "false",
+                "--rebuild-meta: replace a metadata store that is not empty (else refused)"),
 };
 #undef T
 
@@ -88,6 +107,87 @@ die(const char *what, int rc)
 {
     fprintf(stderr, "shoal-gateway: %s: %s\n", what, cm_strerror(rc));
     exit(1);
+}
+
+/* The flags --rebuild-meta needs, before anything starts: 0, or exits 2. */
+static void
+rebuild_check(const struct gw_cfg *cfg)
+{
+    char why[256];
+
+    if (!cfg->rebuild_meta) {
+        if (cfg->force) {
+            fprintf(stderr, "shoal-gateway: --force is for --rebuild-meta\n");
+            exit(2);
+        }
+        return;
+    }
+    if (cfg->cos == NULL || cfg->cos[0] == '\0') {
+        fprintf(stderr, "shoal-gateway: --rebuild-meta needs --cos (the nodes' COS)\n");
+        exit(2);
+    }
+    if (cm_cos_url_check(cfg->cos, why, sizeof(why)) != 0) {
+        fprintf(stderr, "shoal-gateway: --cos: %s\n", why);
+        exit(2);
+    }
+}
+
+/*
+ * --rebuild-meta: refuses a store that holds metadata unless --force (then
+ * its files are removed and it starts empty), rebuilds it from the logs in
+ * --cos, and reports what it found. *meta may be reopened.
+ */
+static void
+rebuild(const struct gw_cfg *cfg, const char *metadir, struct gw_meta **meta)
+{
+    static const char *const files[] = {"data.mdb", "lock.mdb", "redo.log"};
+    struct gw_rebuild_stats st;
+    struct cm_cos *cos = NULL;
+    char path[PATH_MAX + 16];
+    uint64_t t0;
+    int empty = 0, rc;
+
+    rc = gw_meta_is_empty(*meta, &empty);
+    if (rc != 0) {
+        die("cannot read the metadata store", rc);
+    }
+    if (!empty && !cfg->force) {
+        fprintf(stderr,
+                "shoal-gateway: --rebuild-meta: the metadata store %s is not empty "
+                "(--force replaces it)\n",
+                metadir);
+        exit(2);
+    }
+    if (!empty) {
+        CM_WARN("rebuild-meta replaces the metadata store dir=%s", metadir);
+        gw_meta_close(*meta);
+        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+            snprintf(path, sizeof(path), "%s/%s", metadir, files[i]);
+            if (unlink(path) != 0 && errno != ENOENT) {
+                die("cannot remove the old metadata store", -errno);
+            }
+        }
+        rc = gw_meta_open(metadir, (size_t)cfg->meta_map_size, meta);
+        if (rc != 0) {
+            die("cannot open the metadata store", rc);
+        }
+    }
+    rc = cm_cos_open(cfg->cos, &cos);
+    if (rc != 0) {
+        die("cannot open the COS", rc);
+    }
+    t0 = cm_now_ns();
+    rc = gw_rebuild_meta(cos, *meta, cfg->rebuild_threads, &st);
+    cm_cos_close(cos);
+    if (rc != 0) {
+        die("cannot rebuild the metadata store (it is incomplete: run again)", rc);
+    }
+    CM_INFO("rebuild-meta done versions=%llu tombstones=%llu records=%llu batches=%llu "
+            "bad_records=%llu bad_batches=%llu seconds=%.3f read_seconds=%.3f store_seconds=%.3f",
+            (unsigned long long)st.versions, (unsigned long long)st.tombstones,
+            (unsigned long long)st.records, (unsigned long long)st.batches,
+            (unsigned long long)st.bad_records, (unsigned long long)st.bad_batches,
+            (double)(cm_now_ns() - t0) / 1e9, (double)st.read_ns / 1e9, (double)st.store_ns / 1e9);
 }
 
 int
@@ -128,6 +228,7 @@ main(int argc, char **argv)
         fprintf(stderr, ")\n");
         return 2;
     }
+    rebuild_check(&cfg);
     cm_log_init("gateway", level);
     if ((size_t)snprintf(metadir, sizeof(metadir), "%s/meta", cfg.data_dir) >= sizeof(metadir)) {
         fprintf(stderr, "shoal-gateway: --data-dir too long\n");
@@ -146,6 +247,9 @@ main(int argc, char **argv)
     rc = gw_meta_open(metadir, (size_t)cfg.meta_map_size, &meta);
     if (rc != 0) {
         die("cannot open the metadata store", rc);
+    }
+    if (cfg.rebuild_meta) {
+        rebuild(&cfg, metadir, &meta);
     }
     struct gw_front_cfg fcfg = {
         .max_object_size = cfg.max_object_size,
