@@ -253,19 +253,13 @@ ilog_apply(struct fns_ilog *x, const struct cm_ilog_rec *r, uint64_t seq)
 
     switch (r->kind) {
     case CM_ILOG_CHUNK:
+        /* Its instance's record may be older than the object it was in
+         * (since superseded and deleted) or newer: a release is what ends
+         * a tag's chunks, and it comes after every record of them. */
         c = ilog_chunk(x, &key);
         if (c != NULL) {
             ilog_kill(x, c->seq);
-        }
-        if (ilog_inst(x, r->tag) == NULL) {
-            /* Its instance was released: nothing to rebuild. */
-            if (c != NULL) {
-                cm_hmap_del(&x->chunks, &c->hn);
-                free(c);
-            }
-            return;
-        }
-        if (c == NULL) {
+        } else {
             c = cm_calloc(1, sizeof(*c));
             c->key = key;
             cm_hmap_add(&x->chunks, &c->hn, fns_key_hash(&key));
