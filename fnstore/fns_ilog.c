@@ -507,6 +507,7 @@ fns_ilog_replay(struct fns_ilog *x, uint64_t seq, const uint8_t *buf, size_t len
     uint64_t got;
 
     if (cm_ilog_open(buf, len, &node, &got, &it) != 0 || node != x->node || got != seq ||
+        seq == UINT64_MAX || /* no batch could follow it */
         (x->n > x->head && x->objs[x->n - 1].seq >= seq)) {
         return CM_E_CRC;
     }
