@@ -111,6 +111,8 @@
     X(ilog_objects, "gauge", "Insertion log objects in COS.", sms.ilog_objects)                    \
     X(ilog_records, "gauge", "Records in the insertion log objects.", sms.ilog_records)            \
     X(ilog_live_records, "gauge", "Of those, the records a replay still needs.", sms.ilog_live)    \
+    X(ilog_pending_records, "gauge", "Records not yet durable in the insertion log.",              \
+      sms.ilog_pending)                                                                            \
     X(ilog_batches_total, "counter", "Insertion log batches written to COS.", sms.ilog_batches)    \
     X(ilog_bytes_total, "counter", "Bytes of insertion log batches written.", sms.ilog_bytes)      \
     X(ilog_deleted_total, "counter", "Insertion log objects deleted (every record dead).",         \

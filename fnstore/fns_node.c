@@ -272,10 +272,13 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
             fns_node_reload(n, req, &key);
         }
         return;
-    case CM_OP_META:
-        fns_node_ilog_meta(n, req, req->meta);
+    case CM_OP_META: {
+        uint8_t *payload = req->meta;
+
         req->meta = NULL;
+        fns_node_ilog_meta(n, req, payload);
         return;
+    }
     default:
         fns_node_answer(n, req, CM_E_PROTO, 0, NULL);
         return;

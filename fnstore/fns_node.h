@@ -85,7 +85,7 @@ struct fns_node_sms_stats {
     uint64_t recovery_ns; /* summed time of rebuilds, the running ones included */
     double recovery_seconds; /* the same in seconds */
     uint64_t ilog_objects, ilog_records, ilog_live, ilog_batches, ilog_bytes;
-    uint64_t ilog_deleted, ilog_carried, metas;
+    uint64_t ilog_deleted, ilog_carried, ilog_pending, metas;
     int heard; /* the controller's "sms" block was heard */
     const char *policy;
 };

@@ -239,6 +239,22 @@ fns_node_sms_hit(struct fns_node *n, struct fns_chunk *c)
     }
 }
 
+/* The rebuild figures go out now, not at the next tick: they are how a
+ * rebuild's progress is watched. */
+static void
+fns_node_sms_progress(struct fns_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    n->pub_sst.recovery_chunks = n->sst.recovery_chunks;
+    n->pub_sst.recovery_bytes = n->sst.recovery_bytes;
+    n->pub_sst.recoveries = n->sst.recoveries;
+    n->pub_sst.recovery_running = fns_recover_running(n->rec);
+    n->pub_sst.recovery_ns = n->sst.recovery_ns;
+    n->pub_sst.reclaimed = n->sst.reclaimed;
+    n->pub_sst.stale = n->sst.stale;
+    pthread_mutex_unlock(&n->mu);
+}
+
 /* Helpers load their next items. */
 static void
 fns_node_sms_pump(struct fns_node *n)
@@ -277,6 +293,7 @@ fns_node_sms_miss(struct fns_node *n, struct fns_req *req, const struct fns_key 
             fns_node_sms_pump(n);
         }
         n->sst.stale++;
+        fns_node_sms_progress(n);
         fns_node_answer(n, req, CM_E_STALE, 0, NULL);
         return;
     }
@@ -429,8 +446,10 @@ fns_node_rebuild(struct fns_node *n, uint32_t slot, uint32_t old_tag)
     }
     fns_ilog_add_instance(n->ilog, old_tag, sl->tenant, sl->gen, POL_SMS_RELEASED);
     free(b.c);
-    fns_node_cost_of(n, sl->tenant)->recoveries++;
-    n->sst.recoveries++;
+    if (b.n > 0) {
+        fns_node_cost_of(n, sl->tenant)->recoveries++;
+        n->sst.recoveries++;
+    }
     if (fns_recover_left(n->rec, slot) == 0) {
         sl->lost = 0;
         sl->prev_tag = 0;
@@ -466,6 +485,7 @@ fns_node_sms_reclaim(struct fns_node *n, uint32_t slot)
     old = fns_store_reclaim(n->store, slot);
     (void)fns_node_rebuild(n, slot, old);
     fns_node_publish(n);
+    fns_node_sms_progress(n);
     fns_node_sms_rerun(n, waiters, nw);
 }
 
@@ -507,6 +527,7 @@ fns_node_sms_recovered(struct fns_node *n, struct fns_cos_job *job)
                 (unsigned long long)sl->used);
     }
     fns_node_publish(n);
+    fns_node_sms_progress(n);
     fns_node_sms_rerun(n, waiters, nw);
     fns_node_sms_pump(n);
 }
@@ -869,6 +890,7 @@ fns_node_sms_report(struct fns_node *n)
     st->ilog_bytes = ls.bytes_written;
     st->ilog_deleted = ls.objects_deleted;
     st->ilog_carried = ls.carried;
+    st->ilog_pending = fns_ilog_pending(n->ilog);
     st->metas = ls.metas;
 
     pthread_mutex_lock(&n->mu);
