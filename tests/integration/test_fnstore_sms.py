@@ -518,6 +518,43 @@ def test_kill9(node, ctl, c, a):
     return c
 
 
+def test_reclaim_rate(binary, tmp):
+    """--reclaim-rate: instances vanish at random, as on a FaaS platform;
+    every chunk stays readable (from memory once rebuilt)."""
+    d = os.path.join(tmp, "rate")
+    os.makedirs(d)
+    ctl = FakeController()
+    node = Node(binary, d, ctl.port, ["--reclaim-rate", "600"])  # ten a second
+    node.start()
+    try:
+        c = Conn(node.port)
+        chunks = {}
+        for t in (1, 2, 3):
+            got = put_many(c, t, range(1, 301), 2000, seed=10 + t)
+            wait_durable(node, c, t, got)
+            chunks.update({(t, o): v for o, v in got.items()})
+        node.wait_metric("shoal_fnstore_instances_reclaimed_total", lambda v: v >= 5,
+                         "random reclaims", 10)
+        node.wait_metric("shoal_fnstore_recovery_chunks_total", lambda v: v >= 300, "rebuilds")
+        keys = sorted(chunks)
+        rs = c.pipeline([(OP_GET, dict(tenant=t, obj=o, flags=WF_COS_OK)) for t, o in keys])
+        check(all(r["status"] == 0 and r["data"] == chunks[k][0] for k, r in zip(keys, rs)),
+              "a chunk lost to random reclaims")
+        c.close()
+        check(node.stop() == 0, "clean exit")
+    finally:
+        if node.proc.poll() is None:
+            node.proc.kill()
+        ctl.stop()
+    print("reclaim rate: %d reclaims in the run, every chunk readable"
+          % node_reclaims(d))
+
+
+def node_reclaims(d):
+    with open(os.path.join(d, "node.log")) as f:
+        return sum(1 for line in f if "instance reclaimed" in line)
+
+
 def cos_read_rate(paths):
     """MB/s of a plain sequential read of the chunks' COS objects, one
     after another into one buffer (no CRC, no copy into memory)."""
@@ -593,6 +630,7 @@ def main():
         c = test_kill9(node, ctl, c, a)
         c.close()
         check(node.stop() == 0, "clean exit")
+        test_reclaim_rate(binary, tmp)
         test_rates(binary, tmp, mib)
         check(time.time() < DEADLINE, "took too long")
         ok = True
