@@ -50,24 +50,25 @@ fns_heartbeat_sms(struct fns_node *node, const struct fns_node_stats *st, json_t
 
     for (i = 0; i < ni; i++) {
         json_array_append_new(
-            ja, json_pack("{s:I, s:I, s:I, s:I, s:s, s:i, s:I, s:I, s:I, s:I, s:I}", "slot",
-                          (json_int_t)in[i].slot, "tag", (json_int_t)in[i].tag, "tenant",
-                          (json_int_t)in[i].tenant, "gen", (json_int_t)in[i].gen, "state",
-                          pol_sms_state_name((enum pol_sms_state)in[i].state), "lost", in[i].lost,
-                          "used", (json_int_t)in[i].used, "put_bytes",
-                          (json_int_t)in[i].put_bytes, "read_bytes", (json_int_t)in[i].read_bytes,
-                          "read_chunks", (json_int_t)in[i].read_chunks, "warm_age_ms",
-                          (json_int_t)(now > in[i].warm_ns ? (now - in[i].warm_ns) / 1000000u : 0)));
+            ja,
+            json_pack("{s:I, s:I, s:I, s:I, s:s, s:i, s:I, s:I, s:I, s:I, s:I}", "slot",
+                      (json_int_t)in[i].slot, "tag", (json_int_t)in[i].tag, "tenant",
+                      (json_int_t)in[i].tenant, "gen", (json_int_t)in[i].gen, "state",
+                      pol_sms_state_name((enum pol_sms_state)in[i].state), "lost", in[i].lost,
+                      "used", (json_int_t)in[i].used, "put_bytes", (json_int_t)in[i].put_bytes,
+                      "read_bytes", (json_int_t)in[i].read_bytes, "read_chunks",
+                      (json_int_t)in[i].read_chunks, "warm_age_ms",
+                      (json_int_t)(now > in[i].warm_ns ? (now - in[i].warm_ns) / 1000000u : 0)));
     }
     for (i = 0; i < nc; i++) {
         json_array_append_new(
-            jc, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "tenant",
-                          (json_int_t)c[i].tenant, "warmups", (json_int_t)c[i].warmups,
-                          "recoveries", (json_int_t)c[i].recoveries, "cos_puts",
-                          (json_int_t)c[i].cos_puts, "cos_gets", (json_int_t)c[i].cos_gets,
-                          "cos_deletes", (json_int_t)c[i].cos_deletes, "cos_put_bytes",
-                          (json_int_t)c[i].cos_put_bytes, "cos_get_bytes",
-                          (json_int_t)c[i].cos_get_bytes));
+            jc,
+            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "tenant", (json_int_t)c[i].tenant,
+                      "warmups", (json_int_t)c[i].warmups, "recoveries",
+                      (json_int_t)c[i].recoveries, "cos_puts", (json_int_t)c[i].cos_puts,
+                      "cos_gets", (json_int_t)c[i].cos_gets, "cos_deletes",
+                      (json_int_t)c[i].cos_deletes, "cos_put_bytes", (json_int_t)c[i].cos_put_bytes,
+                      "cos_get_bytes", (json_int_t)c[i].cos_get_bytes));
     }
     json_object_set_new(root, "instance_bytes", json_integer((json_int_t)st->sms.inst_bytes));
     json_object_set_new(root, "memory_bytes", json_integer((json_int_t)st->sms.memory_bytes));
@@ -161,8 +162,7 @@ fns_hb_uint(const json_t *o, const char *name, uint64_t max, uint64_t def, uint6
         *out = def;
         return 0;
     }
-    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-        (uint64_t)json_integer_value(v) > max) {
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max) {
         return CM_E_PROTO;
     }
     *out = (uint64_t)json_integer_value(v);
@@ -199,11 +199,13 @@ fns_hb_sms_cfg(const json_t *j, struct fns_sms_orders *o)
     }
     o->has_sms = 1;
     snprintf(o->policy, sizeof(o->policy), "%s", pol != NULL ? json_string_value(pol) : "sms");
-    o->cfg = (struct pol_sms_cfg){.interval_ns = iv * 1000000u, .active_intervals = (uint32_t)m,
+    o->cfg = (struct pol_sms_cfg){.interval_ns = iv * 1000000u,
+                                  .active_intervals = (uint32_t)m,
                                   .degraded_intervals = (uint32_t)nn,
                                   .warm_active_ns = wa * 1000000u,
                                   .warm_degraded_ns = wd * 1000000u,
-                                  .compact_age = (uint32_t)a, .max_instances = (uint32_t)x};
+                                  .compact_age = (uint32_t)a,
+                                  .max_instances = (uint32_t)x};
     return 0;
 }
 

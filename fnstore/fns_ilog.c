@@ -246,8 +246,8 @@ ilog_chunk_drop(struct fns_ilog *x, struct fns_ilog_chunk *c)
 static void
 ilog_apply(struct fns_ilog *x, const struct cm_ilog_rec *r, uint64_t seq)
 {
-    struct fns_key key = {.tenant = r->tenant, .index = r->index, .object = r->object,
-                          .version = r->version};
+    struct fns_key key = {
+        .tenant = r->tenant, .index = r->index, .object = r->object, .version = r->version};
     struct fns_ilog_chunk *c;
     struct fns_ilog_inst *in;
 
@@ -358,8 +358,12 @@ void
 fns_ilog_add_chunk(struct fns_ilog *x, uint32_t tag, const struct fns_key *key, uint32_t len,
                    const struct fns_ilog_loc *loc)
 {
-    struct cm_ilog_rec r = {.kind = CM_ILOG_CHUNK, .tag = tag, .len = len, .seg = loc->seg,
-                            .off = loc->off, .blob_len = loc->blob_len};
+    struct cm_ilog_rec r = {.kind = CM_ILOG_CHUNK,
+                            .tag = tag,
+                            .len = len,
+                            .seg = loc->seg,
+                            .off = loc->off,
+                            .blob_len = loc->blob_len};
 
     ilog_key_rec(&r, key);
     ilog_append(x, &r);
@@ -381,7 +385,10 @@ void
 fns_ilog_add_instance(struct fns_ilog *x, uint32_t tag, uint32_t tenant, uint64_t gen,
                       enum pol_sms_state state)
 {
-    struct cm_ilog_rec r = {.kind = CM_ILOG_INSTANCE, .tag = tag, .tenant = tenant, .gen = gen,
+    struct cm_ilog_rec r = {.kind = CM_ILOG_INSTANCE,
+                            .tag = tag,
+                            .tenant = tenant,
+                            .gen = gen,
                             .state = (uint32_t)state};
 
     ilog_append(x, &r);
@@ -399,8 +406,8 @@ fns_ilog_meta_parse(const uint8_t *data, size_t len, uint8_t *kind, uint32_t *te
     kl = cm_get_le16(data + 5);
     if (kl == 0 || (data[0] != 1 && data[0] != 2) || len < 7u + kl + 8u ||
         (data[0] == 2 && len != 7u + kl + 8u) ||
-        (data[0] == 1 && (len < 7u + kl + 12u ||
-                          cm_get_le32(data + 7 + kl + 8) != len - (7u + kl + 12u)))) {
+        (data[0] == 1 &&
+         (len < 7u + kl + 12u || cm_get_le32(data + 7 + kl + 8) != len - (7u + kl + 12u)))) {
         return CM_E_BADARG;
     }
     *kind = data[0];
@@ -638,8 +645,8 @@ fns_ilog_carry_due(struct fns_ilog *x, uint64_t *seq)
 static int
 ilog_still_live(const struct fns_ilog *x, const struct cm_ilog_rec *r, uint64_t seq)
 {
-    struct fns_key key = {.tenant = r->tenant, .index = r->index, .object = r->object,
-                          .version = r->version};
+    struct fns_key key = {
+        .tenant = r->tenant, .index = r->index, .object = r->object, .version = r->version};
     const struct fns_ilog_chunk *c;
     const struct fns_ilog_inst *in;
     const struct ilog_meta *m;

@@ -68,7 +68,7 @@
       sms.slots)                                                                                   \
     X(memory_instance_bytes, "gauge", "Memory of the instances not released (count x size).",      \
       sms.memory_bytes)                                                                            \
-    X(instances_lost, "gauge", "Instances whose memory was lost, being rebuilt from COS.",         \
+    X(instances_lost, "gauge", "Instances whose memory was lost, being recovered from COS.",       \
       sms.lost)                                                                                    \
     X(instances_opened_total, "counter", "Instances opened in a free slot.", sms.opened)           \
     X(instances_released_total, "counter", "Instances released (their memory freed).",             \
@@ -80,8 +80,10 @@
       sms.decisions)                                                                               \
     X(sms_heard, "gauge", "1 once the controller's sms configuration was heard (else static).",    \
       sms.heard)                                                                                   \
-    X(stale_total, "counter", "GETs answered STALE: their instance was lost, the chunk not in "    \
-      "memory.", sms.stale)                                                                        \
+    X(stale_total, "counter",                                                                      \
+      "GETs answered STALE: their instance was lost, the chunk not in "                            \
+      "memory.",                                                                                   \
+      sms.stale)                                                                                   \
     X(compactions_total, "counter", "Chunks read from an old generation and moved to the newest.", \
       sms.compactions)                                                                             \
     X(compaction_bytes_total, "counter", "Bytes of the compacted chunks.", sms.compaction_bytes)   \
@@ -95,18 +97,18 @@
     X(cache_hits_total, "counter", "GETs served from the cache space alone.", sms.cache_hits)      \
     X(cache_inserts_total, "counter", "Chunks put in the cache space (late reads, hot copies).",   \
       sms.cache_inserts)                                                                           \
-    X(cache_evictions_total, "counter", "Chunks evicted from the cache space (least recently used)."\
-      , sms.cache_evictions)                                                                       \
-    X(recoveries_total, "counter", "Rebuilds of lost instances started.", sms.recoveries)          \
-    X(recovery_running, "gauge", "Rebuilds of lost instances under way.", sms.recovery_running)    \
-    X(recovery_helpers, "gauge", "Helper threads of a rebuild (--recovery-helpers).",              \
+    X(cache_evictions_total, "counter",                                                            \
+      "Chunks evicted from the cache space (least recently used).", sms.cache_evictions)           \
+    X(recoveries_total, "counter", "Recoveries of lost instances started.", sms.recoveries)        \
+    X(recovery_running, "gauge", "Recoveries of lost instances under way.", sms.recovery_running)  \
+    X(recovery_helpers, "gauge", "Helper threads of a recovery (--recovery-helpers).",             \
       sms.recovery_helpers)                                                                        \
-    X(recovery_chunks_total, "counter", "Chunks loaded from COS into rebuilt instances.",          \
+    X(recovery_chunks_total, "counter", "Chunks loaded from COS into recovered instances.",        \
       sms.recovery_chunks)                                                                         \
-    X(recovery_bytes_total, "counter", "Bytes loaded from COS into rebuilt instances.",            \
+    X(recovery_bytes_total, "counter", "Bytes loaded from COS into recovered instances.",          \
       sms.recovery_bytes)                                                                          \
     X(recovery_seconds_total, "counter",                                                           \
-      "Time rebuilds took, summed (running ones so far): bytes / seconds is the rebuild rate.",    \
+      "Time recoveries took, summed (running ones so far): bytes / seconds is the recovery rate.", \
       sms.recovery_seconds)                                                                        \
     X(ilog_objects, "gauge", "Insertion log objects in COS.", sms.ilog_objects)                    \
     X(ilog_records, "gauge", "Records in the insertion log objects.", sms.ilog_records)            \
@@ -117,8 +119,10 @@
     X(ilog_bytes_total, "counter", "Bytes of insertion log batches written.", sms.ilog_bytes)      \
     X(ilog_deleted_total, "counter", "Insertion log objects deleted (every record dead).",         \
       sms.ilog_deleted)                                                                            \
-    X(ilog_carried_total, "counter", "Insertion log objects carried forward (live records "        \
-      "appended again).", sms.ilog_carried)                                                        \
+    X(ilog_carried_total, "counter",                                                               \
+      "Insertion log objects carried forward (live records "                                       \
+      "appended again).",                                                                          \
+      sms.ilog_carried)                                                                            \
     X(ilog_metas, "gauge", "Keys whose newest metadata record this node's log holds.", sms.metas)
 
 /* Per tenant (label tenant="<id>"): the fair queue's view. */
@@ -147,10 +151,11 @@
 /* Per tenant (label tenant="<id>"): the SMS cost counters heartbeats carry. */
 #define FNS_COST_METRICS(X)                                                                        \
     X(tenant_warmups_total, "counter", "Warm-ups of the tenant's instances.", warmups)             \
-    X(tenant_recoveries_total, "counter", "Rebuilds of the tenant's lost instances.", recoveries)  \
+    X(tenant_recoveries_total, "counter", "Recoveries of the tenant's lost instances.",            \
+      recoveries)                                                                                  \
     X(tenant_cos_puts_total, "counter",                                                            \
       "COS writes of the tenant's chunks (a segment once per tenant in it).", cos_puts)            \
-    X(tenant_cos_gets_total, "counter", "COS reads of the tenant's chunks (reloads, rebuilds).",   \
+    X(tenant_cos_gets_total, "counter", "COS reads of the tenant's chunks (reloads, recoveries).", \
       cos_gets)                                                                                    \
     X(tenant_cos_deletes_total, "counter", "COS deletes of the tenant's chunk objects.",           \
       cos_deletes)                                                                                 \

@@ -626,7 +626,7 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     fns_ilog_create(cfg->id, &n->ilog);
     rc = fns_node_replay(n);
     if (rc == 0) {
-        /* Rebuild reads name segments by this node's id. */
+        /* Recovery reads name segments by this node's id. */
         fns_cos_set_packing(n->recpool, cfg->id, 1, 0);
         rc = fns_node_ilog_replay(n);
     }

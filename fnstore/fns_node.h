@@ -14,7 +14,7 @@
  *        after the write)
  *   GET: in memory (an instance or the cache space) ─▶ answer by reference, maybe
  *        compacted into the current generation │ miss: tag of a lost instance ─▶
- *        CM_E_STALE │ chunk being rebuilt ─▶ wait for it, asked first │ else COS
+ *        CM_E_STALE │ chunk being recovered ─▶ wait for it, asked first │ else COS
  *        read job ─▶ verify, re-admit or cache, answer CM_WF_FROM_COS
  *   DEL: store ─▶ delete record, COS delete job ─▶ answer
  *   STAT: store │ miss ─▶ COS read ─▶ answer     META: log record ─▶ durable ─▶ answer
@@ -25,7 +25,7 @@
  * opens, fills, compacts, ages and releases instances follows pol_sms
  * (fns_node_sms.c), with the controller's decisions from the heartbeat.
  * Lost instances (reclaimed, or found in the insertion log after a
- * restart) are rebuilt from COS by --recovery-helpers threads.
+ * restart) are recovered from COS by --recovery-helpers threads.
  *
  * Threads: fns_node_run runs the event loop on the calling thread ("loop
  * thread"); store, scheduler and connections are touched only there. The
@@ -47,21 +47,21 @@ struct fns_node;
 
 struct fns_node_cfg {
     uint32_t id;
-    const char *listen; /* "127.0.0.1:9500" (port 0: any); borrowed for create */
-    uint64_t capacity;       /* bytes of instance memory: capacity / inst_bytes slots */
-    uint64_t inst_bytes;     /* one instance's storage partition */
-    uint64_t cache_bytes;    /* the cache space's budget (apart from capacity) */
-    double reclaim_rate;     /* instances reclaimed per minute at random; 0 = none */
-    uint32_t recovery_helpers; /* R threads rebuilding lost instances */
-    uint32_t max_chunk;   /* larger PUT payloads -> CM_E_TOOBIG */
-    uint32_t queue_limit; /* per tenant; 0 = unlimited */
-    double cap_ops;       /* requests/s; 0 = off */
-    double cap_bytes;     /* bytes/s; 0 = off */
+    const char *listen;        /* "127.0.0.1:9500" (port 0: any); borrowed for create */
+    uint64_t capacity;         /* bytes of instance memory: capacity / inst_bytes slots */
+    uint64_t inst_bytes;       /* one instance's storage partition */
+    uint64_t cache_bytes;      /* the cache space's budget (apart from capacity) */
+    double reclaim_rate;       /* instances reclaimed per minute at random; 0 = none */
+    uint32_t recovery_helpers; /* R threads recovering lost instances */
+    uint32_t max_chunk;        /* larger PUT payloads -> CM_E_TOOBIG */
+    uint32_t queue_limit;      /* per tenant; 0 = unlimited */
+    double cap_ops;            /* requests/s; 0 = off */
+    double cap_bytes;          /* bytes/s; 0 = off */
     /* Work dispatched and not yet answered (answers' payloads count until
      * written): at most this many requests / bytes; 0 = no bound. */
     uint32_t max_dispatched;
     uint64_t max_dispatched_bytes;
-    const char *sched;    /* FQ policy name; borrowed for create */
+    const char *sched; /* FQ policy name; borrowed for create */
     int cos_threads;
     int cos_linger_ms; /* small writes gather this long into one COS segment */
     uint32_t incarnation;
@@ -75,14 +75,14 @@ struct fns_node_cfg {
 struct fns_node_sms_stats {
     uint64_t inst_bytes, slots;
     uint64_t instances[POL_SMS_NSTATES]; /* not free, by state (none RELEASED) */
-    uint64_t lost;                        /* of those: being rebuilt */
-    uint64_t memory_bytes;                /* instances x inst_bytes */
+    uint64_t lost;                       /* of those: being recovered */
+    uint64_t memory_bytes;               /* instances x inst_bytes */
     uint64_t cache_bytes, cache_budget, cache_chunks;
     uint64_t cache_hits, cache_inserts, cache_evictions;
     uint64_t stale, compactions, compaction_bytes, readmissions;
     uint64_t opened, released, reclaimed, warmups, decisions;
     uint64_t recovery_chunks, recovery_bytes, recoveries, recovery_running, recovery_helpers;
-    uint64_t recovery_ns; /* summed time of rebuilds, the running ones included */
+    uint64_t recovery_ns;    /* summed time of recoveries, the running ones included */
     double recovery_seconds; /* the same in seconds */
     uint64_t ilog_objects, ilog_records, ilog_live, ilog_batches, ilog_bytes;
     uint64_t ilog_deleted, ilog_carried, ilog_pending, metas;
@@ -136,11 +136,11 @@ struct fns_node_stats {
     uint32_t id, incarnation, instances; /* instances: not free */
     uint64_t capacity_bytes, used_bytes, chunks;
     uint64_t cos_pending, cos_writes_total, cos_reloads_total, bad_frames_total;
-    uint64_t cos_segments, cos_packed_chunks; /* small chunks packed in COS segments */
-    uint64_t cos_segments_held;               /* of cos_segments: empty, kept for tombstones */
-    struct fns_arena_stats arena;             /* zero without an arena */
-    const char *sched;                        /* the FQ policy's name (static) */
-    double cap_ops, cap_bytes;                /* emulated capacity; 0 = none */
+    uint64_t cos_segments, cos_packed_chunks;      /* small chunks packed in COS segments */
+    uint64_t cos_segments_held;                    /* of cos_segments: empty, kept for tombstones */
+    struct fns_arena_stats arena;                  /* zero without an arena */
+    const char *sched;                             /* the FQ policy's name (static) */
+    double cap_ops, cap_bytes;                     /* emulated capacity; 0 = none */
     uint64_t max_dispatched, max_dispatched_bytes; /* the dispatch bound; 0 = none */
     uint64_t dispatched, dispatched_bytes;         /* under that bound now (per tick) */
     uint64_t dispatch_pauses_total;                /* times dispatch stopped at the bound */

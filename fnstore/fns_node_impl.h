@@ -12,7 +12,7 @@
  *                       snapshots, and the weights they bring back
  *   fns_node_sms.c      the SMS window on this node: placement, compaction,
  *                       the cache space, the controller's decisions, reclaims,
- *                       releases, and the rebuild of lost instances
+ *                       releases, and the recovery of lost instances
  *   fns_node_ilog.c     the insertion log's I/O: batches written in order,
  *                       META answers, dead objects deleted, the start-up replay
  *
@@ -57,11 +57,11 @@ struct fns_tstat {
     struct cm_hnode hn;
     uint32_t tenant;
     struct fns_node_cost cost; /* SMS cost counters, cumulative */
-    double est_get;       /* the policy's GET-size estimate, copied every tick */
-    double arrived_cost;  /* dominant cost of arrivals, cumulative */
-    struct cm_hist qwait; /* enqueue to dispatch */
-    double share;         /* EWMA of the served cost per second */
-    double last_cost;     /* served_cost at last_ns */
+    double est_get;            /* the policy's GET-size estimate, copied every tick */
+    double arrived_cost;       /* dominant cost of arrivals, cumulative */
+    struct cm_hist qwait;      /* enqueue to dispatch */
+    double share;              /* EWMA of the served cost per second */
+    double last_cost;          /* served_cost at last_ns */
     uint64_t last_ns;
 };
 
@@ -75,8 +75,8 @@ struct fns_req {
     uint64_t t0;
     uint64_t held; /* bytes counted in disp_bytes while dispatched */
     int dispatched;
-    uint32_t tag;  /* PUT, STAT answers: the instance's tag */
-    uint8_t *meta; /* META payload (malloc'd) until executed */
+    uint32_t tag;          /* PUT, STAT answers: the instance's tag */
+    uint8_t *meta;         /* META payload (malloc'd) until executed */
     struct fns_chunk view; /* the answer's payload while the connection holds it */
 };
 
@@ -117,8 +117,8 @@ struct fns_node {
     struct pol_sms *sms;
     struct pol_sms_cfg sms_cfg;
     int sms_heard;
-    struct cm_hmap pools;        /* tenant -> struct fns_pool */
-    struct pol_sms_inst *view;   /* scratch for place/on_read: one per slot */
+    struct cm_hmap pools;      /* tenant -> struct fns_pool */
+    struct pol_sms_inst *view; /* scratch for place/on_read: one per slot */
     uint32_t *view_slot;
     struct fns_loop_ev *ev_reclaim, *ev_orders;
     uint64_t rng;
@@ -137,7 +137,7 @@ struct fns_node {
     int destroying; /* the COS pools are stopped: submit nothing */
 
     atomic_uint_fast64_t used, nchunks, bad_frames;
-    atomic_uint_fast64_t segments, packed, held; /* of the pack index, per tick */
+    atomic_uint_fast64_t segments, packed, held;               /* of the pack index, per tick */
     atomic_uint_fast64_t pub_disp, pub_disp_bytes, pub_queued; /* per tick */
     atomic_uint_fast64_t disp_pauses;
 
@@ -149,7 +149,7 @@ struct fns_node {
     struct fns_node_cost *csnap; /* under mu: every tenant's SMS cost */
     size_t ncsnap;
     struct fns_node_sms_stats pub_sst; /* under mu */
-    uint32_t *w_tenants; /* pending weights, under mu */
+    uint32_t *w_tenants;               /* pending weights, under mu */
     double *w_values;
     size_t nw;
 };
@@ -204,7 +204,7 @@ void fns_node_sms_placed(struct fns_node *n, struct fns_chunk *c, uint32_t slot)
 /* GET of c found in memory: counts, compaction, re-admission from the cache. */
 void fns_node_sms_hit(struct fns_node *n, struct fns_chunk *c);
 /* GET of key not in memory (req transferred): STALE, a wait on its
- * rebuild, or a reload from COS. */
+ * recovery, or a reload from COS. */
 void fns_node_sms_miss(struct fns_node *n, struct fns_req *req, const struct fns_key *key);
 /* A chunk reloaded from COS for a GET (c not in the store; loc where it
  * was read): re-admitted into the pool's current generation, else cached. */
@@ -215,11 +215,11 @@ void fns_node_sms_deleted(struct fns_node *n, const struct fns_key *key, int slo
 /* A chunk write was persisted at loc (seg 0: its own object): its record
  * in the log, under the instance the chunk is in now (undeleted: no DEL
  * came since the write was submitted). */
-void fns_node_sms_persisted(struct fns_node *n, struct fns_chunk *c,
-                            const struct fns_pack_loc *loc, int undeleted);
+void fns_node_sms_persisted(struct fns_node *n, struct fns_chunk *c, const struct fns_pack_loc *loc,
+                            int undeleted);
 /* A recovery read finished (job from the helpers' pool). */
 void fns_node_sms_recovered(struct fns_node *n, struct fns_cos_job *job);
-/* Start-up, after the log's replay: lost instances rebuilt, degraded released. */
+/* Start-up, after the log's replay: lost instances recovered, degraded released. */
 void fns_node_sms_restart(struct fns_node *n);
 /* Per tick: publishes the instance snapshot and the SMS figures (under mu). */
 void fns_node_sms_report(struct fns_node *n);

@@ -128,9 +128,9 @@ fns_node_stats(struct fns_node *n, struct fns_node_stats *out)
     out->sms = n->pub_sst;
     pthread_mutex_unlock(&n->mu);
     out->sms.recovery_seconds = (double)out->sms.recovery_ns / 1e9;
-    out->instances = (uint32_t)(out->sms.instances[POL_SMS_WARM] +
-                                out->sms.instances[POL_SMS_ACTIVE] +
-                                out->sms.instances[POL_SMS_DEGRADED]);
+    out->instances =
+        (uint32_t)(out->sms.instances[POL_SMS_WARM] + out->sms.instances[POL_SMS_ACTIVE] +
+                   out->sms.instances[POL_SMS_DEGRADED]);
     out->capacity_bytes = n->cfg.capacity;
     out->used_bytes = atomic_load(&n->used);
     out->chunks = atomic_load(&n->nchunks);

@@ -7,17 +7,17 @@
  *                  a free slot opens, WARM; its instance record is logged)
  *   GET hit ──on_read──▶ compacted into the current generation, or, from a
  *                  DEGRADED instance, a hot copy in the cache space
- *   GET miss ──▶ CM_E_STALE (tag of a lost instance) │ wait for its rebuild,
+ *   GET miss ──▶ CM_E_STALE (tag of a lost instance) │ wait for its recovery,
  *                  promoted │ COS reload ──on_read(NOWHERE)──▶ re-admitted or cached
  *   heartbeat answer ──▶ sms config, pool generations, decisions (state,
  *                  generation, warm-ups), reclaims
- *   reclaim ──▶ memory gone, incarnation + 1; ACTIVE/WARM: rebuilt in place
+ *   reclaim ──▶ memory gone, incarnation + 1; ACTIVE/WARM: recovered in place
  *                  from the log's chunk records by R helpers; DEGRADED: released
  *
- * A rebuild first logs the new instance and its chunks under the new tag
+ * A recovery first logs the new instance and its chunks under the new tag
  * (same COS locations) and the old tag's release, so what the log says
- * an instance holds is always one tag's records, and a crash mid-rebuild
- * rebuilds it again after the restart. Until the controller's "sms" block
+ * an instance holds is always one tag's records, and a crash mid-recovery
+ * recovers it again after the restart. Until the controller's "sms" block
  * is heard the node runs "static" with every slot allowed to one pool,
  * never releases an instance holding data, and gives an emptied one's
  * slot back at once (it holds nothing to lose).
@@ -43,7 +43,8 @@
 #include "fns_recover.h"
 #include "fns_store.h"
 
-#define FNS_RECOVER_DEPTH 2 /* loads in flight per helper: a promoted chunk waits for at most this many */
+#define FNS_RECOVER_DEPTH                                                                          \
+    2 /* loads in flight per helper: a promoted chunk waits for at most this many */
 
 struct fns_pool {
     struct cm_hnode hn;
@@ -95,10 +96,14 @@ fns_node_sms_view(struct fns_node *n, uint32_t tenant)
         struct fns_slot *sl = fns_store_slot(n->store, i);
 
         if (sl->live && sl->tenant == tenant) {
-            n->view[v.ninst] = (struct pol_sms_inst){
-                .gen = sl->gen, .state = sl->state, .lost = sl->lost, .used = sl->used,
-                .put_bytes = sl->put_bytes, .read_bytes = sl->read_bytes,
-                .read_chunks = sl->read_chunks, .warm_ns = sl->warm_ns};
+            n->view[v.ninst] = (struct pol_sms_inst){.gen = sl->gen,
+                                                     .state = sl->state,
+                                                     .lost = sl->lost,
+                                                     .used = sl->used,
+                                                     .put_bytes = sl->put_bytes,
+                                                     .read_bytes = sl->read_bytes,
+                                                     .read_chunks = sl->read_chunks,
+                                                     .warm_ns = sl->warm_ns};
             n->view_slot[v.ninst++] = i;
         }
     }
@@ -234,13 +239,14 @@ fns_node_sms_hit(struct fns_node *n, struct fns_chunk *c)
         }
         return;
     }
-    if (sl->state == POL_SMS_DEGRADED && !fns_store_cached(c) && fns_store_cache(n->store, c) == 0) {
-        n->sst.cache_inserts++; /* a hot copy: its instance is not rebuilt if lost */
+    if (sl->state == POL_SMS_DEGRADED && !fns_store_cached(c) &&
+        fns_store_cache(n->store, c) == 0) {
+        n->sst.cache_inserts++; /* a hot copy: its instance is not recovered if lost */
     }
 }
 
-/* The rebuild figures go out now, not at the next tick: they are how a
- * rebuild's progress is watched. */
+/* The recovery figures go out now, not at the next tick: they are how a
+ * recovery's progress is watched. */
 static void
 fns_node_sms_progress(struct fns_node *n)
 {
@@ -272,8 +278,8 @@ fns_node_sms_pump(struct fns_node *n)
             job->key = it->key;
             job->arg = it;
             if (it->loc.seg != 0) {
-                job->loc = (struct fns_pack_loc){.seg = it->loc.seg, .off = it->loc.off,
-                                                 .len = it->loc.blob_len};
+                job->loc = (struct fns_pack_loc){
+                    .seg = it->loc.seg, .off = it->loc.off, .len = it->loc.blob_len};
             }
             fns_cos_submit(n->recpool, job);
         }
@@ -326,14 +332,16 @@ fns_node_sms_reloaded(struct fns_node *n, struct fns_chunk *c, const struct fns_
     }
 }
 
-/* GETs that waited on a rebuild run again (the item is gone). */
+/* GETs that waited on a recovery run again (the item is gone). */
 static void
 fns_node_sms_rerun(struct fns_node *n, void **waiters, size_t nw)
 {
     for (size_t i = 0; i < nw; i++) {
         struct fns_req *req = waiters[i];
-        struct fns_key key = {.tenant = req->hdr.tenant, .index = req->hdr.index,
-                              .object = req->hdr.object, .version = req->hdr.obj_version};
+        struct fns_key key = {.tenant = req->hdr.tenant,
+                              .index = req->hdr.index,
+                              .object = req->hdr.object,
+                              .version = req->hdr.obj_version};
         struct fns_chunk *c = fns_store_get(n->store, &key);
 
         if (c != NULL) {
@@ -398,27 +406,26 @@ fns_node_sms_persisted(struct fns_node *n, struct fns_chunk *c, const struct fns
         return; /* replaced, deleted, or only in the cache space */
     }
     /* Its instance was reclaimed before the write landed: the bytes are
-     * right here, so the rebuilt instance (its slot's) takes them now. */
+     * right here, so the recovered instance (its slot's) takes them now. */
     sl = fns_store_slot(n->store, slot);
-    if (sl->live && sl->tenant == c->key.tenant &&
-        fns_store_put(n->store, c, slot) == 0) {
+    if (sl->live && sl->tenant == c->key.tenant && fns_store_put(n->store, c, slot) == 0) {
         fns_ilog_add_chunk(n->ilog, c->tag, &c->key, c->len, &il);
         fns_node_ilog_kick(n);
         fns_node_publish(n);
     }
 }
 
-/* ---- rebuilds ----------------------------------------------------------- */
+/* ---- recovery ------------------------------------------------------------ */
 
-struct fns_rebuild {
+struct fns_recover_list {
     struct fns_ilog_chunk *c; /* copies */
     size_t n, cap;
 };
 
 static void
-fns_node_rebuild_collect(void *arg, const struct fns_ilog_chunk *c)
+fns_node_recover_collect(void *arg, const struct fns_ilog_chunk *c)
 {
-    struct fns_rebuild *b = arg;
+    struct fns_recover_list *b = arg;
 
     if (b->n == b->cap) {
         b->cap = b->cap ? 2 * b->cap : 64;
@@ -427,18 +434,18 @@ fns_node_rebuild_collect(void *arg, const struct fns_ilog_chunk *c)
     b->c[b->n++] = *c;
 }
 
-/* slot (lost) rebuilds what the log holds under old_tag: its records move
+/* slot (lost) recovers what the log holds under old_tag: its records move
  * to the slot's tag, then helpers load them. Returns the chunk count (0:
- * nothing to rebuild, the slot is no longer lost). */
+ * nothing to recover, the slot is no longer lost). */
 static size_t
-fns_node_rebuild(struct fns_node *n, uint32_t slot, uint32_t old_tag)
+fns_node_recover_inst(struct fns_node *n, uint32_t slot, uint32_t old_tag)
 {
     struct fns_slot *sl = fns_store_slot(n->store, slot);
     uint32_t tag = fns_store_tag(n->store, slot);
-    struct fns_rebuild b = {0};
+    struct fns_recover_list b = {0};
 
     fns_node_log_instance(n, slot);
-    fns_ilog_each_chunk(n->ilog, old_tag, fns_node_rebuild_collect, &b);
+    fns_ilog_each_chunk(n->ilog, old_tag, fns_node_recover_collect, &b);
     fns_recover_begin(n->rec, slot, tag, cm_now_ns());
     for (size_t i = 0; i < b.n; i++) {
         fns_ilog_add_chunk(n->ilog, tag, &b.c[i].key, b.c[i].len, &b.c[i].loc);
@@ -454,7 +461,7 @@ fns_node_rebuild(struct fns_node *n, uint32_t slot, uint32_t old_tag)
         sl->lost = 0;
         sl->prev_tag = 0;
     }
-    CM_INFO("instance rebuild slot=%u tag=%x from=%x tenant=%u chunks=%zu helpers=%u", slot, tag,
+    CM_INFO("instance recovery slot=%u tag=%x from=%x tenant=%u chunks=%zu helpers=%u", slot, tag,
             old_tag, sl->tenant, b.n, fns_recover_helpers(n->rec));
     fns_node_ilog_kick(n);
     fns_node_sms_pump(n);
@@ -475,15 +482,14 @@ fns_node_sms_reclaim(struct fns_node *n, uint32_t slot)
     }
     n->sst.reclaimed++;
     CM_INFO("instance reclaimed slot=%u tag=%x tenant=%u state=%s chunks=%u", slot,
-            fns_store_tag(n->store, slot), sl->tenant, pol_sms_state_name(sl->state),
-            sl->nchunks);
+            fns_store_tag(n->store, slot), sl->tenant, pol_sms_state_name(sl->state), sl->nchunks);
     if (sl->state == POL_SMS_DEGRADED) {
-        fns_node_sms_release(n, slot); /* not rebuilt: its chunks are read from COS */
+        fns_node_sms_release(n, slot); /* not recovered: its chunks are read from COS */
         return;
     }
     nw = fns_recover_drop_slot(n->rec, slot, &waiters);
     old = fns_store_reclaim(n->store, slot);
-    (void)fns_node_rebuild(n, slot, old);
+    (void)fns_node_recover_inst(n, slot, old);
     fns_node_publish(n);
     fns_node_sms_progress(n);
     fns_node_sms_rerun(n, waiters, nw);
@@ -513,7 +519,7 @@ fns_node_sms_recovered(struct fns_node *n, struct fns_cos_job *job)
             n->sst.recovery_bytes += job->chunk->len;
         }
     } else if (job->status != CM_E_NOTFOUND) {
-        CM_WARN("rebuild read failed tenant=%u object=%llx index=%u err=%s", job->key.tenant,
+        CM_WARN("recovery read failed tenant=%u object=%llx index=%u err=%s", job->key.tenant,
                 (unsigned long long)job->key.object, job->key.index, cm_errname(job->status));
     }
     nw = fns_recover_finish(n->rec, it, &waiters, &done);
@@ -523,7 +529,7 @@ fns_node_sms_recovered(struct fns_node *n, struct fns_cos_job *job)
         n->sst.recovery_ns += cm_now_ns() - fns_recover_began(n->rec, slot);
         sl->lost = 0;
         sl->prev_tag = 0;
-        CM_INFO("instance rebuilt slot=%u tag=%x chunks=%u bytes=%llu", slot, tag, sl->nchunks,
+        CM_INFO("instance recovered slot=%u tag=%x chunks=%u bytes=%llu", slot, tag, sl->nchunks,
                 (unsigned long long)sl->used);
     }
     fns_node_publish(n);
@@ -559,12 +565,12 @@ fns_node_sms_restart(struct fns_node *n)
     for (size_t i = 0; i < r.n; i++) {
         struct fns_ilog_inst *in = &r.in[i];
 
-        /* A lost degraded instance is not rebuilt; one that finds no slot
+        /* A lost degraded instance is not recovered; one that finds no slot
          * (a smaller node) is let go the same way: its chunks stay in COS. */
         if (in->state == POL_SMS_DEGRADED ||
             fns_store_open(n->store, in->tenant, in->gen, &slot) != 0) {
             if (in->state != POL_SMS_DEGRADED) {
-                CM_WARN("no slot to rebuild instance tag=%x tenant=%u: released", in->tag,
+                CM_WARN("no slot to recover instance tag=%x tenant=%u: released", in->tag,
                         in->tenant);
             }
             fns_ilog_add_instance(n->ilog, in->tag, in->tenant, in->gen, POL_SMS_RELEASED);
@@ -576,7 +582,7 @@ fns_node_sms_restart(struct fns_node *n)
         sl->lost = 1;
         sl->prev_tag = in->tag;
         sl->warm_ns = cm_now_ns();
-        if (fns_node_rebuild(n, slot, in->tag) == 0) {
+        if (fns_node_recover_inst(n, slot, in->tag) == 0) {
             fns_node_sms_release(n, slot); /* it held nothing */
         }
     }
@@ -694,7 +700,7 @@ fns_node_sms_decide(struct fns_node *n, const struct fns_sms_decision *d)
         n->sst.warmups++;
     }
     if (d->state == POL_SMS_RELEASED) {
-        fns_node_sms_release(n, d->slot); /* a rebuild under way stops with it */
+        fns_node_sms_release(n, d->slot); /* a recovery under way stops with it */
         return;
     }
     if (d->gen != sl->gen) {
@@ -794,7 +800,8 @@ fns_node_sms_reclaim_cb(void *arg)
 int
 fns_node_sms_create(struct fns_node *n)
 {
-    struct fns_store_cfg sc = {.capacity = n->cfg.capacity, .inst_bytes = n->cfg.inst_bytes,
+    struct fns_store_cfg sc = {.capacity = n->cfg.capacity,
+                               .inst_bytes = n->cfg.inst_bytes,
                                .cache_bytes = n->cfg.cache_bytes,
                                .node_inc = n->cfg.incarnation};
     uint32_t ns;
@@ -904,13 +911,20 @@ fns_node_sms_report(struct fns_node *n)
         }
         st->instances[sl->state]++;
         st->lost += sl->lost != 0;
-        n->isnap[n->nisnap++] = (struct fns_node_inst){
-            .slot = s, .tag = fns_store_tag(n->store, s), .tenant = sl->tenant, .gen = sl->gen,
-            .state = sl->state, .lost = sl->lost, .used = sl->used, .put_bytes = sl->put_bytes,
-            .read_bytes = sl->read_bytes, .read_chunks = sl->read_chunks, .warm_ns = sl->warm_ns};
+        n->isnap[n->nisnap++] = (struct fns_node_inst){.slot = s,
+                                                       .tag = fns_store_tag(n->store, s),
+                                                       .tenant = sl->tenant,
+                                                       .gen = sl->gen,
+                                                       .state = sl->state,
+                                                       .lost = sl->lost,
+                                                       .used = sl->used,
+                                                       .put_bytes = sl->put_bytes,
+                                                       .read_bytes = sl->read_bytes,
+                                                       .read_chunks = sl->read_chunks,
+                                                       .warm_ns = sl->warm_ns};
     }
     n->pub_sst = *st;
-    /* Rebuilds still running count their time so far. */
+    /* Recoveries still running count their time so far. */
     for (uint32_t s = 0; s < ns; s++) {
         if (fns_recover_left(n->rec, s) > 0) {
             n->pub_sst.recovery_ns += now - fns_recover_began(n->rec, s);

@@ -9,7 +9,7 @@
  * Each helper takes only its share (fns_key_hash(key) mod R == h), in
  * queue order, so R helpers read COS in parallel and a read of a chunk
  * not loaded yet waits behind at most `depth` loads of its helper. Items
- * remember the slot they are rebuilt into and that slot's tag, so a slot
+ * remember the slot they are recovered into and that slot's tag, so a slot
  * released or reclaimed again meanwhile drops them.
  *
  * Threads: NOT thread-safe; the node's loop thread only (the helpers are
@@ -32,7 +32,7 @@ struct fns_recover_item {
     struct fns_key key;
     uint32_t len;
     struct fns_ilog_loc loc;
-    uint32_t slot, tag; /* where it is rebuilt, and that instance's tag */
+    uint32_t slot, tag; /* where it is recovered, and that instance's tag */
     uint32_t helper;
     enum fns_recover_state state;
     struct fns_recover_item *prev, *next; /* its helper's queue while QUEUED */
@@ -52,7 +52,7 @@ uint32_t fns_recover_helpers(const struct fns_recover *r);
 /* The helper that loads key. */
 uint32_t fns_recover_helper_of(const struct fns_recover *r, const struct fns_key *key);
 
-/* Starts (or extends) the rebuild of slot, whose instance has tag, at
+/* Starts (or extends) the recovery of slot, whose instance has tag, at
  * now_ns: every chunk added next goes there. */
 void fns_recover_begin(struct fns_recover *r, uint32_t slot, uint32_t tag, uint64_t now_ns);
 /* Queues a chunk for slot (begun). 0, or CM_E_EXISTS when key is queued or
@@ -70,7 +70,7 @@ struct fns_recover_item *fns_recover_next(struct fns_recover *r, uint32_t h);
 /*
  * item finished loading (any outcome): it is forgotten. *waiters
  * (malloc'd, transferred, NULL when none) gets its waiters; returns their
- * count. *slot_done: 1 when that was the last chunk of its slot's rebuild.
+ * count. *slot_done: 1 when that was the last chunk of its slot's recovery.
  */
 size_t fns_recover_finish(struct fns_recover *r, struct fns_recover_item *item, void ***waiters,
                           int *slot_done);
@@ -78,9 +78,9 @@ size_t fns_recover_finish(struct fns_recover *r, struct fns_recover_item *item, 
  * returned); items loading finish normally, for a slot that moved on. */
 size_t fns_recover_drop_slot(struct fns_recover *r, uint32_t slot, void ***waiters);
 
-/* Rebuilds under way (slots with items left). */
+/* Recoveries under way (slots with items left). */
 uint32_t fns_recover_running(const struct fns_recover *r);
-/* Items left for slot, and when its rebuild began. */
+/* Items left for slot, and when its recovery began. */
 uint64_t fns_recover_left(const struct fns_recover *r, uint32_t slot);
 uint64_t fns_recover_began(const struct fns_recover *r, uint32_t slot);
 

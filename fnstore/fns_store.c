@@ -203,8 +203,8 @@ fns_store_open(struct fns_store *s, uint32_t tenant, uint64_t gen, uint32_t *slo
         if (!in->live) {
             uint32_t inc = in->inc;
 
-            *in = (struct fns_slot){.inc = inc, .live = 1, .tenant = tenant, .gen = gen,
-                                    .state = POL_SMS_WARM};
+            *in = (struct fns_slot){
+                .inc = inc, .live = 1, .tenant = tenant, .gen = gen, .state = POL_SMS_WARM};
             s->live++;
             *slot = i;
             return 0;

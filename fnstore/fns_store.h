@@ -47,12 +47,12 @@ struct fns_store;
 /* One slot. Read anywhere on the loop thread; the counters (put_bytes,
  * read_*, warm_ns) are the caller's to update, the rest the store's. */
 struct fns_slot {
-    uint32_t inc;   /* current incarnation, 1..2^20-1 */
-    int live;       /* holds an instance */
+    uint32_t inc; /* current incarnation, 1..2^20-1 */
+    int live;     /* holds an instance */
     uint32_t tenant;
     uint64_t gen;
     enum pol_sms_state state;
-    int lost;          /* reclaimed: memory gone, not yet rebuilt */
+    int lost;          /* reclaimed: memory gone, not yet recovered */
     uint32_t prev_tag; /* while lost: the tag of the instance it replaces */
     uint64_t used;     /* bytes of its chunks */
     uint32_t nchunks;
@@ -92,7 +92,7 @@ void fns_store_release(struct fns_store *s, uint32_t slot);
 /* Reclaims slot's instance: its memory is gone (chunks leave as on
  * release) and its incarnation changes, but the slot keeps the instance
  * (tenant, generation, state) with lost = 1 and prev_tag = the old tag, to
- * be rebuilt. Returns the old tag. */
+ * be recovered. Returns the old tag. */
 uint32_t fns_store_reclaim(struct fns_store *s, uint32_t slot);
 
 /* The chunk under key (borrowed: ref it to keep it), or NULL. */
@@ -127,7 +127,7 @@ fns_store_cached(const struct fns_chunk *c)
 /* Drops c's cache copy (c stays if in an instance). */
 void fns_store_uncache(struct fns_store *s, struct fns_chunk *c);
 
-uint64_t fns_store_used(const struct fns_store *s);       /* bytes in instances */
+uint64_t fns_store_used(const struct fns_store *s);        /* bytes in instances */
 uint64_t fns_store_cache_bytes(const struct fns_store *s); /* bytes in the cache space */
 uint64_t fns_store_cache_budget(const struct fns_store *s);
 uint64_t fns_store_cache_chunks(const struct fns_store *s);

@@ -74,7 +74,7 @@ static const struct cm_opt fns_opts[] = {
     CM_OPT_DBL(struct fns_cfg, reclaim_rate, "0", 0, 1e6,
                "instances reclaimed per minute at random, as a FaaS provider would (0 = none)"),
     CM_OPT_INT(struct fns_cfg, recovery_helpers, "4", 1, 256,
-               "threads that rebuild a lost instance from COS in parallel"),
+               "threads that recover a lost instance from COS in parallel"),
     CM_OPT_INT(struct fns_cfg, cos_threads, "4", 1, 256, "COS worker threads"),
     CM_OPT_INT(struct fns_cfg, cos_linger_ms, "20", 0, 10000,
                "how long small chunk writes gather into one COS segment (ms)"),

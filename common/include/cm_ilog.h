@@ -51,16 +51,16 @@ enum cm_ilog_kind {
 /* One record; which fields mean something depends on kind. */
 struct cm_ilog_rec {
     uint8_t kind;
-    uint32_t tag;                      /* CHUNK, INSTANCE */
-    uint32_t tenant, index;            /* CHUNK, DELETE (the chunk key), INSTANCE (tenant) */
-    uint64_t object, version;          /* CHUNK, DELETE */
-    uint32_t len;                      /* CHUNK */
-    uint64_t seg;                      /* CHUNK: 0 = own object */
-    uint32_t off, blob_len;            /* CHUNK in seg */
-    uint64_t gen;                      /* INSTANCE */
-    uint32_t state;                    /* INSTANCE */
-    const uint8_t *data;               /* META (borrowed) */
-    uint32_t data_len;                 /* META */
+    uint32_t tag;             /* CHUNK, INSTANCE */
+    uint32_t tenant, index;   /* CHUNK, DELETE (the chunk key), INSTANCE (tenant) */
+    uint64_t object, version; /* CHUNK, DELETE */
+    uint32_t len;             /* CHUNK */
+    uint64_t seg;             /* CHUNK: 0 = own object */
+    uint32_t off, blob_len;   /* CHUNK in seg */
+    uint64_t gen;             /* INSTANCE */
+    uint32_t state;           /* INSTANCE */
+    const uint8_t *data;      /* META (borrowed) */
+    uint32_t data_len;        /* META */
 };
 
 /* Starts a batch in b (emptied first). */

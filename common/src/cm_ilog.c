@@ -147,8 +147,7 @@ ilog_decode(const uint8_t *h, struct cm_ilog_rec *r)
 }
 
 int
-cm_ilog_open(const uint8_t *buf, size_t len, uint32_t *node, uint64_t *seq,
-             struct cm_ilog_iter *it)
+cm_ilog_open(const uint8_t *buf, size_t len, uint32_t *node, uint64_t *seq, struct cm_ilog_iter *it)
 {
     uint8_t fixed[CM_ILOG_HDR_LEN];
     const uint8_t *p, *end;

@@ -4,15 +4,15 @@ wire, driven by a fake controller that answers its heartbeats (stdlib only):
 
 - PUT answers carry instance tags; heartbeats list the instances and the cost;
 - a reclaimed instance: GETs with its old tag answer STALE at once, with
-  COS_OK they return the bytes; the rebuild loads the chunk asked for first and
+  COS_OK they return the bytes; the recovery loads the chunk asked for first and
   brings every chunk back into memory;
 - META records are answered once durable and are in the insertion log in COS;
 - decisions (state, generation, warm-up), a lost degraded instance released,
   late reads kept in the cache space (static) or re-admitted (sms), compaction
   of a chunk read from an old generation;
-- kill -9: the restarted node rebuilds its instances from the log, and no
+- kill -9: the restarted node recovers its instances from the log, and no
   acknowledged chunk comes back wrong (CRC checked);
-- the rebuild rate with 1, 4 and 16 helpers against a sequential read of the
+- the recovery rate with 1, 4 and 16 helpers against a sequential read of the
   same COS objects (printed; `--rates-mib N` for a bigger run).
 
 usage: test_fnstore_sms.py PATH/TO/shoal-fnstore [--rates-mib N]
@@ -41,7 +41,7 @@ OP_PING, OP_PUT, OP_GET, OP_DEL, OP_STAT, OP_META, OP_RESP = 1, 2, 3, 4, 5, 7, 0
 WF_PERSISTED, WF_COS_SYNC, WF_FROM_COS, WF_NOTIFY, WF_COS_OK = 1, 2, 4, 8, 16
 E_NOTFOUND, E_STALE, E_BADARG = -1003, -1006, -1010
 DEADLINE = time.time() + 170
-A_CHUNKS, A_SIZE = 8000, 200  # tenant 1: one instance of small chunks, a rebuild worth watching
+A_CHUNKS, A_SIZE = 8000, 200  # tenant 1: one instance of small chunks, a recovery worth watching
 
 
 def check(cond, msg):
@@ -337,18 +337,18 @@ def test_reclaim(node, ctl, c, a, ta):
           {r["status"] for r in rs})
     check(all(r["data"] == a[o][0] for o, r in zip(rest, rs) if r["status"] == 0), "bytes")
     batch_ms = (max(r["t"] for r in rs) - t0) * 1000
-    check(stale, "no STALE answer: the rebuild was done before the GETs")
-    # With COS_OK a lost chunk's bytes come back (from its rebuild).
+    check(stale, "no STALE answer: the recovery was done before the GETs")
+    # With COS_OK a lost chunk's bytes come back (from its recovery).
     late = stale[len(stale) // 2]
     r = c.call(OP_GET, tenant=1, obj=late, inc=ta, flags=WF_COS_OK)
     check(r["status"] == 0 and r["data"] == a[late][0], "COS_OK %r" % r["status"])
-    node.wait_metric("shoal_fnstore_recovery_running", lambda v: v == 0, "rebuild")
+    node.wait_metric("shoal_fnstore_recovery_running", lambda v: v == 0, "recover")
     total = node.metric("shoal_fnstore_recovery_chunks_total")
     check(loaded < total / 4, "asked chunk loaded after %d of %d" % (loaded, total))
     rs = c.pipeline([(OP_GET, dict(tenant=1, obj=o, inc=ta)) for o in objs])
     check(all(r["status"] == 0 and r["data"] == a[o][0] and not r["flags"] & WF_FROM_COS
               for o, r in zip(objs, rs)), "every chunk back in memory")
-    check(len({r["inc"] for r in rs}) == 1, "one rebuilt instance")
+    check(len({r["inc"] for r in rs}) == 1, "one recovered instance")
     beat = ctl.beat_after(time.time())
     inst = instance(beat, rs[0]["inc"])
     check(inst is not None and inst["lost"] == 0 and inst["used"] == A_CHUNKS * A_SIZE, "beat %r" % inst)
@@ -402,7 +402,7 @@ def test_meta(node, c):
 
 def test_degraded_and_cache(node, ctl, c, b, tb):
     """Static (no "sms" heard yet): a decision makes tenant 2's instance
-    degraded and warms it up; reclaimed, it is released, not rebuilt; its
+    degraded and warms it up; reclaimed, it is released, not recovered; its
     chunks then come from COS into the cache space."""
     check(node.metric("shoal_fnstore_sms_heard") == 0, "static until heard")
     ctl.send_once(decisions=[{"slot": tb >> 20, "tag": tb, "state": "degraded", "gen": 0,
@@ -422,7 +422,7 @@ def test_degraded_and_cache(node, ctl, c, b, tb):
     node.wait_metric("shoal_fnstore_cache_chunks", lambda v: v == 1, "hot copy", 5)
     ctl.send_once(reclaim={"slots": [tb >> 20]})
     node.wait_metric("shoal_fnstore_instances_released_total", lambda v: v >= 1, "released")
-    check(node.metric("shoal_fnstore_recovery_running") == 0, "a degraded instance is not rebuilt")
+    check(node.metric("shoal_fnstore_recovery_running") == 0, "a degraded instance is not recovered")
     other = sorted(b)[1]
     r = c.call(OP_GET, tenant=2, obj=other, inc=tb)
     check(r["status"] == E_STALE, "stale after release %r" % r["status"])
@@ -486,7 +486,7 @@ def test_sms_window(node, ctl, c, a, ta_new):
 
 
 def test_kill9(node, ctl, c, a):
-    """kill -9: the restarted node rebuilds its instances from the log;
+    """kill -9: the restarted node recovers its instances from the log;
     chunks acknowledged but not yet persisted come back whole or not at all."""
     objs = sorted(a)
     kept = put_many(c, 4, range(1, 101), 3000, seed=4)
@@ -499,28 +499,28 @@ def test_kill9(node, ctl, c, a):
     t0 = time.time()
     node.start()
     c = Conn(node.port)
-    node.wait_metric("shoal_fnstore_recovery_running", lambda v: v == 0, "rebuild after restart")
+    node.wait_metric("shoal_fnstore_recovery_running", lambda v: v == 0, "recovery after restart")
     rebuilt_s = time.time() - t0
-    check(node.metric("shoal_fnstore_recoveries_total") >= 1, "rebuilds after restart")
+    check(node.metric("shoal_fnstore_recoveries_total") >= 1, "recoveries after restart")
     for t, chunks in ((1, a), (4, kept)):
         objs = sorted(chunks)
         rs = c.pipeline([(OP_GET, dict(tenant=t, obj=o)) for o in objs])
         bad = [o for o, r in zip(objs, rs)
                if r["status"] != 0 or r["data"] != chunks[o][0] or r["flags"] & WF_FROM_COS]
-        check(not bad, "%d of tenant %d's chunks not rebuilt in memory: %r" % (len(bad), t,
+        check(not bad, "%d of tenant %d's chunks not recovered in memory: %r" % (len(bad), t,
                                                                                bad[:5]))
     rs = c.pipeline([(OP_GET, dict(tenant=4, obj=o, flags=WF_COS_OK)) for o in sorted(late)])
     whole = sum(1 for o, r in zip(sorted(late), rs) if r["status"] == 0)
     check(all((r["status"] == 0 and r["data"] == late[o][0]) or r["status"] == E_NOTFOUND
               for o, r in zip(sorted(late), rs)), "a chunk came back wrong")
-    print("kill -9: %d instance(s) rebuilt in %.2f s; %d of %d unconfirmed chunks were durable"
+    print("kill -9: %d instance(s) recovered in %.2f s; %d of %d unconfirmed chunks were durable"
           % (node.metric("shoal_fnstore_recoveries_total"), rebuilt_s, whole, len(late)))
     return c
 
 
 def test_reclaim_rate(binary, tmp):
     """--reclaim-rate: instances vanish at random, as on a FaaS platform;
-    every chunk stays readable (from memory once rebuilt)."""
+    every chunk stays readable (from memory once recovered)."""
     d = os.path.join(tmp, "rate")
     os.makedirs(d)
     ctl = FakeController()
@@ -535,7 +535,7 @@ def test_reclaim_rate(binary, tmp):
             chunks.update({(t, o): v for o, v in got.items()})
         node.wait_metric("shoal_fnstore_instances_reclaimed_total", lambda v: v >= 5,
                          "random reclaims", 10)
-        node.wait_metric("shoal_fnstore_recovery_chunks_total", lambda v: v >= 300, "rebuilds")
+        node.wait_metric("shoal_fnstore_recovery_chunks_total", lambda v: v >= 300, "recoveries")
         keys = sorted(chunks)
         rs = c.pipeline([(OP_GET, dict(tenant=t, obj=o, flags=WF_COS_OK)) for t, o in keys])
         check(all(r["status"] == 0 and r["data"] == chunks[k][0] for k, r in zip(keys, rs)),
@@ -569,7 +569,7 @@ def cos_read_rate(paths):
 
 def test_rates(binary, tmp, mib):
     """One instance of `mib` MiB in 256 KiB chunks (each its own COS object),
-    reclaimed and rebuilt with 1, 4 and 16 helpers."""
+    reclaimed and recovered with 1, 4 and 16 helpers."""
     size = 256 << 10
     n = mib * 4 - 1
     out = []
@@ -593,10 +593,10 @@ def test_rates(binary, tmp, mib):
             before = node.metric("shoal_fnstore_recovery_seconds_total")
             ctl.send_once(reclaim={"slots": [tag >> 20]})
             node.wait_metric("shoal_fnstore_recoveries_total", lambda v: v >= 1, "reclaimed")
-            node.wait_metric("shoal_fnstore_recovery_running", lambda v: v == 0, "rebuilt", 60)
+            node.wait_metric("shoal_fnstore_recovery_running", lambda v: v == 0, "recovered", 60)
             secs = node.metric("shoal_fnstore_recovery_seconds_total") - before
             nbytes = node.metric("shoal_fnstore_recovery_bytes_total")
-            check(nbytes == n * size, "rebuilt %d of %d bytes" % (nbytes, n * size))
+            check(nbytes == n * size, "recovered %d of %d bytes" % (nbytes, n * size))
             rs = c.pipeline([(OP_GET, dict(tenant=1, obj=o)) for o in sorted(a)[:8]])
             check(all(r["status"] == 0 and not r["flags"] & WF_FROM_COS for r in rs), "in memory")
             out.append((helpers, nbytes / secs / 1e6, cos))
@@ -608,7 +608,7 @@ def test_rates(binary, tmp, mib):
             ctl.stop()
         shutil.rmtree(d, ignore_errors=True)
     for helpers, rate, cos in out:
-        print("rebuild of %d MiB with %2d helper(s): %7.1f MB/s; sequential COS read %7.1f MB/s "
+        print("recovery of %d MiB with %2d helper(s): %7.1f MB/s; sequential COS read %7.1f MB/s "
               "(%.2fx)" % (mib, helpers, rate, cos, rate / cos))
 
 

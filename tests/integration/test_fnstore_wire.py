@@ -526,17 +526,17 @@ def test_restart(node, inc_before, blobs, tags):
     c = Conn(node.addr)
     ping = c.call(OP_PING)
     check(ping["inc"] != inc_before and ping["inc"] != 0, "new incarnation %r" % ping["inc"])
-    # The instances were rebuilt from the insertion log: every chunk is in
+    # The instances were recovered from the insertion log: every chunk is in
     # memory again, in an instance of a new incarnation (found by key).
     wait_metric(node.maddr, "shoal_fnstore_recovery_running", 0)
-    check(metric(node.maddr, "shoal_fnstore_recovery_chunks_total") >= 60, "chunks rebuilt")
+    check(metric(node.maddr, "shoal_fnstore_recovery_chunks_total") >= 60, "chunks recovered")
     for i in (0, 5, 63):
         r = c.call(OP_GET, tenant=1 + i % 3, obj=77, ver=2, idx=i, inc=tags[i])
-        check(r["status"] == 0 and r["data"] == blobs[i], "rebuilt %d: %r" % (i, r["status"]))
+        check(r["status"] == 0 and r["data"] == blobs[i], "recovered %d: %r" % (i, r["status"]))
         check(not r["flags"] & WF_FROM_COS and r["flags"] & WF_PERSISTED, "from memory flags")
         check(r["inc"] not in (0, tags[i]), "the answer names the new instance %r" % r["inc"])
     r = c.call(OP_STAT, tenant=1 + 7 % 3, obj=77, ver=2, idx=7)
-    check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "stat of a rebuilt chunk")
+    check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "stat of a recovered chunk")
     r = c.call(OP_GET, tenant=3, obj=0xABCDEF, ver=1, idx=0)
     check(r["status"] == E_NOTFOUND, "deleted chunk stays deleted")
     r = c.call(OP_GET, tenant=1, obj=0x5151, idx=0)

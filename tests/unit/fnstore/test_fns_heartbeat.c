@@ -137,8 +137,7 @@ main(void)
     CHECK(fns_heartbeat_apply_answer(node, "{\"sms\":{\"interval_ms\":-1}}") == CM_E_PROTO);
     CHECK(fns_heartbeat_apply_answer(node, "{\"pools\":[{\"gen\":1}]}") == CM_E_PROTO);
     CHECK(fns_heartbeat_apply_answer(
-              node, "{\"decisions\":[{\"slot\":1,\"tag\":5,\"state\":\"hot\"}]}") ==
-          CM_E_PROTO);
+              node, "{\"decisions\":[{\"slot\":1,\"tag\":5,\"state\":\"hot\"}]}") == CM_E_PROTO);
     CHECK(fns_heartbeat_apply_answer(
               node, "{\"decisions\":[{\"slot\":5000,\"tag\":5,\"state\":\"active\"}]}") ==
           CM_E_PROTO);

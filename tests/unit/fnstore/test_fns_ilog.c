@@ -1,7 +1,7 @@
 /*
  * test_fns_ilog.c - the insertion log: the batch codec (round trip of
  * every kind, CRC, every truncation, unknown kinds skipped, names) and the
- * log's state (what a replay rebuilds, liveness, the deletion rule oldest
+ * log's state (what a replay recoveries, liveness, the deletion rule oldest
  * first, carrying forward, kills only once the killing batch is durable,
  * failed writes handed out again, META waiters).
  */
@@ -44,8 +44,16 @@ test_codec(void)
 {
     struct cm_buf b;
     struct cm_ilog_rec r[4] = {
-        {.kind = CM_ILOG_CHUNK, .tag = 0x123456, .tenant = 3, .index = 7, .object = 0xabcdef01,
-         .version = 2, .len = 1000, .seg = 9, .off = 128, .blob_len = 1008},
+        {.kind = CM_ILOG_CHUNK,
+         .tag = 0x123456,
+         .tenant = 3,
+         .index = 7,
+         .object = 0xabcdef01,
+         .version = 2,
+         .len = 1000,
+         .seg = 9,
+         .off = 128,
+         .blob_len = 1008},
         {.kind = CM_ILOG_DELETE, .tenant = 3, .index = 8, .object = 0xabcdef02, .version = 0},
         {.kind = CM_ILOG_META},
         {.kind = CM_ILOG_INSTANCE, .tag = 0x200001, .tenant = 4, .gen = 77, .state = 2},
@@ -109,7 +117,8 @@ test_codec(void)
     /* An empty batch is a batch; seq 0 is not. */
     cm_ilog_begin(&b, 1, 1);
     cm_ilog_end(&b);
-    CHECK(cm_ilog_open((uint8_t *)b.p, b.len, NULL, NULL, &it) == 0 && cm_ilog_next(&it, &got) == 0);
+    CHECK(cm_ilog_open((uint8_t *)b.p, b.len, NULL, NULL, &it) == 0 &&
+          cm_ilog_next(&it, &got) == 0);
     cm_ilog_begin(&b, 1, 0);
     cm_ilog_end(&b);
     CHECK(cm_ilog_open((uint8_t *)b.p, b.len, NULL, NULL, &it) == CM_E_CRC);
@@ -210,9 +219,9 @@ test_state(void)
     CHECK(seq[1] == 2 && nw == 1);
     fns_ilog_stats(x, &st);
     CHECK(st.live == 4 - 2 + 1 && st.metas == 1); /* k1 and meta v1 died; the tombstone lives */
-    CHECK(!fns_ilog_deletable(x, &s)); /* instance, k2 live in object 1 */
+    CHECK(!fns_ilog_deletable(x, &s));            /* instance, k2 live in object 1 */
 
-    /* A rebuild: k2 moves to a new tag, the old tag is released. */
+    /* A recovery: k2 moves to a new tag, the old tag is released. */
     fns_ilog_add_instance(x, 0x100002, 1, 0, POL_SMS_ACTIVE);
     fns_ilog_add_chunk(x, 0x100002, &k2, 100, &loc);
     fns_ilog_add_instance(x, 0x100001, 1, 0, POL_SMS_RELEASED);
@@ -225,7 +234,8 @@ test_state(void)
 
     /* A replay of what is left gives the same state. */
     fns_ilog_create(5, &y);
-    CHECK(fns_ilog_replay(y, seq[0] + 99, obj[1], len[1]) == CM_E_CRC); /* name and header disagree */
+    CHECK(fns_ilog_replay(y, seq[0] + 99, obj[1], len[1]) ==
+          CM_E_CRC); /* name and header disagree */
     CHECK(fns_ilog_replay(y, seq[1], obj[1], len[1]) == 0);
     CHECK(fns_ilog_replay(y, seq[2], obj[2], len[2]) == 0);
     CHECK(fns_ilog_replay(y, seq[1], obj[1], len[1]) == CM_E_CRC); /* out of order */
@@ -311,7 +321,7 @@ test_carry(void)
     fns_ilog_destroy(x);
 }
 
-/* Random histories: a replay of the surviving objects always rebuilds the
+/* Random histories: a replay of the surviving objects always recoveries the
  * live state the writer had, whatever was deleted on the way. */
 static void
 test_random(void)

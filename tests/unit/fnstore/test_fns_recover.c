@@ -2,8 +2,8 @@
  * test_fns_recover.c - the order of parallel recovery: each helper takes
  * exactly its share (hash(key) mod R), in queue order, at most `depth` at a
  * time; a chunk asked for goes to the front of its helper's queue and is
- * the next it loads; waiters come back when it is loaded; a rebuild ends
- * with its last chunk; a slot dropped mid-rebuild loses its queue and its
+ * the next it loads; waiters come back when it is loaded; a recovery ends
+ * with its last chunk; a slot dropped mid-recovery loses its queue and its
  * loading items no longer count.
  */
 #include <stdlib.h>
@@ -126,7 +126,7 @@ test_asked_first(void)
     }
     CHECK(fns_recover_finish(r, it, &w, &done) == 1 && !done);
     free(w);
-    /* A new rebuild of the slot starts its own count. */
+    /* A new recovery of the slot starts its own count. */
     fns_recover_begin(r, 0, 8, 5);
     k = key(1000);
     CHECK(fns_recover_add(r, 0, &k, 10, &loc) == 0 && fns_recover_running(r) == 1);

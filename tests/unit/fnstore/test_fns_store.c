@@ -30,8 +30,8 @@ mk(uint32_t tenant, uint64_t object, uint32_t index, uint32_t len)
 static struct fns_store *
 mkstore(uint64_t cap, uint64_t inst, uint64_t cache, uint32_t node_inc)
 {
-    struct fns_store_cfg cfg = {.capacity = cap, .inst_bytes = inst, .cache_bytes = cache,
-                                .node_inc = node_inc};
+    struct fns_store_cfg cfg = {
+        .capacity = cap, .inst_bytes = inst, .cache_bytes = cache, .node_inc = node_inc};
     struct fns_store *s = NULL;
 
     CHECK(fns_store_create(&cfg, &s) == 0);
@@ -192,8 +192,8 @@ test_cache(void)
     }
     CHECK(fns_store_cache(s, c[0]) == 0 && fns_store_cache(s, c[1]) == 0);
     CHECK(fns_store_cache_bytes(s) == 200 && fns_store_get(s, &c[0]->key) == c[0]);
-    CHECK(fns_store_used(s) == 0); /* counted apart from the instances */
-    fns_store_cache_touch(s, c[0]);  /* c[1] is now the least recent */
+    CHECK(fns_store_used(s) == 0);  /* counted apart from the instances */
+    fns_store_cache_touch(s, c[0]); /* c[1] is now the least recent */
     CHECK(fns_store_cache(s, c[2]) == 0);
     CHECK(fns_store_get(s, &c[1]->key) == NULL && fns_store_get(s, &c[0]->key) == c[0]);
     CHECK(fns_store_evictions(s) == 1 && fns_store_cache_chunks(s) == 2);
@@ -240,8 +240,8 @@ test_random(void)
 
     for (i = 0; i < 20000; i++) {
         uint32_t op = (uint32_t)(t_rand() % 100), slot = (uint32_t)(t_rand() % 8), ns;
-        struct fns_chunk *c = mk((uint32_t)(t_rand() % 3), t_rand() % 64, 0,
-                                 (uint32_t)(t_rand() % 1000));
+        struct fns_chunk *c =
+            mk((uint32_t)(t_rand() % 3), t_rand() % 64, 0, (uint32_t)(t_rand() % 1000));
         struct fns_slot *sl = fns_store_slot(s, slot);
 
         if (op < 40) {
