@@ -26,9 +26,6 @@
 #include "fns_loop.h"
 #include "fns_node_impl.h"
 
-/* Listings of the log tried at start (one a second) before the node gives up. */
-#define FNS_ILOG_LIST_TRIES 60
-
 enum { ILOG_JOB_BATCH = 1, ILOG_JOB_DELETE, ILOG_JOB_CARRY };
 
 static void
@@ -124,73 +121,26 @@ fns_node_ilog_meta(struct fns_node *n, struct fns_req *req, uint8_t *payload)
 
 /* ---- start-up ----------------------------------------------------------- */
 
-struct ilog_list {
-    uint32_t node;
-    uint64_t *seqs;
-    size_t n, cap;
-};
-
-static int
-fns_node_ilog_found(void *arg, const char *name)
-{
-    struct ilog_list *l = arg;
-    uint64_t seq;
-
-    if (cm_ilog_parse_name(name, l->node, &seq) == 0) {
-        if (l->n == l->cap) {
-            l->cap = l->cap ? 2 * l->cap : 64;
-            l->seqs = cm_realloc(l->seqs, l->cap * sizeof(*l->seqs));
-        }
-        l->seqs[l->n++] = seq;
-    }
-    return 0;
-}
-
-static int
-fns_node_ilog_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
 int
 fns_node_ilog_replay(struct fns_node *n)
 {
-    struct ilog_list l = {.node = n->cfg.id};
     struct fns_ilog_stats st;
-    char prefix[CM_ILOG_NAME_MAX], name[CM_ILOG_NAME_MAX];
-    size_t bad = 0;
-    int rc;
+    char name[CM_ILOG_NAME_MAX];
+    uint64_t *seqs = NULL;
+    size_t count = 0, bad = 0;
+    int rc = fns_node_list_seqs(n, "ilog", &seqs, &count);
 
-    snprintf(prefix, sizeof(prefix), "ilog/n%u/", n->cfg.id);
-    for (int attempt = 1;; attempt++) {
-        l.n = 0;
-        rc = cm_cos_list(n->cos, prefix, fns_node_ilog_found, &l);
-        if (rc == 0 || rc == CM_E_NOTFOUND || rc == CM_E_BADARG || rc == -EACCES ||
-            attempt >= FNS_ILOG_LIST_TRIES) {
-            break;
-        }
-        CM_WARN("insertion log not listable yet, waiting prefix=%s attempt=%d err=%s", prefix,
-                attempt, cm_errname(rc));
-        sleep(1);
-    }
-    if (rc != 0 && rc != CM_E_NOTFOUND) {
-        CM_ERROR("cannot list the insertion log prefix=%s err=%s", prefix, cm_errname(rc));
-        free(l.seqs);
+    if (rc != 0) {
         return rc;
     }
-    if (l.n > 1) {
-        qsort(l.seqs, l.n, sizeof(*l.seqs), fns_node_ilog_cmp);
-    }
-    for (size_t i = 0; i < l.n; i++) {
+    for (size_t i = 0; i < count; i++) {
         void *buf = NULL;
         size_t len = 0;
 
-        cm_ilog_name(name, sizeof(name), n->cfg.id, l.seqs[i]);
+        cm_ilog_name(name, sizeof(name), n->cfg.id, seqs[i]);
         rc = cm_cos_get(n->cos, name, &buf, &len);
         if (rc == 0) {
-            rc = fns_ilog_replay(n->ilog, l.seqs[i], buf, len);
+            rc = fns_ilog_replay(n->ilog, seqs[i], buf, len);
         }
         free(buf);
         if (rc != 0) {
@@ -204,8 +154,8 @@ fns_node_ilog_replay(struct fns_node *n)
     fns_ilog_replayed(n->ilog);
     fns_ilog_stats(n->ilog, &st);
     CM_INFO("insertion log replayed objects=%zu bad=%zu live_records=%llu chunks=%llu metas=%llu",
-            l.n, bad, (unsigned long long)st.live, (unsigned long long)st.chunks,
+            count, bad, (unsigned long long)st.live, (unsigned long long)st.chunks,
             (unsigned long long)st.metas);
-    free(l.seqs);
+    free(seqs);
     return 0;
 }

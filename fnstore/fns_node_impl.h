@@ -244,6 +244,10 @@ void fns_node_ilog_meta(struct fns_node *n, struct fns_req *req, uint8_t *payloa
 
 /* ---- fns_node_replay.c (create, before the loop runs) ---- */
 
+/* This node's numbered objects of kind ("seg", "ilog"), their sequence
+ * numbers sorted (*seqs malloc'd, transferred); a COS not listable yet is
+ * waited for up to a minute. 0 or an error. */
+int fns_node_list_seqs(struct fns_node *n, const char *kind, uint64_t **seqs, size_t *count);
 /* Rebuilds the packed-chunk index from this node's segments, deletes the
  * ones left empty, and turns packing on above the newest. */
 int fns_node_replay(struct fns_node *n);

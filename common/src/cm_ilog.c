@@ -1,11 +1,10 @@
 /*
  * cm_ilog.c - the insertion log's batch format; see cm_ilog.h. Pure.
  */
-#include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "cm_bytes.h"
+#include "cm_cos.h"
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_ilog.h"
@@ -216,32 +215,11 @@ cm_ilog_next(struct cm_ilog_iter *it, struct cm_ilog_rec *r)
 void
 cm_ilog_name(char *buf, size_t cap, uint32_t node, uint64_t seq)
 {
-    snprintf(buf, cap, "ilog/n%" PRIu32 "/%016" PRIx64, node, seq);
+    cm_cos_seq_name(buf, cap, "ilog", node, seq);
 }
 
 int
 cm_ilog_parse_name(const char *name, uint32_t node, uint64_t *seq)
 {
-    char want[CM_ILOG_NAME_MAX];
-    size_t pl;
-    uint64_t v = 0;
-
-    snprintf(want, sizeof(want), "ilog/n%" PRIu32 "/", node);
-    pl = strlen(want);
-    if (strncmp(name, want, pl) != 0 || strlen(name + pl) != 16) {
-        return CM_E_BADARG;
-    }
-    for (const char *c = name + pl; *c; c++) {
-        int d = cm_hexval(*c);
-
-        if (d < 0 || (*c >= 'A' && *c <= 'F')) { /* names are lower case */
-            return CM_E_BADARG;
-        }
-        v = v << 4 | (uint64_t)d;
-    }
-    if (v == 0) {
-        return CM_E_BADARG;
-    }
-    *seq = v;
-    return 0;
+    return cm_cos_seq_parse(name, "ilog", node, seq);
 }
