@@ -10,11 +10,9 @@
  * loop runs, synchronous COS calls). Invariant: log_writing while a batch
  * job is on the log pool; log_carrying while a carry read is.
  */
-#include <errno.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cm_buf.h"
 #include "cm_cos.h"

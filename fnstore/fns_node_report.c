@@ -140,7 +140,8 @@ fns_node_stats(struct fns_node *n, struct fns_node_stats *out)
     }
     out->cos_pending = fns_cos_pending(n->pool);
     out->cos_writes_total = fns_cos_writes_total(n->pool);
-    out->cos_reloads_total = fns_cos_reloads_total(n->pool);
+    /* Recoveries reload chunks from COS too. */
+    out->cos_reloads_total = fns_cos_reloads_total(n->pool) + fns_cos_reloads_total(n->recpool);
     out->cos_segments = atomic_load(&n->segments);
     out->cos_packed_chunks = atomic_load(&n->packed);
     out->cos_segments_held = atomic_load(&n->held);
