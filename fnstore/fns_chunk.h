@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "cm_hmap.h"
+#include "pol_lru.h"
 
 #define FNS_CHUNK_TAIL 8u
 #define FNS_CHUNK_MAGIC 0x4b434853u /* "SHCK" read little-endian */
@@ -42,9 +43,12 @@ struct fns_chunk {
     uint32_t crc;  /* CRC32C of data[0, len) */
     uint8_t *data; /* len + FNS_CHUNK_TAIL bytes, freed with fns_arena_free */
     /* Event-loop thread only: */
-    int persisted;           /* the COS copy of these bytes is durable */
-    struct cm_hnode hn;      /* store index */
-    int instance;            /* store instance, -1 when not in the store */
+    int persisted;                   /* the COS copy of these bytes is durable */
+    struct cm_hnode hn;              /* store index (in an instance, the cache space, or both) */
+    int instance;                    /* the store's instance slot, -1 when in none */
+    uint32_t tag;                    /* the tag of the instance it was last placed in (0: none) */
+    struct fns_chunk *iprev, *inext; /* the chunks of its instance */
+    struct pol_lru_node lru;         /* in the cache space when linked */
     /* Views only (NULL otherwise): the chunk shown, and the owner's hook. */
     struct fns_chunk *of;
     void (*release)(struct fns_chunk *view);

@@ -27,6 +27,7 @@
 #include "fns_chunk.h"
 #include "fns_conn.h"
 #include "fns_cos.h"
+#include "fns_ilog.h"
 #include "fns_loop.h"
 #include "fns_node_impl.h"
 #include "fns_pack.h"
@@ -39,8 +40,8 @@
 #define FNS_RATE_BURST_S 0.05
 #define FNS_NODE_ARENA_MIN ((size_t)64 << 10) /* smaller chunks: malloc */
 
-enum { FNS_OP_PUT, FNS_OP_GET, FNS_OP_DEL, FNS_OP_STAT, FNS_NOPS };
-static const char *const fns_op_names[FNS_NOPS] = {"put", "get", "del", "stat"};
+enum { FNS_OP_PUT, FNS_OP_GET, FNS_OP_DEL, FNS_OP_STAT, FNS_OP_META, FNS_NOPS };
+static const char *const fns_op_names[FNS_NOPS] = {"put", "get", "del", "stat", "meta"};
 
 static int
 fns_op_index(uint8_t op)
@@ -54,6 +55,8 @@ fns_op_index(uint8_t op)
         return FNS_OP_DEL;
     case CM_OP_STAT:
         return FNS_OP_STAT;
+    case CM_OP_META:
+        return FNS_OP_META;
     default:
         return -1;
     }
@@ -93,6 +96,7 @@ fns_req_free(struct fns_node *n, struct fns_req *req)
     if (req->dispatched) {
         fns_node_release(n, req);
     }
+    free(req->meta);
     free(req);
 }
 
@@ -118,7 +122,19 @@ fns_node_answer(struct fns_node *n, struct fns_req *req, int status, uint16_t fl
     resp.op = (uint8_t)(req->hdr.op | CM_OP_RESPONSE);
     resp.status = status;
     resp.flags = flags;
-    resp.incarnation = n->cfg.incarnation;
+    /* Chunk answers name the instance (0: in none); the rest the node. */
+    switch (req->hdr.op) {
+    case CM_OP_GET:
+        resp.incarnation = chunk != NULL && chunk->instance >= 0 ? chunk->tag : req->tag;
+        break;
+    case CM_OP_PUT:
+    case CM_OP_STAT:
+        resp.incarnation = req->tag;
+        break;
+    default:
+        resp.incarnation = n->cfg.incarnation;
+        break;
+    }
     resp.data_len = chunk != NULL ? chunk->len : 0;
     resp.data_crc = chunk != NULL ? chunk->crc : 0;
 
@@ -202,12 +218,16 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
 {
     struct fns_key key;
     struct fns_chunk *c;
-    int rc;
+    uint32_t slot;
+    int rc, from;
 
     fns_key_of(&req->hdr, &key);
     switch (req->hdr.op) {
     case CM_OP_PUT:
-        rc = fns_store_put(n->store, req->chunk);
+        rc = fns_node_sms_place(n, key.tenant, req->chunk->len, &slot);
+        if (rc == 0) {
+            rc = fns_store_put(n->store, req->chunk, slot);
+        }
         if (rc != 0) {
             CM_WARN("put refused tenant=%u req=%llx len=%u used=%llu err=%s", key.tenant,
                     (unsigned long long)req->hdr.req_id, req->chunk->len,
@@ -215,6 +235,8 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
             fns_node_answer(n, req, rc, 0, NULL);
             return;
         }
+        fns_node_sms_placed(n, req->chunk, slot);
+        req->tag = req->chunk->tag;
         fns_node_publish(n);
         if (req->hdr.flags & CM_WF_COS_SYNC) {
             fns_node_submit(n, FNS_COS_WRITE, &key, req->chunk, req, NULL);
@@ -227,14 +249,16 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
     case CM_OP_GET:
         c = fns_store_get(n->store, &key);
         if (c != NULL) {
+            fns_node_sms_hit(n, c);
             fns_node_answer(n, req, 0, fns_persisted_flag(c), c);
         } else {
-            fns_node_reload(n, req, &key);
+            fns_node_sms_miss(n, req, &key);
         }
         return;
     case CM_OP_DEL:
-        (void)fns_store_del(n->store, &key);
+        (void)fns_store_del(n->store, &key, &from);
         n->del_seq++;
+        fns_node_sms_deleted(n, &key, from);
         fns_node_publish(n);
         fns_node_forget(n, &key, (req->hdr.flags & CM_WF_KEEP_COS) != 0);
         fns_node_answer(n, req, 0, 0, NULL);
@@ -242,11 +266,19 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
     case CM_OP_STAT:
         c = fns_store_get(n->store, &key);
         if (c != NULL) {
+            req->tag = c->instance >= 0 ? c->tag : 0;
             fns_node_answer(n, req, 0, fns_persisted_flag(c), NULL);
         } else {
             fns_node_reload(n, req, &key);
         }
         return;
+    case CM_OP_META: {
+        uint8_t *payload = req->meta;
+
+        req->meta = NULL;
+        fns_node_ilog_meta(n, req, payload);
+        return;
+    }
     default:
         fns_node_answer(n, req, CM_E_PROTO, 0, NULL);
         return;
@@ -341,10 +373,6 @@ fns_node_frame(void *arg, struct fns_conn *c, const struct cm_wire_hdr *h, uint8
     req->hdr = *h;
     req->t0 = cm_now_ns();
     n->inflight++;
-    if (h->incarnation != 0 && h->incarnation != n->cfg.incarnation) {
-        CM_DEBUG("request for another incarnation tenant=%u req=%llx want=%u have=%u", h->tenant,
-                 (unsigned long long)h->req_id, h->incarnation, n->cfg.incarnation);
-    }
     if (status != 0) {
         free(payload);
         fns_node_answer(n, req, status, 0, NULL);
@@ -368,6 +396,9 @@ fns_node_frame(void *arg, struct fns_conn *c, const struct cm_wire_hdr *h, uint8
             payload = cm_malloc(FNS_CHUNK_TAIL);
         }
         req->chunk = fns_chunk_adopt(&key, payload, h->data_len, h->data_crc);
+        req->fq.est_bytes = h->data_len;
+    } else if (h->op == CM_OP_META) {
+        req->meta = payload; /* a record for the insertion log */
         req->fq.est_bytes = h->data_len;
     } else {
         free(payload);
@@ -433,7 +464,9 @@ fns_node_tick(void *arg)
     fns_node_report_tick(n);
     if (n->stopping) {
         fns_node_cos_cb(n);
+        fns_node_ilog_kick(n);
         if (pol_fq_len(n->fq) == 0 && n->inflight == 0 && fns_cos_pending(n->pool) == 0 &&
+            fns_cos_pending(n->logpool) == 0 && fns_ilog_pending(n->ilog) == 0 &&
             fns_conn_list_idle(&n->conns)) {
             CM_INFO("drained, stopping");
             fns_conn_list_close_all(&n->conns);
@@ -450,6 +483,7 @@ fns_node_tick(void *arg)
         fns_loop_ev_after(n->ev_tick, 10u * 1000000u);
         return;
     }
+    fns_node_ilog_kick(n); /* a batch whose write failed goes again */
     fns_loop_ev_after(n->ev_tick, FNS_TICK_NS);
 }
 
@@ -524,6 +558,7 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     n->cos = cos;
     pthread_mutex_init(&n->mu, NULL);
     cm_hmap_init(&n->tstats, 16);
+    cm_hmap_init(&n->pools, 16);
     atomic_init(&n->pub_disp, 0);
     atomic_init(&n->pub_disp_bytes, 0);
     atomic_init(&n->pub_queued, 0);
@@ -546,10 +581,6 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     n->inv_ops = 1.0 / (cfg->cap_ops > 0 ? cfg->cap_ops : POL_FQ_NOMINAL_OPS);
     n->inv_bytes = 1.0 / (cfg->cap_bytes > 0 ? cfg->cap_bytes : POL_FQ_NOMINAL_BYTES);
     rc = n->fq_ops->create(&fqc, &n->fq);
-    if (rc != 0) {
-        goto out;
-    }
-    rc = fns_store_create(cfg->capacity, cfg->instances, &n->store);
     if (rc != 0) {
         goto out;
     }
@@ -577,14 +608,33 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
         n->ev_sigint = fns_loop_ev_signal(n->loop, SIGINT, fns_node_stop_cb, n);
     }
     rc = fns_cos_create(cos, cfg->cos_threads, fns_node_cos_notify, n, &n->pool);
+    if (rc == 0) {
+        rc = fns_cos_create(cos, 1, fns_node_cos_notify, n, &n->logpool);
+    }
+    if (rc == 0) {
+        rc = fns_cos_create(cos, cfg->recovery_helpers > 0 ? (int)cfg->recovery_helpers : 1,
+                            fns_node_cos_notify, n, &n->recpool);
+    }
+    if (rc != 0) {
+        goto out;
+    }
+    rc = fns_node_sms_create(n);
     if (rc != 0) {
         goto out;
     }
     n->pack = fns_pack_index_create();
+    fns_ilog_create(cfg->id, &n->ilog);
     rc = fns_node_replay(n);
+    if (rc == 0) {
+        /* Recovery reads name segments by this node's id. */
+        fns_cos_set_packing(n->recpool, cfg->id, 1, 0);
+        rc = fns_node_ilog_replay(n);
+    }
     if (rc != 0) {
         goto out;
     }
+    fns_node_sms_restart(n);
+    fns_node_sms_report(n);
     rc = fns_loop_listen(n->loop, cfg->listen, fns_node_accept, n, &n->port, &n->listener);
     if (rc != 0) {
         CM_ERROR("cannot listen addr=%s err=%s", cfg->listen, cm_errname(rc));
@@ -601,10 +651,13 @@ out:
 int
 fns_node_run(struct fns_node *n)
 {
-    CM_INFO("serving port=%u id=%u incarnation=%u sched=%s capacity=%llu instances=%u "
-            "max_dispatched=%u max_dispatched_bytes=%llu",
+    CM_INFO("serving port=%u id=%u incarnation=%u sched=%s capacity=%llu instance_size=%llu "
+            "slots=%u cache_bytes=%llu recovery_helpers=%u max_dispatched=%u "
+            "max_dispatched_bytes=%llu",
             n->port, n->cfg.id, n->cfg.incarnation, n->fq_ops->name,
-            (unsigned long long)n->cfg.capacity, n->cfg.instances, n->cfg.max_dispatched,
+            (unsigned long long)n->cfg.capacity, (unsigned long long)n->cfg.inst_bytes,
+            fns_store_nslots(n->store), (unsigned long long)n->cfg.cache_bytes,
+            n->cfg.recovery_helpers, n->cfg.max_dispatched,
             (unsigned long long)n->cfg.max_dispatched_bytes);
     fns_loop_ev_after(n->ev_tick, FNS_TICK_NS);
     return fns_loop_run(n->loop);
@@ -630,8 +683,17 @@ fns_node_destroy(struct fns_node *n)
     if (n == NULL) {
         return;
     }
+    n->destroying = 1; /* nothing new goes to the COS pools */
     if (n->pool != NULL) {
         fns_cos_stop(n->pool);
+    }
+    if (n->logpool != NULL) {
+        fns_cos_stop(n->logpool);
+    }
+    if (n->recpool != NULL) {
+        fns_cos_stop(n->recpool);
+    }
+    if (n->pool != NULL) {
         fns_node_cos_cb(n);
     }
     fns_loop_listener_free(n->listener);
@@ -641,6 +703,8 @@ fns_node_destroy(struct fns_node *n)
         fns_node_answer(n, fns_node_take(n, it), CM_E_UNAVAIL, 0, NULL);
     }
     fns_cos_destroy(n->pool);
+    fns_cos_destroy(n->logpool);
+    fns_cos_destroy(n->recpool);
     fns_loop_ev_free(n->ev_dispatch);
     fns_loop_ev_free(n->ev_rate);
     fns_loop_ev_free(n->ev_cos);
@@ -650,11 +714,14 @@ fns_node_destroy(struct fns_node *n)
     fns_loop_ev_free(n->ev_weights);
     fns_loop_ev_free(n->ev_sigterm);
     fns_loop_ev_free(n->ev_sigint);
+    fns_loop_ev_free(n->ev_orders);
+    fns_loop_ev_free(n->ev_reclaim);
     fns_loop_destroy(n->loop);
     if (n->fq_ops != NULL) {
         n->fq_ops->destroy(n->fq);
     }
-    fns_store_destroy(n->store);
+    fns_node_sms_destroy(n);
+    fns_ilog_destroy(n->ilog);
     fns_pack_index_destroy(n->pack);
     fns_arena_destroy(n->arena); /* chunks still referenced keep it alive */
     if (n->rs != NULL) {

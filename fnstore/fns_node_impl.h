@@ -10,6 +10,11 @@
  *                       node's COS segments
  *   fns_node_report.c   what heartbeats and /metrics read: stats, per-tenant
  *                       snapshots, and the weights they bring back
+ *   fns_node_sms.c      the SMS window on this node: placement, compaction,
+ *                       the cache space, the controller's decisions, reclaims,
+ *                       releases, and the recovery of lost instances
+ *   fns_node_ilog.c     the insertion log's I/O: batches written in order,
+ *                       META answers, dead objects deleted, the start-up replay
  *
  * struct fns_node owns the event loop, the listener and its connections, the
  * FQ scheduler, the chunk store, the COS pool, and every in-flight request
@@ -42,6 +47,7 @@
 #include "fns_node.h"
 #include "fns_rate.h"
 #include "pol_fq.h"
+#include "pol_sms.h"
 
 struct fns_notes;
 
@@ -50,11 +56,12 @@ struct fns_notes;
 struct fns_tstat {
     struct cm_hnode hn;
     uint32_t tenant;
-    double est_get;       /* the policy's GET-size estimate, copied every tick */
-    double arrived_cost;  /* dominant cost of arrivals, cumulative */
-    struct cm_hist qwait; /* enqueue to dispatch */
-    double share;         /* EWMA of the served cost per second */
-    double last_cost;     /* served_cost at last_ns */
+    struct fns_node_cost cost; /* SMS cost counters, cumulative */
+    double est_get;            /* the policy's GET-size estimate, copied every tick */
+    double arrived_cost;       /* dominant cost of arrivals, cumulative */
+    struct cm_hist qwait;      /* enqueue to dispatch */
+    double share;              /* EWMA of the served cost per second */
+    double last_cost;          /* served_cost at last_ns */
     uint64_t last_ns;
 };
 
@@ -68,6 +75,8 @@ struct fns_req {
     uint64_t t0;
     uint64_t held; /* bytes counted in disp_bytes while dispatched */
     int dispatched;
+    uint32_t tag;          /* PUT, STAT answers: the instance's tag */
+    uint8_t *meta;         /* META payload (malloc'd) until executed */
     struct fns_chunk view; /* the answer's payload while the connection holds it */
 };
 
@@ -102,15 +111,45 @@ struct fns_node {
     struct fns_notes *notes; /* one per connection with records, during a reap */
     size_t nnotes, capnotes;
 
+    /* SMS (fns_node_sms.c). Until the controller's "sms" block is heard:
+     * static, max_instances = every slot. */
+    const struct pol_sms_ops *sms_ops;
+    struct pol_sms *sms;
+    struct pol_sms_cfg sms_cfg;
+    int sms_heard;
+    struct cm_hmap pools;      /* tenant -> struct fns_pool */
+    struct pol_sms_inst *view; /* scratch for place/on_read: one per slot */
+    uint32_t *view_slot;
+    struct fns_loop_ev *ev_reclaim, *ev_orders;
+    uint64_t rng;
+    struct fns_node_sms_stats sst; /* loop thread; published under mu */
+    struct fns_sms_orders *orders; /* under mu: the last heartbeat answer's */
+
+    /* Recovery (fns_node_sms.c): R helpers on their own COS pool. */
+    struct fns_recover *rec;
+    struct fns_cos *recpool;
+
+    /* The insertion log (fns_node_ilog.c): its batches, deletes and
+     * carries run on their own one-worker COS pool, in order. */
+    struct fns_ilog *ilog;
+    struct fns_cos *logpool;
+    int log_writing, log_carrying;
+    int destroying; /* the COS pools are stopped: submit nothing */
+
     atomic_uint_fast64_t used, nchunks, bad_frames;
-    atomic_uint_fast64_t segments, packed, held; /* of the pack index, per tick */
+    atomic_uint_fast64_t segments, packed, held;               /* of the pack index, per tick */
     atomic_uint_fast64_t pub_disp, pub_disp_bytes, pub_queued; /* per tick */
     atomic_uint_fast64_t disp_pauses;
 
     pthread_mutex_t mu;
     struct fns_node_tenant *snap; /* under mu */
     size_t nsnap, capsnap;
-    uint32_t *w_tenants; /* pending weights, under mu */
+    struct fns_node_inst *isnap; /* under mu: instances not free */
+    size_t nisnap;
+    struct fns_node_cost *csnap; /* under mu: every tenant's SMS cost */
+    size_t ncsnap;
+    struct fns_node_sms_stats pub_sst; /* under mu */
+    uint32_t *w_tenants;               /* pending weights, under mu */
     double *w_values;
     size_t nw;
 };
@@ -154,8 +193,63 @@ void fns_node_cos_notify(void *arg);
 /* ev_tombs: writes pending tombstones in a segment of their own. */
 void fns_node_tombs_cb(void *arg);
 
+/* ---- fns_node_sms.c (loop thread) ---- */
+
+/* Creates the SMS state, the store and the recovery helpers (create). */
+int fns_node_sms_create(struct fns_node *n);
+void fns_node_sms_destroy(struct fns_node *n);
+/* The slot a new chunk of len bytes of tenant goes to: 0 and *slot, or
+ * -ENOSPC / CM_E_TOOBIG. */
+int fns_node_sms_place(struct fns_node *n, uint32_t tenant, uint32_t len, uint32_t *slot);
+/* A PUT placed c in slot (counts, WARM -> ACTIVE). */
+void fns_node_sms_placed(struct fns_node *n, struct fns_chunk *c, uint32_t slot);
+/* GET of c found in memory: counts, compaction, re-admission from the cache. */
+void fns_node_sms_hit(struct fns_node *n, struct fns_chunk *c);
+/* GET of key not in memory (req transferred): STALE, a wait on its
+ * recovery, or a reload from COS. */
+void fns_node_sms_miss(struct fns_node *n, struct fns_req *req, const struct fns_key *key);
+/* A chunk reloaded from COS for a GET (c not in the store; loc where it
+ * was read): re-admitted into the pool's current generation, else cached. */
+void fns_node_sms_reloaded(struct fns_node *n, struct fns_chunk *c, const struct fns_pack_loc *loc);
+/* A DEL took c out of slot (-1: none): the log's delete; a static
+ * instance left empty is released. */
+void fns_node_sms_deleted(struct fns_node *n, const struct fns_key *key, int slot);
+/* A chunk write was persisted at loc (seg 0: its own object): its record
+ * in the log, under the instance the chunk is in now (undeleted: no DEL
+ * came since the write was submitted). */
+void fns_node_sms_persisted(struct fns_node *n, struct fns_chunk *c, const struct fns_pack_loc *loc,
+                            int undeleted);
+/* A recovery read finished (job from the helpers' pool). */
+void fns_node_sms_recovered(struct fns_node *n, struct fns_cos_job *job);
+/* Start-up, after the log's replay: lost instances recovered, degraded released. */
+void fns_node_sms_restart(struct fns_node *n);
+/* Per tick: publishes the instance snapshot and the SMS figures (under mu). */
+void fns_node_sms_report(struct fns_node *n);
+/* ev_orders: applies the controller's last answer. ev_reclaim: --reclaim-rate. */
+void fns_node_sms_orders_cb(void *arg);
+void fns_node_sms_reclaim_cb(void *arg);
+/* The tenant's SMS cost counters. */
+struct fns_node_cost *fns_node_cost_of(struct fns_node *n, uint32_t tenant);
+
+/* ---- fns_node_ilog.c (loop thread; replay at create) ---- */
+
+/* Replays the log (create, before the loop); 0 or an error. */
+int fns_node_ilog_replay(struct fns_node *n);
+/* Writes the pending batch if none is in flight; deletes or carries
+ * forward old log objects. Call after adding records. */
+void fns_node_ilog_kick(struct fns_node *n);
+/* A job of the log's pool was reaped. */
+void fns_node_ilog_reaped(struct fns_node *n, struct fns_cos_job *job);
+/* A META request: its payload (transferred) into the log; answered once
+ * durable. */
+void fns_node_ilog_meta(struct fns_node *n, struct fns_req *req, uint8_t *payload);
+
 /* ---- fns_node_replay.c (create, before the loop runs) ---- */
 
+/* This node's numbered objects of kind ("seg", "ilog"), their sequence
+ * numbers sorted (*seqs malloc'd, transferred); a COS not listable yet is
+ * waited for up to a minute. 0 or an error. */
+int fns_node_list_seqs(struct fns_node *n, const char *kind, uint64_t **seqs, size_t *count);
 /* Rebuilds the packed-chunk index from this node's segments, deletes the
  * ones left empty, and turns packing on above the newest. */
 int fns_node_replay(struct fns_node *n);

@@ -88,6 +88,7 @@ fns_node_report_tick(struct fns_node *n)
     atomic_store(&n->pub_disp, n->disp);
     atomic_store(&n->pub_disp_bytes, n->disp_bytes);
     atomic_store(&n->pub_queued, pol_fq_len(n->fq));
+    fns_node_sms_report(n);
 }
 
 void
@@ -123,7 +124,13 @@ fns_node_stats(struct fns_node *n, struct fns_node_stats *out)
     out->port = n->port;
     out->id = n->cfg.id;
     out->incarnation = n->cfg.incarnation;
-    out->instances = n->cfg.instances;
+    pthread_mutex_lock(&n->mu);
+    out->sms = n->pub_sst;
+    pthread_mutex_unlock(&n->mu);
+    out->sms.recovery_seconds = (double)out->sms.recovery_ns / 1e9;
+    out->instances =
+        (uint32_t)(out->sms.instances[POL_SMS_WARM] + out->sms.instances[POL_SMS_ACTIVE] +
+                   out->sms.instances[POL_SMS_DEGRADED]);
     out->capacity_bytes = n->cfg.capacity;
     out->used_bytes = atomic_load(&n->used);
     out->chunks = atomic_load(&n->nchunks);
@@ -133,7 +140,8 @@ fns_node_stats(struct fns_node *n, struct fns_node_stats *out)
     }
     out->cos_pending = fns_cos_pending(n->pool);
     out->cos_writes_total = fns_cos_writes_total(n->pool);
-    out->cos_reloads_total = fns_cos_reloads_total(n->pool);
+    /* Recoveries reload chunks from COS too. */
+    out->cos_reloads_total = fns_cos_reloads_total(n->pool) + fns_cos_reloads_total(n->recpool);
     out->cos_segments = atomic_load(&n->segments);
     out->cos_packed_chunks = atomic_load(&n->packed);
     out->cos_segments_held = atomic_load(&n->held);

@@ -31,7 +31,10 @@ struct fns_cfg {
     const char *cos;
     const char *data_dir;
     uint64_t capacity;
-    int instances;
+    uint64_t instance_size;
+    const char *cache_bytes;
+    double reclaim_rate;
+    int recovery_helpers;
     int cos_threads;
     int cos_linger_ms;
     const char *sched;
@@ -60,9 +63,18 @@ static const struct cm_opt fns_opts[] = {
                "&tls=0|1 (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY) (required)"),
     CM_OPT_STR(struct fns_cfg, data_dir, "",
                "node state directory (incarnation); empty keeps it in the COS"),
-    CM_OPT_U64(struct fns_cfg, capacity, "1GiB", 1, 1ull << 44, "chunk memory in bytes"),
-    CM_OPT_INT(struct fns_cfg, instances, "16", 1, 65536,
-               "function instances hosted (capacity split evenly)"),
+    CM_OPT_U64(struct fns_cfg, capacity, "1GiB", 1, 1ull << 44,
+               "instance memory in bytes: capacity / instance-size instance slots (1 to 4096)"),
+    CM_OPT_U64(struct fns_cfg, instance_size, "64MiB", 4096, 1ull << 40,
+               "memory of one function instance (its storage partition); larger chunks are "
+               "refused"),
+    CM_OPT_STR(struct fns_cfg, cache_bytes, "",
+               "cache space for late reads and hot copies, apart from --capacity "
+               "(empty: capacity / 8; 0: none)"),
+    CM_OPT_DBL(struct fns_cfg, reclaim_rate, "0", 0, 1e6,
+               "instances reclaimed per minute at random, as a FaaS provider would (0 = none)"),
+    CM_OPT_INT(struct fns_cfg, recovery_helpers, "4", 1, 256,
+               "threads that recover a lost instance from COS in parallel"),
     CM_OPT_INT(struct fns_cfg, cos_threads, "4", 1, 256, "COS worker threads"),
     CM_OPT_INT(struct fns_cfg, cos_linger_ms, "20", 0, 10000,
                "how long small chunk writes gather into one COS segment (ms)"),
@@ -125,6 +137,7 @@ main(int argc, char **argv)
     struct fns_node_stats st;
     enum cm_log_level level;
     uint32_t incarnation = 0;
+    uint64_t cache_bytes = 0;
     char addr[96], errbuf[256];
     int rc, status = 1;
 
@@ -145,6 +158,14 @@ main(int argc, char **argv)
     if (cfg.arena_segment % FNS_ARENA_SLAB_UNIT != 0) {
         fns_usage_error("--arena-segment must be a multiple of 2MiB");
     }
+    if (cfg.capacity / cfg.instance_size < 1 || cfg.capacity / cfg.instance_size > 4096) {
+        fns_usage_error("--capacity / --instance-size must be 1 to 4096 instances");
+    }
+    if (cfg.cache_bytes[0] == '\0') {
+        cache_bytes = cfg.capacity / 8;
+    } else if (cm_parse_u64(cfg.cache_bytes, &cache_bytes) != 0) {
+        fns_usage_error("--cache-bytes must be a size such as 128MiB");
+    }
     cm_log_init("fnstore", level);
     signal(SIGPIPE, SIG_IGN);
     cm_malloc_tune_reuse();
@@ -162,7 +183,10 @@ main(int argc, char **argv)
     ncfg.id = (uint32_t)cfg.id;
     ncfg.listen = cfg.listen;
     ncfg.capacity = cfg.capacity;
-    ncfg.instances = (uint32_t)cfg.instances;
+    ncfg.inst_bytes = cfg.instance_size;
+    ncfg.cache_bytes = cache_bytes;
+    ncfg.reclaim_rate = cfg.reclaim_rate;
+    ncfg.recovery_helpers = (uint32_t)cfg.recovery_helpers;
     ncfg.max_chunk = (uint32_t)cfg.max_chunk;
     ncfg.queue_limit = (uint32_t)cfg.queue_limit;
     ncfg.cap_ops = cfg.cap_ops;

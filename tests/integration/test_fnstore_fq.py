@@ -61,7 +61,7 @@ class Node:
         args = [binary, "--listen", "127.0.0.1:%d" % self.addr[1],
                 "--metrics-listen", "127.0.0.1:%d" % self.mport, "--controller", "",
                 "--cos", os.path.join(self.dir, "cos"), "--data-dir", self.dir,
-                "--capacity", "256MiB", "--instances", "2", "--max-chunk", "4MiB"] + list(extra)
+                "--capacity", "256MiB", "--instance-size", "128MiB", "--max-chunk", "4MiB"] + list(extra)
         self.log = open(os.path.join(self.dir, "node.log"), "a")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
         end = time.time() + 15

@@ -65,7 +65,9 @@ main(void)
     struct fns_node *node = NULL;
     struct fns_node_cfg ncfg = {.listen = "127.0.0.1:0",
                                 .capacity = 1 << 20,
-                                .instances = 2,
+                                .inst_bytes = 1 << 19,
+                                .cache_bytes = 1 << 17,
+                                .recovery_helpers = 2,
                                 .max_chunk = 1 << 16,
                                 .queue_limit = 8,
                                 .sched = "fifo",
@@ -97,7 +99,16 @@ main(void)
     CHECK(json_integer_value(json_object_get(json_object_get(j, "node"), "incarnation")) == 7);
     CHECK(json_integer_value(json_object_get(json_object_get(j, "node"), "capacity_bytes")) ==
           1 << 20);
-    CHECK(json_integer_value(json_object_get(json_object_get(j, "node"), "instances")) == 2);
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "node"), "instances")) == 0);
+    /* The SMS fields, beside "node": no instance open yet. */
+    CHECK(json_integer_value(json_object_get(j, "instance_bytes")) == 1 << 19);
+    CHECK(json_integer_value(json_object_get(j, "memory_bytes")) == 0);
+    CHECK(json_integer_value(json_object_get(j, "cache_bytes")) == 0);
+    CHECK(json_is_array(json_object_get(j, "instances")));
+    CHECK(json_array_size(json_object_get(j, "instances")) == 0);
+    CHECK(json_is_array(json_object_get(j, "sms_cost")));
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "recovery"), "helpers")) == 2);
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "recovery"), "running")) == 0);
     CHECK(strcmp(json_string_value(json_object_get(json_object_get(j, "node"), "addr")),
                  "127.0.0.1:9") == 0);
     CHECK(json_is_object(json_object_get(j, "tenants")));
@@ -113,6 +124,25 @@ main(void)
     CHECK(fns_heartbeat_apply_answer(node, "{\"weights\":{\"x\":1}}") == CM_E_PROTO);
     CHECK(fns_heartbeat_apply_answer(node, "{\"weights\":{\"99999999999\":1}}") == CM_E_PROTO);
     CHECK(fns_heartbeat_apply_answer(node, "{\"weights\":{\"4\":\"a\"}}") == CM_E_PROTO);
+    /* The SMS part of an answer. */
+    CHECK(fns_heartbeat_apply_answer(
+              node, "{\"sms\":{\"policy\":\"sms\",\"interval_ms\":1000,\"active\":2,"
+                    "\"degraded\":3,\"warm_active_ms\":100,\"warm_degraded_ms\":500,"
+                    "\"compact_age\":4,\"max_instances\":0},"
+                    "\"pools\":[{\"tenant\":5,\"gen\":7,\"gen_age_ms\":10}],"
+                    "\"decisions\":[{\"slot\":1,\"tag\":5,\"state\":\"degraded\","
+                    "\"gen\":7,\"warm_up\":1}],\"reclaim\":{\"slots\":[0,1]}}") == 0);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"reclaim\":{\"all\":true}}") == 0);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"sms\":[1]}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"sms\":{\"interval_ms\":-1}}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"pools\":[{\"gen\":1}]}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(
+              node, "{\"decisions\":[{\"slot\":1,\"tag\":5,\"state\":\"hot\"}]}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(
+              node, "{\"decisions\":[{\"slot\":5000,\"tag\":5,\"state\":\"active\"}]}") ==
+          CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"reclaim\":{\"slots\":[\"x\"]}}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"reclaim\":{\"all\":1}}") == CM_E_PROTO);
 
     /* Heartbeats against a fake controller. */
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", t_free_port());
