@@ -7,20 +7,17 @@ degraded -> released within ~4-5 s and the nodes' memory_bytes drops to 0;
 every object still reads back whole (from COS); `node reclaim` reaches the
 node (it logs the reclaim and rebuilds the instance, its recovery counters
 grow); `tenant cost` grows with time and requests; `tenant show` reports the
-pool. Needs nodes with instance slots (shoal-fnstore --instance-size): with
-a shoal-fnstore without them it says so and is skipped (exit 77).
+pool.
 """
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import shoaltest as st  # noqa: E402
 
-SKIP = 77
 NODES = 3
 ISZ = 4 << 20
 
@@ -39,11 +36,6 @@ def memory(c):
 
 
 def main(t):
-    helptext = subprocess.run([t.binary("shoal-fnstore"), "--help"], capture_output=True,
-                              text=True, timeout=10).stdout
-    if "--instance-size" not in helptext:
-        print("SKIP: this shoal-fnstore has no instance slots (--instance-size)")
-        sys.exit(SKIP)
     c = t.cluster(nodes=NODES,
                   controller_args="--gc-interval 1 --active-intervals 2 --degraded-intervals 2",
                   fnstore_args="--capacity 64MiB --instance-size 4MiB --heartbeat-ms 250")

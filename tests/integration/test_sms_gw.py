@@ -18,10 +18,6 @@
     committed object reads back with its checksum and version, deleted
     ones are 404, LIST agrees, a deleted key's next PUT gets a version
     above its delete.
-
-Needs nodes with instance slots (shoal-fnstore --instance-size) and a
-controller with the SMS window (--gc-interval); with older binaries it
-says so and is skipped (exit 77).
 """
 import hashlib
 import json
@@ -35,7 +31,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import shoaltest as st  # noqa: E402
 
-SKIP = 77
 NODES = 6
 ISZ = 4 << 20
 
@@ -207,13 +202,6 @@ def part_b(t, c, g, objs):
 
 
 def main(t):
-    helptext = subprocess.run([t.binary("shoal-fnstore"), "--help"], capture_output=True,
-                              text=True, timeout=10).stdout
-    ctlhelp = subprocess.run([t.binary("shoal-controller"), "--help"], capture_output=True,
-                             text=True, timeout=10).stdout
-    if "--instance-size" not in helptext or "--gc-interval" not in ctlhelp:
-        print("SKIP: nodes without instance slots or a controller without the SMS window")
-        sys.exit(SKIP)
     c = t.cluster(nodes=NODES,
                   controller_args="--gc-interval 1 --active-intervals 2 --degraded-intervals 2",
                   fnstore_args="--capacity 64MiB --instance-size 4MiB --heartbeat-ms 250")
