@@ -7,6 +7,7 @@
     url = s.url("v2")               # with the bucket "shoal" made at start
     s.kill(); s.start()             # kill -9 and back on the same port and data
     s.stop()                        # by PID; the temp directory goes with it
+                                    # (kept with SHOAL_TEST_KEEP=1)
 
 s3rver accepts the credentials S3RVER / S3RVER (S3rver.env() gives them as
 AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY). It does not check SigV4
@@ -157,7 +158,10 @@ class S3rver:
         if self.proxy is not None:
             self.proxy.stop()
         self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.environ.get("SHOAL_TEST_KEEP") == "1":
+            print("s3rver directory kept: %s" % self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # ------------------------------------------------------------------- signature checks

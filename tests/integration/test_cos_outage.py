@@ -14,7 +14,6 @@ again on the same port and data a few seconds later. Then:
    by listing and reading its segments in S3; every acknowledged object then reads
    back by checksum, through COS (the nodes' reload counters grow).
 """
-import glob
 import os
 import re
 import sys
@@ -28,53 +27,20 @@ import s3rver  # noqa: E402
 NODES = 6
 
 
-class S3Cluster(st.Cluster):
-    """A cluster whose nodes all use the COS at `cos`."""
-
-    def __init__(self, test, cos, **kw):
-        super().__init__(test, **kw)
-        self.cos = cos
-
-    def cluster_cmd(self, *args, **kw):
-        if args and args[0] == "start" and "--nodes" in args:
-            args = args + ("--cos", self.cos)
-        return super().cluster_cmd(*args, **kw)
-
-
-def node_logs(c):
-    out = {}
-    for path in glob.glob(os.path.join(c.dir, "logs", "fnstore-*.log")):
-        with open(path, errors="replace") as f:
-            out[os.path.basename(path)] = f.read()
-    return out
-
-
-def gw_metric(c, name):
-    r = st.http_request(c.gw_port, "GET", "/metrics", timeout=10)
-    if r.status != 200:
-        raise st.TestFailure("gateway /metrics: %r" % r)
-    return st.parse_metrics(r.body.decode("utf-8", "replace")).get(name)
-
-
 def main(t):
     sig = os.environ.get("SHOAL_TEST_COS_SIG", "v2")
     s3 = s3rver.S3rver(t.src)
-    try:
-        s3.start()
-        os.environ.update(s3rver.S3rver.env())  # the nodes inherit them
-        url = s3.url(sig, prefix="cluster")
-        st.log("COS %s (s3rver on port %d)" % (url, s3.port))
-        c = S3Cluster(t, url, nodes=NODES)
-        t.clusters.append(c)
-        c.start()
-        c.wait_nodes_up()
-        run(t, c, s3)
-        t.check(s3.proxy.checked > 0, "no request reached the S3 server")
-        t.check(not s3.proxy.problems, "signatures refused:\n  %s" % "\n  ".join(
-            s3.proxy.problems[:5]))
-        st.log("%d signed requests checked" % s3.proxy.checked)
-    finally:
-        s3.stop()
+    t.after_clusters.append(s3.stop)  # the nodes write to it until they stop
+    s3.start()
+    os.environ.update(s3rver.S3rver.env())  # the nodes inherit them
+    url = s3.url(sig, prefix="cluster")
+    st.log("COS %s (s3rver on port %d)" % (url, s3.port))
+    c = t.cluster(nodes=NODES, cos=url)
+    run(t, c, s3)
+    t.check(s3.proxy.checked > 0, "no request reached the S3 server")
+    t.check(not s3.proxy.problems, "signatures refused:\n  %s" % "\n  ".join(
+        s3.proxy.problems[:5]))
+    st.log("%d signed requests checked" % s3.proxy.checked)
 
 
 def run(t, c, s3):
@@ -109,9 +75,9 @@ def run(t, c, s3):
         t.check(not ld.errors, "errors under load:\n  %s" % "\n  ".join(ld.errors[:10]))
 
     # Every acknowledged chunk reaches COS: the gateway lets go of it only then.
-    st.wait_until(lambda: gw_metric(c, "shoal_gateway_buffered_objects") == 0, 120,
+    st.wait_until(lambda: c.gw_metrics().get("shoal_gateway_buffered_objects") == 0, 120,
                   "the gateway's persistent buffer to empty (every chunk in COS)")
-    logs = node_logs(c)
+    logs = c.logs()
     retried = sum(log.count("cos: s3 put failed, retrying") for log in logs.values())
     st.log("COS write retries logged by the nodes: %d" % retried)
     t.check(retried > 0, "no node retried a COS write: the outage did not hit a write")
@@ -129,7 +95,7 @@ def run(t, c, s3):
     # A segment s3rver was writing when it was killed stays half-written (its
     # store is not atomic, S3's is): the node's PUT failed and the chunks went out
     # again, so the replay may skip it. Any other unreadable segment is a bug.
-    for name, log in node_logs(c).items():
+    for name, log in c.logs().items():
         failed = set(re.findall(r"segment write failed name=(\S+)", log))
         for seg in re.findall(r"segment unreadable, kept name=(\S+)", log):
             t.check(seg in failed, "%s: segment %s unreadable, yet its write succeeded" % (
