@@ -19,7 +19,8 @@ botocore's signer (canonical URI, sorted and escaped query, signed
 headers, the payload hash against the body), SigV2 with the string to
 sign of AWS's documentation. A wrong one gets 403 SignatureDoesNotMatch
 and is recorded (problems); url() points at the proxy. While s3rver is
-down the proxy closes each connection unanswered.
+down the proxy closes each connection unanswered, and so it does with the
+requests a test picks (proxy.refuse).
 
 As a command, runs one program against a fresh server and stops it:
 
@@ -255,6 +256,10 @@ class SigProxy:
         self.problems = []
         self.checked = 0
         self.running = False
+        # (method, path) -> True: that request gets no answer (its connection is
+        # closed), as from a server that is down; the test sets it.
+        self.refuse = None
+        self.refused = 0
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -266,6 +271,11 @@ class SigProxy:
             def _any(self):
                 n = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(n) if n else b""
+                refuse = proxy.refuse
+                if refuse is not None and refuse(self.command, self.path):
+                    proxy.refused += 1
+                    self.close_connection = True
+                    return
                 hdrs = {k.lower(): v for k, v in self.headers.items()}
                 why = sig_problem(self.command, self.path, hdrs, body)
                 proxy.checked += 1

@@ -12,11 +12,15 @@ again on the same port and data a few seconds later. Then:
    and every chunk reaches COS (the gateway's persistent buffer empties);
 2. every node is restarted, so its memory is empty and it rebuilds its segment index
    by listing and reading its segments in S3; every acknowledged object then reads
-   back by checksum, through COS (the nodes' reload counters grow).
+   back by checksum, through COS (the nodes' reload counters grow). While they start,
+   the proxy leaves the reads of their segments and insertion log objects unanswered
+   for a few seconds (the listings are answered: S3 went away mid-replay): each node
+   waits for them (it logs so) rather than coming up without the chunks they name.
 """
 import os
 import re
 import sys
+import threading
 import time
 
 import shoaltest as st
@@ -25,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import s3rver  # noqa: E402
 
 NODES = 6
+REFUSE_S = 4.0  # how long S3 leaves the nodes' replay reads unanswered
 
 
 def main(t):
@@ -85,13 +90,27 @@ def run(t, c, s3):
         t.check("chunk not persisted tenant" not in log,
                 "%s dropped a chunk it could not persist" % name)
 
-    # Empty memory everywhere: every read must come from S3.
+    # Empty memory everywhere: every read must come from S3. And S3 goes away
+    # between the nodes' listings and their reads of what they listed.
     c.stop(only=["fnstore-%d" % i for i in range(NODES)])
+    s3.proxy.refuse = lambda method, path: method == "GET" and re.search(
+        r"/(seg|ilog)/n\d+/[0-9a-f]+$", path.split("?")[0]) is not None
+    threading.Timer(REFUSE_S, lambda: setattr(s3.proxy, "refuse", None)).start()
+    t0 = time.time()
     c.start()
     c.wait_nodes_up()
+    st.log("nodes up %.1fs after their start; %d segment and log reads refused meanwhile" % (
+        time.time() - t0, s3.proxy.refused))
     for ld in loads:
         errs = ld.verify_all(what="after restarting every node", retry_503=30)
         t.check(not errs, "\n  ".join(errs[:10]))
+    t.check(s3.proxy.refused > 0, "no node read a segment or a log object while refused")
+    for name, log in c.logs().items():
+        start = log.rsplit("shoal-cluster: starting", 1)[-1]  # this start's lines
+        listed = sum(int(x) for x in re.findall(
+            r"(?:cos segments replayed segments|insertion log replayed objects)=(\d+)", start))
+        t.check(listed == 0 or "not readable yet, waiting" in start,
+                "%s did not wait for its %d segments and log objects" % (name, listed))
     # A segment s3rver was writing when it was killed stays half-written (its
     # store is not atomic, S3's is): the node's PUT failed and the chunks went out
     # again, so the replay may skip it. Any other unreadable segment is a bug.
