@@ -136,7 +136,13 @@ fns_node_ilog_replay(struct fns_node *n)
         size_t len = 0;
 
         cm_ilog_name(name, sizeof(name), n->cfg.id, seqs[i]);
-        rc = cm_cos_get(n->cos, name, &buf, &len);
+        rc = fns_node_replay_get(n, name, &buf, &len);
+        if (!fns_node_cos_final(rc)) {
+            CM_ERROR("insertion log object not readable, giving up name=%s err=%s", name,
+                     cm_errname(rc));
+            free(seqs);
+            return rc;
+        }
         if (rc == 0) {
             rc = fns_ilog_replay(n->ilog, seqs[i], buf, len);
         }

@@ -250,6 +250,14 @@ void fns_node_ilog_meta(struct fns_node *n, struct fns_req *req, uint8_t *payloa
  * numbers sorted (*seqs malloc'd, transferred); a COS not listable yet is
  * waited for up to a minute. 0 or an error. */
 int fns_node_list_seqs(struct fns_node *n, const char *kind, uint64_t **seqs, size_t *count);
+/* One listed object of this node (*buf malloc'd, transferred); a COS that
+ * does not answer for now is waited for up to a minute, like a listing. 0,
+ * an error fns_node_cos_final calls final (the object is gone or refused:
+ * the caller skips it), or one the wait did not end (the node must not
+ * start without the object). */
+int fns_node_replay_get(struct fns_node *n, const char *name, void **buf, size_t *len);
+/* Whether a COS call's status is an answer that waiting would not change. */
+int fns_node_cos_final(int rc);
 /* Rebuilds the packed-chunk index from this node's segments, deletes the
  * ones left empty, and turns packing on above the newest. */
 int fns_node_replay(struct fns_node *n);

@@ -5,6 +5,10 @@
  * not come back. Segments left empty are deleted; packing then resumes above
  * the newest sequence.
  *
+ * A COS that does not answer (down, restarting) is waited for, for the
+ * listings and for each object listed: the node must not come up without
+ * the chunks its segments and its insertion log name.
+ *
  * Threads: runs in fns_node_create, before the loop and the COS workers have
  * anything to do; its COS calls are synchronous.
  */
@@ -22,8 +26,9 @@
 #include "fns_node_impl.h"
 #include "fns_pack.h"
 
-/* Listings of this node's objects tried at start (one a second) before it gives up. */
-#define FNS_REPLAY_LIST_TRIES 60
+/* Listings and reads of this node's objects tried at start (one a second)
+ * before it gives up. */
+#define FNS_REPLAY_TRIES 60
 
 struct seq_list {
     const char *kind;
@@ -48,6 +53,12 @@ fns_node_seq_found(void *arg, const char *name)
     return 0;
 }
 
+int
+fns_node_cos_final(int rc)
+{
+    return rc == 0 || rc == CM_E_NOTFOUND || rc == CM_E_BADARG || rc == -EACCES;
+}
+
 static int
 fns_node_cmp_u64(const void *a, const void *b)
 {
@@ -70,8 +81,7 @@ fns_node_list_seqs(struct fns_node *n, const char *kind, uint64_t **seqs, size_t
     for (int attempt = 1;; attempt++) {
         l.n = 0;
         rc = cm_cos_list(n->cos, prefix, fns_node_seq_found, &l);
-        if (rc == 0 || rc == CM_E_NOTFOUND || rc == CM_E_BADARG || rc == -EACCES ||
-            attempt >= FNS_REPLAY_LIST_TRIES) {
+        if (fns_node_cos_final(rc) || attempt >= FNS_REPLAY_TRIES) {
             break;
         }
         CM_WARN("cos objects not listable yet, waiting prefix=%s attempt=%d err=%s", prefix,
@@ -91,6 +101,25 @@ fns_node_list_seqs(struct fns_node *n, const char *kind, uint64_t **seqs, size_t
     return 0;
 }
 
+int
+fns_node_replay_get(struct fns_node *n, const char *name, void **buf, size_t *len)
+{
+    int rc;
+
+    /* Skipping an object listed but not readable for now (the COS went
+     * down or is restarting) would bring the node up without the chunks
+     * it names, as if they had never been written. */
+    for (int attempt = 1;; attempt++) {
+        rc = cm_cos_get(n->cos, name, buf, len);
+        if (fns_node_cos_final(rc) || attempt >= FNS_REPLAY_TRIES) {
+            return rc;
+        }
+        CM_WARN("cos object not readable yet, waiting name=%s attempt=%d err=%s", name, attempt,
+                cm_errname(rc));
+        sleep(1);
+    }
+}
+
 static void
 fns_node_delete_seg_now(void *arg, uint64_t seq)
 {
@@ -101,8 +130,9 @@ fns_node_delete_seg_now(void *arg, uint64_t seq)
     (void)cm_cos_delete(n->cos, name);
 }
 
-/* Applies one segment to the index: its tombstones, then its chunks. */
-static void
+/* Applies one segment to the index: its tombstones, then its chunks. 0, or
+ * the COS error that outlasted the wait (the node does not start). */
+static int
 fns_node_replay_one(struct fns_node *n, uint64_t seq)
 {
     char name[FNS_PACK_NAME_MAX];
@@ -114,14 +144,18 @@ fns_node_replay_one(struct fns_node *n, uint64_t seq)
     int rc;
 
     fns_pack_name(name, sizeof(name), n->cfg.id, seq);
-    rc = cm_cos_get(n->cos, name, &blob, &len);
+    rc = fns_node_replay_get(n, name, &blob, &len);
+    if (!fns_node_cos_final(rc)) {
+        CM_ERROR("cos segment not readable, giving up name=%s err=%s", name, cm_errname(rc));
+        return rc;
+    }
     if (rc == 0) {
         rc = fns_pack_decode(blob, len, len, &ents, &ne, &tombs, &nt);
         free(blob);
     }
     if (rc != 0) {
         CM_ERROR("cos segment unreadable, kept name=%s err=%s", name, cm_errname(rc));
-        return;
+        return 0;
     }
     fns_pack_index_add_seg(n->pack, seq);
     /* A segment its tombstones or newer chunks empty goes now: later
@@ -145,6 +179,7 @@ fns_node_replay_one(struct fns_node *n, uint64_t seq)
     }
     free(ents);
     free(tombs);
+    return 0;
 }
 
 int
@@ -157,8 +192,12 @@ fns_node_replay(struct fns_node *n)
     if (rc != 0) {
         return rc;
     }
-    for (i = 0; i < count; i++) {
-        fns_node_replay_one(n, seqs[i]);
+    for (i = 0; i < count && rc == 0; i++) {
+        rc = fns_node_replay_one(n, seqs[i]);
+    }
+    if (rc != 0) {
+        free(seqs);
+        return rc;
     }
     fns_pack_index_drop_empty(n->pack, fns_node_delete_seg_now, n);
     CM_INFO("cos segments replayed segments=%zu live=%zu chunks=%zu", count,

@@ -6,14 +6,24 @@
  *   socket ─▶ in evbuffer ─▶ cm_frame: header ─▶ body straight into req.dst ─▶ done()
  *
  * Loop thread only. Invariants: a request is on exactly one of its
- * connection's lists (pending: not yet written; inflight: written,
- * awaiting its response); inflight_bytes is the payload + expected
- * response bytes of inflight; done() runs at most once and never inside
- * send/cancel. Payloads are sent by reference (evbuffer_add_reference) and
- * released when libevent drops them. A connection that fails (connect,
+ * connection's lists (pending: not yet written; inflight or, when
+ * cos_bound, cos_wait: written, awaiting its response; failed);
+ * inflight_bytes is the payload + expected response bytes of inflight and
+ * cos_wait; done() runs at most once and never inside send/cancel.
+ * Payloads are sent by reference (evbuffer_add_reference) and released
+ * when libevent drops them. A connection that fails (connect,
  * I/O, bad frame, timeout) fails all its requests, makes its node unusable
  * until a reconnect is answered (PING) and at least GW_SUSPECT_MS have
  * passed, and is retried with backoff.
+ *
+ * Timeouts: a request answered from the node's memory that waits longer
+ * than io_timeout fails the connection (the node is hung or gone). A
+ * request whose answer waits for the node's COS by contract (a META
+ * record, a GET flagged COS_OK, a PUT flagged COS_SYNC) says nothing about
+ * the node: it waits in its own FIFO (cos_wait) and, past io_timeout,
+ * fails alone. Otherwise a COS outage longer than io_timeout would make
+ * every node with a META record in flight unusable at once, and GETs and
+ * PUTs that need no COS would fail with 503.
  *
  * Round trips: a request's sent_ns is taken with the clock read that pump
  * makes once per batch anyway (it also starts the I/O timeout); the answer
@@ -75,8 +85,9 @@ struct gw_net_req {
     void *arg;
     uint64_t sent_ns; /* monotonic; when it entered the output (timeout, round trip) */
     enum req_where where;
-    int held;   /* the output still references payload: release not yet run */
-    int orphan; /* answered or dropped while held: freed by the release */
+    int held;      /* the output still references payload: release not yet run */
+    int cos_bound; /* its answer waits for the node's COS: times out alone */
+    int orphan;    /* answered or dropped while held: freed by the release */
 };
 
 struct gw_conn {
@@ -87,7 +98,8 @@ struct gw_conn {
     struct event *rev, *wev;
     struct evbuffer *in, *out;
     struct req_list pending, inflight, failed;
-    struct cm_hmap ids; /* inflight by id */
+    struct req_list cos_wait; /* inflight too, but cos_bound */
+    struct cm_hmap ids;       /* inflight (and cos_wait) by id */
     size_t inflight_bytes;
     uint64_t next_connect, connect_deadline;
     int backoff_ms;
@@ -133,7 +145,7 @@ req_bytes(const struct gw_net_req *r)
     return r->len + r->dst_cap;
 }
 
-/* ---- inflight requests: FIFO (deadlines) + id map (responses) ------- */
+/* ---- inflight requests: FIFOs (deadlines) + id map (responses) ------ */
 
 static struct gw_net_req *
 inflight_find(struct gw_conn *c, uint64_t id)
@@ -153,7 +165,7 @@ inflight_add(struct gw_conn *c, struct gw_net_req *r)
 {
     cm_hmap_add(&c->ids, &r->hn, cm_hmix64(r->id));
     r->where = Q_INFLIGHT;
-    list_push(&c->inflight, r);
+    list_push(r->cos_bound ? &c->cos_wait : &c->inflight, r);
     c->inflight_bytes += req_bytes(r);
 }
 
@@ -161,7 +173,7 @@ static void
 inflight_del(struct gw_conn *c, struct gw_net_req *r)
 {
     cm_hmap_del(&c->ids, &r->hn);
-    list_unlink(&c->inflight, r);
+    list_unlink(r->cos_bound ? &c->cos_wait : &c->inflight, r);
     c->inflight_bytes -= req_bytes(r);
 }
 
@@ -228,7 +240,10 @@ req_complete(struct gw_net_req *r, int err)
 static struct gw_net_req *
 conn_first(const struct gw_conn *c)
 {
-    return c->inflight.head ? c->inflight.head : c->pending.head ? c->pending.head : c->failed.head;
+    return c->inflight.head   ? c->inflight.head
+           : c->cos_wait.head ? c->cos_wait.head
+           : c->pending.head  ? c->pending.head
+                              : c->failed.head;
 }
 
 struct gw_conn_health *
@@ -376,6 +391,8 @@ conn_enqueue(struct gw_conn *c, const struct gw_net_send *s, struct gw_net_req *
     r->dst_cap = s->dst ? s->dst_cap : 0;
     r->done = s->done;
     r->arg = s->arg;
+    r->cos_bound = h.op == CM_OP_META || (h.op == CM_OP_GET && (h.flags & CM_WF_COS_OK)) ||
+                   (h.op == CM_OP_PUT && (h.flags & CM_WF_COS_SYNC));
     list_push(&c->pending, r);
     if (out) {
         *out = r;
@@ -406,7 +423,8 @@ conn_pump(struct gw_conn *c)
     }
     uint64_t now = cm_now_ns();
     int added = 0;
-    while (c->pending.head && (c->inflight_bytes < GW_CONN_CAP_BYTES || c->inflight.head == NULL)) {
+    while (c->pending.head && (c->inflight_bytes < GW_CONN_CAP_BYTES ||
+                               (c->inflight.head == NULL && c->cos_wait.head == NULL))) {
         struct gw_net_req *r = c->pending.head;
         list_unlink(&c->pending, r);
         if (evbuffer_add(c->out, r->hdr, CM_WIRE_HDR_LEN) < 0) {
@@ -699,6 +717,7 @@ gw_conn_maintain(struct gw_conn *c, uint64_t now)
 {
     /* Only those failed before: a done may send again, and fail again. */
     uint64_t upto = c->failed.tail ? c->failed.tail->id : 0;
+    uint64_t timeout_ns = (uint64_t)c->n->io_timeout_ms * 1000000u;
     while (c->failed.head && c->failed.head->id <= upto) {
         req_complete(c->failed.head, -ENOMEM);
     }
@@ -707,10 +726,15 @@ gw_conn_maintain(struct gw_conn *c, uint64_t now)
     } else if (c->state == C_CONNECTING && now > c->connect_deadline) {
         gw_conn_fail(c, CM_E_TIMEOUT);
     } else if (c->state == C_OPEN &&
-               (c->broken || (c->inflight.head && now - c->inflight.head->sent_ns >
-                                                      (uint64_t)c->n->io_timeout_ms * 1000000u))) {
+               (c->broken || (c->inflight.head && now - c->inflight.head->sent_ns > timeout_ns))) {
         c->broken = 0;
         gw_conn_fail(c, CM_E_TIMEOUT);
+    } else {
+        /* A done may send again: what it sends is newer (sent after now),
+         * so this ends. */
+        while (c->cos_wait.head && now > c->cos_wait.head->sent_ns + timeout_ns) {
+            req_complete(c->cos_wait.head, CM_E_TIMEOUT);
+        }
     }
 }
 

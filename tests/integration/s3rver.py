@@ -7,6 +7,7 @@
     url = s.url("v2")               # with the bucket "shoal" made at start
     s.kill(); s.start()             # kill -9 and back on the same port and data
     s.stop()                        # by PID; the temp directory goes with it
+                                    # (kept with SHOAL_TEST_KEEP=1)
 
 s3rver accepts the credentials S3RVER / S3RVER (S3rver.env() gives them as
 AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY). It does not check SigV4
@@ -18,7 +19,8 @@ botocore's signer (canonical URI, sorted and escaped query, signed
 headers, the payload hash against the body), SigV2 with the string to
 sign of AWS's documentation. A wrong one gets 403 SignatureDoesNotMatch
 and is recorded (problems); url() points at the proxy. While s3rver is
-down the proxy closes each connection unanswered.
+down the proxy closes each connection unanswered, and so it does with the
+requests a test picks (proxy.refuse).
 
 As a command, runs one program against a fresh server and stops it:
 
@@ -157,7 +159,10 @@ class S3rver:
         if self.proxy is not None:
             self.proxy.stop()
         self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.environ.get("SHOAL_TEST_KEEP") == "1":
+            print("s3rver directory kept: %s" % self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # ------------------------------------------------------------------- signature checks
@@ -251,6 +256,10 @@ class SigProxy:
         self.problems = []
         self.checked = 0
         self.running = False
+        # (method, path) -> True: that request gets no answer (its connection is
+        # closed), as from a server that is down; the test sets it.
+        self.refuse = None
+        self.refused = 0
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -262,6 +271,11 @@ class SigProxy:
             def _any(self):
                 n = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(n) if n else b""
+                refuse = proxy.refuse
+                if refuse is not None and refuse(self.command, self.path):
+                    proxy.refused += 1
+                    self.close_connection = True
+                    return
                 hdrs = {k.lower(): v for k, v in self.headers.items()}
                 why = sig_problem(self.command, self.path, hdrs, body)
                 proxy.checked += 1

@@ -219,8 +219,9 @@ class Cluster:
     PROCS_FIXED = ("controller", "gateway")
 
     def __init__(self, test, nodes=6, controller_args="", gateway_args="", fnstore_args="",
-                 name="c"):
+                 name="c", cos=None):
         self.test = test
+        self.cos = cos  # every node's --cos URL (None: shoal-cluster's directory COS)
         self.build = test.build
         self.src = test.src
         self.nodes = nodes
@@ -278,14 +279,8 @@ class Cluster:
     def start(self, only=None, timeout=60):
         """First call: creates the cluster. Later calls: start what is down."""
         if self.offset is None:
-            self.offset = self._pick_offset()
-            args = ["start", "--nodes", str(self.nodes), "--port-offset", str(self.offset),
-                    "--build", self.build, "--timeout", str(timeout),
-                    "--controller-args", self.controller_args,
-                    "--gateway-args", self.gateway_args,
-                    "--fnstore-args", self.fnstore_args]
-        else:
-            args = ["start", "--timeout", str(timeout)]
+            return self._create(timeout)
+        args = ["start", "--timeout", str(timeout)]
         if only:
             args += ["--only", ",".join(only)]
         self.started = True
@@ -295,13 +290,41 @@ class Cluster:
                                                    time.time() - t0, self.offset))
         return out
 
+    def _create(self, timeout, tries=3):
+        """Starts a new cluster. Other clusters on this machine (other tests, other
+        checkouts) pick their ports the same way: one may bind a port of ours between
+        our check and our bind; then start again on other ports."""
+        for n in range(tries):
+            self.offset = self._pick_offset()
+            args = ["start", "--nodes", str(self.nodes), "--port-offset", str(self.offset),
+                    "--build", self.build, "--timeout", str(timeout),
+                    "--controller-args", self.controller_args,
+                    "--gateway-args", self.gateway_args,
+                    "--fnstore-args", self.fnstore_args]
+            if self.cos:
+                args += ["--cos", self.cos]
+            self.started = True
+            t0 = time.time()
+            rc, out = self.cluster_cmd(*args, check=False, timeout=timeout * 3 + 30)
+            if rc == 0:
+                log("cluster start: %.1fs (offset %d)" % (time.time() - t0, self.offset))
+                return out
+            if "port taken" not in out or n == tries - 1:
+                raise TestFailure("%s failed (exit %d):\n%s" % (" ".join(args), rc, out))
+            log("cluster start on offset %d lost a port to another process; again" %
+                self.offset)
+            self.stop()
+            shutil.rmtree(self.dir, ignore_errors=True)
+            os.makedirs(self.dir)
+
     def stop(self, only=None):
+        """Returns what shoal-cluster said (it names a process it had to SIGKILL)."""
         if not self.started:
-            return
+            return ""
         args = ["stop"]
         if only:
             args += ["--only", ",".join(only)]
-        self.cluster_cmd(*args, check=False)
+        return self.cluster_cmd(*args, check=False)[1]
 
     def status(self):
         return self.cluster_cmd("status", check=False)
@@ -437,6 +460,24 @@ class Cluster:
             raise TestFailure("metrics of node %d: %r" % (node, r))
         return parse_metrics(r.body.decode("utf-8", "replace"))
 
+    def gw_metrics(self):
+        """The gateway's /metrics, parsed (parse_metrics)."""
+        r = http_request(self.gw_port, "GET", "/metrics", timeout=10)
+        if r.status != 200:
+            raise TestFailure("gateway /metrics: %r" % r)
+        return parse_metrics(r.body.decode("utf-8", "replace"))
+
+    def logs(self, prefix="fnstore-"):
+        """{file name: text} of the logs of the processes named prefix* (a log is
+        appended across restarts)."""
+        out = {}
+        logdir = os.path.join(self.dir, "logs")
+        for n in sorted(os.listdir(logdir)):
+            if n.startswith(prefix) and n.endswith(".log"):
+                with open(os.path.join(logdir, n), errors="replace") as f:
+                    out[n] = f.read()
+        return out
+
     def print_logs(self, lines=40):
         logdir = os.path.join(self.dir, "logs")
         try:
@@ -513,6 +554,7 @@ class Test:
         self.build = os.path.abspath(args.build)
         self.src = os.path.abspath(args.src)
         self.clusters = []
+        self.after_clusters = []  # callables run once the clusters are stopped
         self.failures = []
         self.checks = 0
         self.tmp = tempfile.mkdtemp(prefix="shoal-integ-tmp-")
@@ -631,6 +673,11 @@ def run(main, timeout=None):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         for c in t.clusters:
             c.cleanup(failed)
+        for fn in t.after_clusters:
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 - cleanup must go on
+                print("cleanup failed: %s" % e)
         shutil.rmtree(t.tmp, ignore_errors=True)
     print("%s %s: %d checks in %.1fs" % ("FAILED" if failed else "PASSED", name, t.checks,
                                          time.time() - t0))

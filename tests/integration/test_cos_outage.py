@@ -12,12 +12,15 @@ again on the same port and data a few seconds later. Then:
    and every chunk reaches COS (the gateway's persistent buffer empties);
 2. every node is restarted, so its memory is empty and it rebuilds its segment index
    by listing and reading its segments in S3; every acknowledged object then reads
-   back by checksum, through COS (the nodes' reload counters grow).
+   back by checksum, through COS (the nodes' reload counters grow). While they start,
+   the proxy leaves the reads of their segments and insertion log objects unanswered
+   for a few seconds (the listings are answered: S3 went away mid-replay): each node
+   waits for them (it logs so) rather than coming up without the chunks they name.
 """
-import glob
 import os
 import re
 import sys
+import threading
 import time
 
 import shoaltest as st
@@ -26,55 +29,23 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import s3rver  # noqa: E402
 
 NODES = 6
-
-
-class S3Cluster(st.Cluster):
-    """A cluster whose nodes all use the COS at `cos`."""
-
-    def __init__(self, test, cos, **kw):
-        super().__init__(test, **kw)
-        self.cos = cos
-
-    def cluster_cmd(self, *args, **kw):
-        if args and args[0] == "start" and "--nodes" in args:
-            args = args + ("--cos", self.cos)
-        return super().cluster_cmd(*args, **kw)
-
-
-def node_logs(c):
-    out = {}
-    for path in glob.glob(os.path.join(c.dir, "logs", "fnstore-*.log")):
-        with open(path, errors="replace") as f:
-            out[os.path.basename(path)] = f.read()
-    return out
-
-
-def gw_metric(c, name):
-    r = st.http_request(c.gw_port, "GET", "/metrics", timeout=10)
-    if r.status != 200:
-        raise st.TestFailure("gateway /metrics: %r" % r)
-    return st.parse_metrics(r.body.decode("utf-8", "replace")).get(name)
+REFUSE_S = 4.0  # how long S3 leaves the nodes' replay reads unanswered
 
 
 def main(t):
     sig = os.environ.get("SHOAL_TEST_COS_SIG", "v2")
     s3 = s3rver.S3rver(t.src)
-    try:
-        s3.start()
-        os.environ.update(s3rver.S3rver.env())  # the nodes inherit them
-        url = s3.url(sig, prefix="cluster")
-        st.log("COS %s (s3rver on port %d)" % (url, s3.port))
-        c = S3Cluster(t, url, nodes=NODES)
-        t.clusters.append(c)
-        c.start()
-        c.wait_nodes_up()
-        run(t, c, s3)
-        t.check(s3.proxy.checked > 0, "no request reached the S3 server")
-        t.check(not s3.proxy.problems, "signatures refused:\n  %s" % "\n  ".join(
-            s3.proxy.problems[:5]))
-        st.log("%d signed requests checked" % s3.proxy.checked)
-    finally:
-        s3.stop()
+    t.after_clusters.append(s3.stop)  # the nodes write to it until they stop
+    s3.start()
+    os.environ.update(s3rver.S3rver.env())  # the nodes inherit them
+    url = s3.url(sig, prefix="cluster")
+    st.log("COS %s (s3rver on port %d)" % (url, s3.port))
+    c = t.cluster(nodes=NODES, cos=url)
+    run(t, c, s3)
+    t.check(s3.proxy.checked > 0, "no request reached the S3 server")
+    t.check(not s3.proxy.problems, "signatures refused:\n  %s" % "\n  ".join(
+        s3.proxy.problems[:5]))
+    st.log("%d signed requests checked" % s3.proxy.checked)
 
 
 def run(t, c, s3):
@@ -109,9 +80,9 @@ def run(t, c, s3):
         t.check(not ld.errors, "errors under load:\n  %s" % "\n  ".join(ld.errors[:10]))
 
     # Every acknowledged chunk reaches COS: the gateway lets go of it only then.
-    st.wait_until(lambda: gw_metric(c, "shoal_gateway_buffered_objects") == 0, 120,
+    st.wait_until(lambda: c.gw_metrics().get("shoal_gateway_buffered_objects") == 0, 120,
                   "the gateway's persistent buffer to empty (every chunk in COS)")
-    logs = node_logs(c)
+    logs = c.logs()
     retried = sum(log.count("cos: s3 put failed, retrying") for log in logs.values())
     st.log("COS write retries logged by the nodes: %d" % retried)
     t.check(retried > 0, "no node retried a COS write: the outage did not hit a write")
@@ -119,17 +90,31 @@ def run(t, c, s3):
         t.check("chunk not persisted tenant" not in log,
                 "%s dropped a chunk it could not persist" % name)
 
-    # Empty memory everywhere: every read must come from S3.
+    # Empty memory everywhere: every read must come from S3. And S3 goes away
+    # between the nodes' listings and their reads of what they listed.
     c.stop(only=["fnstore-%d" % i for i in range(NODES)])
+    s3.proxy.refuse = lambda method, path: method == "GET" and re.search(
+        r"/(seg|ilog)/n\d+/[0-9a-f]+$", path.split("?")[0]) is not None
+    threading.Timer(REFUSE_S, lambda: setattr(s3.proxy, "refuse", None)).start()
+    t0 = time.time()
     c.start()
     c.wait_nodes_up()
+    st.log("nodes up %.1fs after their start; %d segment and log reads refused meanwhile" % (
+        time.time() - t0, s3.proxy.refused))
     for ld in loads:
         errs = ld.verify_all(what="after restarting every node", retry_503=30)
         t.check(not errs, "\n  ".join(errs[:10]))
+    t.check(s3.proxy.refused > 0, "no node read a segment or a log object while refused")
+    for name, log in c.logs().items():
+        start = log.rsplit("shoal-cluster: starting", 1)[-1]  # this start's lines
+        listed = sum(int(x) for x in re.findall(
+            r"(?:cos segments replayed segments|insertion log replayed objects)=(\d+)", start))
+        t.check(listed == 0 or "not readable yet, waiting" in start,
+                "%s did not wait for its %d segments and log objects" % (name, listed))
     # A segment s3rver was writing when it was killed stays half-written (its
     # store is not atomic, S3's is): the node's PUT failed and the chunks went out
     # again, so the replay may skip it. Any other unreadable segment is a bug.
-    for name, log in node_logs(c).items():
+    for name, log in c.logs().items():
         failed = set(re.findall(r"segment write failed name=(\S+)", log))
         for seg in re.findall(r"segment unreadable, kept name=(\S+)", log):
             t.check(seg in failed, "%s: segment %s unreadable, yet its write succeeded" % (

@@ -5,12 +5,16 @@
  * The node thread accepts one connection at a time, answers PINGs at once
  * and every other request as `mode` says: after `delay_ms`, with a GET's
  * payload of hdr.index bytes; with that payload's CRC wrong; with garbage
- * instead of a header; with a request instead of an answer. What the
- * gateway side must do: deliver each answer to its request with the
- * payload in dst and a round-trip sample first; fail a request whose
- * payload is corrupt or too big for dst and keep the connection; close the
- * connection (failing its requests) on a bad header; keep a cancelled
- * request's payload until it is sent, then release it once.
+ * instead of a header; with a request instead of an answer; or never (a
+ * META request, as a node whose COS is down; or every request, as a hung
+ * node). What the gateway side must do: deliver each answer to its request
+ * with the payload in dst and a round-trip sample first; fail a request
+ * whose payload is corrupt or too big for dst and keep the connection;
+ * close the connection (failing its requests) on a bad header; fail a META
+ * request unanswered for the I/O timeout alone, keeping the connection and
+ * the node usable, but close the connection when a request the node
+ * answers from memory is that late; keep a cancelled request's payload
+ * until it is sent, then release it once.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -32,7 +36,7 @@
 #define NODE_ID 7
 #define DELAY_MS 30
 
-enum mode { M_OK, M_BAD_CRC, M_GARBAGE, M_REQUEST };
+enum mode { M_OK, M_BAD_CRC, M_GARBAGE, M_REQUEST, M_HOLD_META, M_HOLD_ALL };
 
 static atomic_int mode, accepts;
 static int lfd;
@@ -60,6 +64,9 @@ answer(int fd, const struct cm_wire_hdr *req)
     uint8_t raw[CM_WIRE_HDR_LEN];
     enum mode m = req->op == CM_OP_PING ? M_OK : (enum mode)atomic_load(&mode);
 
+    if (m == M_HOLD_ALL || (m == M_HOLD_META && req->op == CM_OP_META)) {
+        return;
+    }
     h.op |= CM_OP_RESPONSE;
     h.data_len = req->op == CM_OP_GET ? req->index : 0;
     for (uint32_t i = 0; i < h.data_len; i++) {
@@ -180,7 +187,7 @@ do_send(void *arg)
 }
 
 static void
-call(struct gw_net *n, struct call *c, uint8_t op, uint32_t want, size_t cap)
+call_start(struct gw_net *n, struct call *c, uint8_t op, uint32_t want, size_t cap)
 {
     memset(c, 0, sizeof(*c));
     c->n = n;
@@ -188,6 +195,21 @@ call(struct gw_net *n, struct call *c, uint8_t op, uint32_t want, size_t cap)
     c->want = want;
     c->cap = cap;
     CHECK_EQ_INT(gw_net_post(n, do_send, c), 0);
+}
+
+static int
+call_done(struct call *c)
+{
+    pthread_mutex_lock(&mu);
+    int done = c->done;
+    pthread_mutex_unlock(&mu);
+    return done;
+}
+
+static void
+call(struct gw_net *n, struct call *c, uint8_t op, uint32_t want, size_t cap)
+{
+    call_start(n, c, op, want, cap);
     pthread_mutex_lock(&mu);
     while (!c->done) {
         pthread_cond_wait(&cv, &mu);
@@ -224,6 +246,18 @@ node_usable(struct gw_net *n)
     }
     pthread_mutex_unlock(&mu);
     return q.usable;
+}
+
+static void
+wait_usable(struct gw_net *n)
+{
+    uint64_t t0 = cm_now_ns();
+
+    do {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+        CHECK(cm_now_ns() - t0 < 10000000000ull);
+    } while (!node_usable(n));
 }
 
 /* A PUT of a payload far larger than the socket buffers, cancelled at once:
@@ -348,16 +382,48 @@ main(void)
         CHECK_EQ_INT(c.samples, 0);
         CHECK(!node_usable(n));
         atomic_store(&mode, M_OK);
-        uint64_t t0 = cm_now_ns();
-        do {
-            struct timespec ts = {0, 50 * 1000000L};
-            nanosleep(&ts, NULL);
-            CHECK(cm_now_ns() - t0 < 10000000000ull);
-        } while (!node_usable(n));
+        wait_usable(n);
         call(n, &c, CM_OP_STAT, 0, 0);
         CHECK_EQ_INT(c.status, 0);
         CHECK_EQ_INT(atomic_load(&accepts), 2 + (m - M_GARBAGE));
     }
+
+    /* A META request waits for the node's COS: unanswered for the I/O
+     * timeout (2 s), it fails alone, while the node answers the rest on the
+     * same connection and stays usable. */
+    static struct call meta;
+    int before = atomic_load(&accepts), stats = 0;
+    uint64_t t0 = cm_now_ns();
+    atomic_store(&mode, M_HOLD_META);
+    call_start(n, &meta, CM_OP_META, 0, 0);
+    while (!call_done(&meta)) {
+        call(n, &c, CM_OP_STAT, 0, 0);
+        CHECK_EQ_INT(c.status, 0);
+        CHECK(node_usable(n));
+        stats++;
+        CHECK(cm_now_ns() - t0 < 10000000000ull);
+    }
+    CHECK_EQ_INT(meta.status, CM_E_TIMEOUT);
+    CHECK(cm_now_ns() - t0 >= 2000000000ull);
+    CHECK(stats >= 3);
+    CHECK(node_usable(n));
+    call(n, &c, CM_OP_STAT, 0, 0);
+    CHECK_EQ_INT(c.status, 0);
+    CHECK_EQ_INT(atomic_load(&accepts), before);
+
+    /* A request the node answers from memory that late: the node is hung,
+     * the connection fails and the node is suspect until it answers again. */
+    atomic_store(&mode, M_HOLD_ALL);
+    t0 = cm_now_ns();
+    call(n, &c, CM_OP_STAT, 0, 0);
+    CHECK_EQ_INT(c.status, CM_E_TIMEOUT);
+    CHECK(cm_now_ns() - t0 >= 2000000000ull);
+    CHECK(!node_usable(n));
+    atomic_store(&mode, M_OK);
+    wait_usable(n);
+    call(n, &c, CM_OP_STAT, 0, 0);
+    CHECK_EQ_INT(c.status, 0);
+    CHECK_EQ_INT(atomic_load(&accepts), before + 1);
 
     /* A cancelled request's payload stays referenced until it is sent. */
     static struct big_put big;
