@@ -7,6 +7,7 @@
  */
 #include "gw_s3_sig.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,6 +298,17 @@ parse_http_date(const char *s, char amz[17])
 /* ---- the signing key and its cache ---- */
 
 void
+gw_s3_signing_key_from_date(const uint8_t kdate[32], const char *region, uint8_t out[32])
+{
+    uint8_t k[32];
+
+    cm_hmac_sha256(kdate, 32, region, strlen(region), k);
+    cm_hmac_sha256(k, 32, "s3", 2, k);
+    cm_hmac_sha256(k, 32, "aws4_request", 12, out);
+    memset(k, 0, sizeof(k));
+}
+
+void
 gw_s3_signing_key(const char *secret, const char *date, const char *region, uint8_t out[32])
 {
     char k0[4 + GW_S3_SECRET_MAX + 1];
@@ -306,18 +318,24 @@ gw_s3_signing_key(const char *secret, const char *date, const char *region, uint
     memcpy(k0, "AWS4", 4);
     memcpy(k0 + 4, secret, sl);
     cm_hmac_sha256(k0, 4 + sl, date, strlen(date), k);
-    cm_hmac_sha256(k, 32, region, strlen(region), k);
-    cm_hmac_sha256(k, 32, "s3", 2, k);
-    cm_hmac_sha256(k, 32, "aws4_request", 12, out);
+    gw_s3_signing_key_from_date(k, region, out);
     memset(k0, 0, sizeof(k0));
+    memset(k, 0, sizeof(k));
 }
+
+/* What a signing key is derived from: a secret, or a date key. */
+struct kc_root {
+    int is_date_key;
+    size_t len;
+    uint8_t b[GW_S3_SECRET_MAX];
+};
 
 struct kc_entry {
     int used;
     char akid[GW_S3_AKID_MAX + 1];
     char date[9];
     char region[GW_S3_REGION_MAX + 1];
-    char secret[GW_S3_SECRET_MAX + 1];
+    struct kc_root root;
     uint8_t key[32];
 };
 
@@ -369,35 +387,85 @@ kc_slot(const struct gw_s3_keycache *c, const char *akid, const char *date, cons
 }
 
 static void
-signing_key_cached(struct gw_s3_keycache *c, const char *akid, const char *secret, const char *date,
-                   const char *region, uint8_t out[32])
+derive(const struct kc_root *root, const char *date, const char *region, uint8_t out[32])
+{
+    char secret[GW_S3_SECRET_MAX + 1];
+
+    if (root->is_date_key) {
+        gw_s3_signing_key_from_date(root->b, region, out);
+        return;
+    }
+    memcpy(secret, root->b, root->len);
+    secret[root->len] = '\0';
+    gw_s3_signing_key(secret, date, region, out);
+    memset(secret, 0, sizeof(secret));
+}
+
+static void
+signing_key_cached(struct gw_s3_keycache *c, const char *akid, const struct kc_root *root,
+                   const char *date, const char *region, uint8_t out[32])
 {
     struct kc_entry *e;
-    size_t sl = strlen(secret);
 
     if (c == NULL) {
-        gw_s3_signing_key(secret, date, region, out);
+        derive(root, date, region, out);
         return;
     }
     pthread_mutex_lock(&c->mu);
     e = &c->e[kc_slot(c, akid, date, region)];
     if (e->used && strcmp(e->akid, akid) == 0 && strcmp(e->date, date) == 0 &&
-        strcmp(e->region, region) == 0 && strlen(e->secret) == sl &&
-        cm_ct_equal(e->secret, secret, sl)) {
+        strcmp(e->region, region) == 0 && e->root.is_date_key == root->is_date_key &&
+        e->root.len == root->len && cm_ct_equal(e->root.b, root->b, root->len)) {
         memcpy(out, e->key, 32);
         pthread_mutex_unlock(&c->mu);
         return;
     }
     pthread_mutex_unlock(&c->mu);
-    gw_s3_signing_key(secret, date, region, out);
+    derive(root, date, region, out);
     pthread_mutex_lock(&c->mu);
     e->used = 1;
     snprintf(e->akid, sizeof(e->akid), "%s", akid);
     snprintf(e->date, sizeof(e->date), "%s", date);
     snprintf(e->region, sizeof(e->region), "%s", region);
-    snprintf(e->secret, sizeof(e->secret), "%s", secret);
+    e->root = *root;
     memcpy(e->key, out, 32);
     pthread_mutex_unlock(&c->mu);
+}
+
+/* The verifier's root material for (akid, date): the secret, or the date
+ * key, per opts. GW_S3_OK, or the error with *why. */
+static enum gw_s3_err
+root_of(const struct gw_s3_verify_opts *opts, const char *akid, const char *date,
+        struct kc_root *root, const char **why)
+{
+    char secret[GW_S3_SECRET_MAX + 1];
+    int r;
+
+    memset(root, 0, sizeof(*root));
+    if (opts->date_key != NULL) {
+        root->is_date_key = 1;
+        root->len = 32;
+        r = opts->date_key(opts->date_key_arg, akid, date, root->b);
+    } else {
+        r = opts->secret(opts->secret_arg, akid, secret, sizeof(secret));
+        if (r == 0) {
+            root->len = strnlen(secret, GW_S3_SECRET_MAX);
+            memcpy(root->b, secret, root->len);
+        }
+        memset(secret, 0, sizeof(secret));
+    }
+    if (r == CM_E_NOTFOUND) {
+        return GW_S3_E_INVALID_ACCESS_KEY;
+    }
+    if (r == -ERANGE) {
+        *why = "the credential date is outside the dates this access key can sign for";
+        return GW_S3_E_ACCESS_DENIED;
+    }
+    if (r != 0) {
+        *why = "the secret of the access key could not be read";
+        return GW_S3_E_INTERNAL;
+    }
+    return GW_S3_OK;
 }
 
 /* ---- parsing the credentials ---- */
@@ -736,7 +804,8 @@ gw_s3_verify(const struct gw_s3_req *req, const struct gw_s3_verify_opts *opts,
              struct gw_s3_auth *out, struct gw_s3_sig_detail *detail)
 {
     struct sigv4 v;
-    char amz_date[17], secret[GW_S3_SECRET_MAX + 1], scope[GW_S3_SCOPE_MAX + 1];
+    char amz_date[17], scope[GW_S3_SCOPE_MAX + 1];
+    struct kc_root root;
     char qv[GW_S3_SIGNED_HEADERS_MAX + 1], sighex[65];
     const char *authz = req->hdr(req->hdr_arg, "authorization");
     const char *query = req->query != NULL ? req->query : "";
@@ -858,17 +927,12 @@ gw_s3_verify(const struct gw_s3_req *req, const struct gw_s3_verify_opts *opts,
     } else if (t > opts->now + GW_S3_SKEW_MAX || t < opts->now - GW_S3_SKEW_MAX) {
         FAIL(GW_S3_E_TIME_SKEWED, NULL);
     }
-    r = opts->secret(opts->secret_arg, v.akid, secret, sizeof(secret));
-    if (r == CM_E_NOTFOUND) {
-        FAIL(GW_S3_E_INVALID_ACCESS_KEY, NULL);
+    if ((ret = root_of(opts, v.akid, v.date, &root, &why)) != GW_S3_OK) {
+        goto out;
     }
-    if (r != 0) {
-        FAIL(GW_S3_E_INTERNAL, "the secret of the access key could not be read");
-    }
-    secret[GW_S3_SECRET_MAX] = '\0';
     snprintf(scope, sizeof(scope), "%s/%s/s3/aws4_request", v.date, v.region);
-    signing_key_cached(opts->cache, v.akid, secret, v.date, v.region, key);
-    memset(secret, 0, sizeof(secret));
+    signing_key_cached(opts->cache, v.akid, &root, v.date, v.region, key);
+    memset(&root, 0, sizeof(root));
 
     /* method \n uri \n tail: the URI first as S3 encodes it, then as sent */
     cm_buf_printf(&cr, "%s\n", req->method);
@@ -932,6 +996,7 @@ gw_s3_verify(const struct gw_s3_req *req, const struct gw_s3_verify_opts *opts,
     memcpy(out->signed_headers, v.signed_headers, sizeof(out->signed_headers));
 out:
     memset(key, 0, sizeof(key));
+    memset(&root, 0, sizeof(root));
     cm_buf_fini(&cr);
     if (detail != NULL) {
         detail->why = why;
