@@ -22,15 +22,17 @@
 
 #include "cm_metrics.h"
 #include "gw_engine.h"
+#include "gw_meta.h"
 
-struct gw_meta;
 struct gw_state;
+struct gw_snap;
 struct gw_commit;
 
 enum gw_commit_kind {
     COMMIT_PUT,    /* a new version of key */
     COMMIT_DELETE, /* a tombstone for key */
     COMMIT_UPDATE, /* a layout's holders or persisted bits, if still live */
+    COMMIT_CALL,   /* the op's own apply (the S3 front door's writes) */
 };
 
 #define GW_COMMIT_TENANT_GONE (-EACCES) /* a PUT refused: its tenant was deleted */
@@ -41,12 +43,20 @@ struct gw_commit_op {
     const char *key; /* PUT, DELETE: borrowed until done */
     size_t klen;
     struct gw_layout lay; /* PUT: the version (lay.tenant set) */
+    /*
+     * CALL: applies the op in b, on the committer; s is the state snapshot
+     * (NULL before the state is set). Returns 0 with op->rc its own result
+     * (an op that fails before it wrote anything), or a negative code when
+     * b is no longer usable: then the op is applied again, alone, in a
+     * batch of its own, and fails with that code if it does again.
+     */
+    int (*apply)(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_snap *s);
     /* Set before done: rc 0, CM_E_NOTFOUND (DELETE of nothing),
      * GW_COMMIT_TENANT_GONE (PUT) or the error; the version the op
-     * replaced or deleted, when had_old. */
+     * replaced or deleted, when old.had (its parts owned by the op until
+     * done takes them: gw_meta_old_reset). */
     int rc;
-    int had_old;
-    struct gw_layout old;
+    struct gw_meta_old old;
     void (*done)(struct gw_commit_op *op); /* on the committer thread */
     struct gw_commit_op *next;             /* the queue's */
 };

@@ -116,6 +116,7 @@ req_done(struct req *q, int status, const char *error)
     if (q->grace != NULL) {
         gw_grace_exit(f->grace, q->grace);
     }
+    free(q->parts);
     free(q);
 }
 

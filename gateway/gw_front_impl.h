@@ -44,6 +44,8 @@ struct req {
     /* GET */
     struct gw_grace_bucket *grace; /* in the grace period from before the layout read */
     struct gw_layout lay;
+    struct gw_layout *parts; /* a composite's (owned) */
+    uint32_t nparts;
     uint64_t off, len;
     int partial;
     /* PUT, DELETE */
@@ -74,6 +76,12 @@ void gw_req_fail_status(struct req *q, int rc);
 /* q is answered later, from another thread. */
 void gw_req_suspend(struct req *q);
 void gw_req_etag_version(struct req *q, const struct gw_layout *l);
+
+/* gw_objects.c: deletes the chunks of a version a commit replaced or
+ * deleted (those of every part of a composite) once no GET that may have
+ * read its layout is left; takes old's parts (old is reset). Committer
+ * thread, after the commit. */
+void gw_front_retire(struct gw_front *f, struct gw_meta_old *old);
 
 /* gw_objects.c: the handlers, q authenticated (its tenant set) and its key
  * parsed (but for LIST). s and t are borrowed for the call. */

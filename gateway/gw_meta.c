@@ -16,34 +16,61 @@
  * scan, and all operations stay O(group size), which is 1 except for many
  * long keys sharing their first 480 bytes.
  *
- * Layout record (value in objects), little-endian:
- *   0 fmt=1 u8 | 1 k u8 | 2 m u8 | 3 pad | 4 tenant u32 | 8 chunk_size u32 |
- *   12 nstripes u32 | 16 object | 24 version | 32 size | 40 etag |
- *   48 persisted (u64 each) | 56 holders u32[k+m]
+ * Version record (value in objects), little-endian. Format 2 (written):
+ *   0 fmt=2 u8 | 1 k u8 | 2 m u8 | 3 flags u8 | 4 tenant u32 |
+ *   8 chunk_size u32 | 12 nstripes u32 | 16 object | 24 version | 32 size |
+ *   40 etag | 48 persisted | 56 mtime_ms (u64 each) | 64 holders u32[k+m] |
+ *   [md5 16 bytes: flags bit 0] | [nparts u32: k == 0, composite] |
+ *   [hlen u16 | hdrs[hlen]: flags bit 1]
+ * Format 1 (read only) is the first 56 bytes of format 2 followed by the
+ * holders: no commit time and nothing else. A composite version (k = m =
+ * 0) has no chunks; composite[(object, i)] holds the layout of part i
+ * (a format 2 record), i = 0..nparts-1.
  *
- * Threads: see gw_meta.h. Invariant: pending holds exactly the objects
- * that are a live version of their key and not fully persisted (stale
+ * Threads: see gw_meta.h. Invariants: pending holds exactly the objects
+ * that are a live version of their key and not fully persisted, cpending
+ * exactly the parts of live composite versions that are not (stale
  * entries are tolerated on read and dropped on update). A record's
  * persisted bits count only while its object is pending: an object leaves
  * pending without its record being rewritten, so a record outside pending
- * may still show the bits it was written with.
+ * may still show the bits it was written with. A composite's entries live
+ * exactly as long as its record.
  */
 #include "gw_meta.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cm_buf.h"
 #include "cm_bytes.h"
 #include "cm_err.h"
+#include "cm_hash.h"
 #include "cm_kv.h"
+#include "cm_time.h"
 #include "gw_parse.h"
 
 #define GW_META_INLINE 480
 #define GROUP_KEY_MAX (4 + GW_META_INLINE)
+#define AUX_KEY_MAX (4 + GW_META_AUX_NAME_MAX)
+#define REC_V1_FIXED 56
+#define REC_FIXED 64
+#define REC_F_MD5 1
+#define REC_F_HDRS 2
 
-enum { T_OBJECTS, T_TOMBS, T_PENDING, T_STATE, T_COUNT };
-static const char *const table_names[T_COUNT] = {"objects", "tombs", "pending", "state"};
+enum {
+    T_OBJECTS,
+    T_TOMBS,
+    T_PENDING,
+    T_STATE,
+    T_COMPOSITE,
+    T_CPENDING,
+    T_BUCKETS,
+    T_UPLOADS,
+    T_COUNT
+};
+static const char *const table_names[T_COUNT] = {"objects",   "tombs",    "pending", "state",
+                                                 "composite", "cpending", "buckets", "uploads"};
 
 struct gw_meta {
     struct cm_kv *kv;
@@ -51,17 +78,37 @@ struct gw_meta {
 
 struct gw_meta_batch {
     struct cm_kv_txn *txn;
+    uint64_t now_ms;
 };
 
+static uint64_t
+get_be64(const uint8_t *p)
+{
+    return (uint64_t)cm_get_be32(p) << 32 | cm_get_be32(p + 4);
+}
+
+static int
+aux_table(enum gw_meta_aux t)
+{
+    return t == GW_META_BUCKETS ? T_BUCKETS : T_UPLOADS;
+}
+
+/* ---- records ---- */
+
 size_t
-gw_meta_encode(const struct gw_layout *l, uint8_t *buf)
+gw_meta_encode(const struct gw_layout *l, const struct gw_meta_attrs *a, uint8_t *buf)
 {
     unsigned n = (unsigned)l->k + l->m;
+    uint8_t flags = 0;
+    size_t p;
 
-    memset(buf, 0, 56);
-    buf[0] = 1;
+    if (n > GW_MAX_HOLDERS) {
+        n = GW_MAX_HOLDERS;
+    }
+    memset(buf, 0, REC_FIXED);
+    buf[0] = 2;
     buf[1] = l->k;
-    buf[2] = l->m;
+    buf[2] = l->k == 0 ? 0 : l->m;
     cm_put_le32(buf + 4, l->tenant);
     cm_put_le32(buf + 8, l->chunk_size);
     cm_put_le32(buf + 12, l->nstripes);
@@ -70,25 +117,35 @@ gw_meta_encode(const struct gw_layout *l, uint8_t *buf)
     cm_put_le64(buf + 32, l->size);
     cm_put_le64(buf + 40, l->etag);
     cm_put_le64(buf + 48, l->persisted);
-    for (unsigned j = 0; j < n && j < GW_MAX_HOLDERS; j++) {
-        cm_put_le32(buf + 56 + 4 * j, l->holders[j]);
+    cm_put_le64(buf + 56, a != NULL ? a->mtime_ms : 0);
+    p = REC_FIXED;
+    for (unsigned j = 0; l->k != 0 && j < n; j++, p += 4) {
+        cm_put_le32(buf + p, l->holders[j]);
     }
-    return 56 + 4 * (size_t)n;
+    if (a != NULL && a->has_md5) {
+        flags |= REC_F_MD5;
+        memcpy(buf + p, a->md5, 16);
+        p += 16;
+    }
+    if (l->k == 0) {
+        cm_put_le32(buf + p, a != NULL ? a->nparts : 0);
+        p += 4;
+    }
+    if (a != NULL && a->hdrs_len > 0) {
+        size_t hl = a->hdrs_len < GW_META_HDRS_MAX ? a->hdrs_len : GW_META_HDRS_MAX;
+
+        flags |= REC_F_HDRS;
+        cm_put_le16(buf + p, (uint16_t)hl);
+        memcpy(buf + p + 2, a->hdrs, hl);
+        p += 2 + hl;
+    }
+    buf[3] = flags;
+    return p;
 }
 
-int
-gw_meta_decode(const void *buf, size_t len, struct gw_layout *out)
+static void
+decode_fixed(const uint8_t *p, struct gw_layout *out)
 {
-    const uint8_t *p = buf;
-    unsigned n;
-
-    if (len < 56 || p[0] != 1) {
-        return CM_E_PROTO;
-    }
-    n = (unsigned)p[1] + p[2];
-    if (p[1] == 0 || n > GW_MAX_HOLDERS || len != 56 + 4 * (size_t)n) {
-        return CM_E_PROTO;
-    }
     memset(out, 0, sizeof(*out));
     out->k = p[1];
     out->m = p[2];
@@ -100,10 +157,79 @@ gw_meta_decode(const void *buf, size_t len, struct gw_layout *out)
     out->size = cm_get_le64(p + 32);
     out->etag = cm_get_le64(p + 40);
     out->persisted = cm_get_le64(p + 48);
+}
+
+int
+gw_meta_decode_attrs(const void *buf, size_t len, struct gw_layout *out,
+                     struct gw_meta_attrs *attrs)
+{
+    const uint8_t *p = buf;
+    struct gw_meta_attrs a;
+    size_t pos;
+    unsigned n;
+
+    memset(&a, 0, sizeof(a));
+    if (len < REC_V1_FIXED || (p[0] != 1 && p[0] != 2)) {
+        return CM_E_PROTO;
+    }
+    n = (unsigned)p[1] + p[2];
+    if (p[0] == 1) {
+        if (p[1] == 0 || n > GW_MAX_HOLDERS || len != REC_V1_FIXED + 4 * (size_t)n) {
+            return CM_E_PROTO;
+        }
+        pos = REC_V1_FIXED;
+    } else {
+        if (len < REC_FIXED || n > GW_MAX_HOLDERS || (p[1] == 0 && p[2] != 0) ||
+            (p[3] & ~(REC_F_MD5 | REC_F_HDRS)) != 0 || len < REC_FIXED + 4 * (size_t)n) {
+            return CM_E_PROTO;
+        }
+        a.mtime_ms = cm_get_le64(p + 56);
+        pos = REC_FIXED + 4 * (size_t)n;
+        if (p[3] & REC_F_MD5) {
+            if (len - pos < 16) {
+                return CM_E_PROTO;
+            }
+            a.has_md5 = 1;
+            memcpy(a.md5, p + pos, 16);
+            pos += 16;
+        }
+        if (p[1] == 0) {
+            if (len - pos < 4 || (a.nparts = cm_get_le32(p + pos)) == 0) {
+                return CM_E_PROTO;
+            }
+            pos += 4;
+        }
+        if (p[3] & REC_F_HDRS) {
+            if (len - pos < 2) {
+                return CM_E_PROTO;
+            }
+            a.hdrs_len = cm_get_le16(p + pos);
+            pos += 2;
+            if (a.hdrs_len == 0 || a.hdrs_len > GW_META_HDRS_MAX || len - pos < a.hdrs_len) {
+                return CM_E_PROTO;
+            }
+            a.hdrs = (const char *)p + pos;
+            pos += a.hdrs_len;
+        }
+        if (pos != len) {
+            return CM_E_PROTO;
+        }
+        pos = REC_FIXED;
+    }
+    decode_fixed(p, out);
     for (unsigned j = 0; j < n; j++) {
-        out->holders[j] = cm_get_le32(p + 56 + 4 * j);
+        out->holders[j] = cm_get_le32(p + pos + 4 * j);
+    }
+    if (attrs != NULL) {
+        *attrs = a;
     }
     return 0;
+}
+
+int
+gw_meta_decode(const void *buf, size_t len, struct gw_layout *out)
+{
+    return gw_meta_decode_attrs(buf, len, out, NULL);
 }
 
 int
@@ -113,6 +239,13 @@ gw_layout_persisted(const struct gw_layout *l)
     uint64_t full = n >= 64 ? UINT64_MAX : ((uint64_t)1 << n) - 1;
 
     return (l->persisted & full) == full;
+}
+
+void
+gw_meta_old_reset(struct gw_meta_old *old)
+{
+    free(old->parts);
+    memset(old, 0, sizeof(*old));
 }
 
 /* ---- groups ---- */
@@ -272,6 +405,119 @@ out:
     return rc;
 }
 
+/* ---- composite parts ---- */
+
+static void
+part_key(uint64_t cid, uint32_t idx, uint8_t k[12])
+{
+    cm_put_be64(k, cid);
+    cm_put_be32(k + 8, idx);
+}
+
+struct parts_ctx {
+    uint64_t cid;
+    uint32_t n, want;
+    struct gw_layout *v;
+    int err;
+};
+
+static int
+parts_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+    struct parts_ctx *c = arg;
+
+    if (klen != 12 || get_be64(k) != c->cid) {
+        return 1;
+    }
+    if (c->n == c->want || cm_get_be32((const uint8_t *)k + 8) != c->n ||
+        gw_meta_decode(v, vlen, &c->v[c->n]) != 0 || gw_layout_composite(&c->v[c->n])) {
+        c->err = CM_E_PROTO;
+        return 1;
+    }
+    c->n++;
+    return 0;
+}
+
+/* The n parts of composite cid, in order, into *out (malloc'd): 0,
+ * CM_E_PROTO (missing or torn), -ENOMEM. */
+static int
+parts_read(struct cm_kv_txn *txn, uint64_t cid, uint32_t n, struct gw_layout **out)
+{
+    struct parts_ctx c = {cid, 0, n, NULL, 0};
+    uint8_t k[12];
+    int rc;
+
+    c.v = malloc((size_t)n * sizeof(*c.v));
+    if (c.v == NULL) {
+        return -ENOMEM;
+    }
+    part_key(cid, 0, k);
+    rc = cm_kv_scan(txn, T_COMPOSITE, k, sizeof(k), parts_one, &c);
+    if (rc >= 0) {
+        rc = c.err != 0 ? c.err : c.n != n ? CM_E_PROTO : 0;
+    }
+    if (rc != 0) {
+        free(c.v);
+        return rc;
+    }
+    *out = c.v;
+    return 0;
+}
+
+static int
+pending_del(struct cm_kv_txn *txn, uint64_t object)
+{
+    uint8_t k[8];
+    int rc;
+
+    cm_put_be64(k, object);
+    rc = cm_kv_del(txn, T_PENDING, k, 8);
+    return rc == CM_E_NOTFOUND ? 0 : rc;
+}
+
+static int
+cpending_del(struct cm_kv_txn *txn, uint64_t object)
+{
+    uint8_t k[8];
+    int rc;
+
+    cm_put_be64(k, object);
+    rc = cm_kv_del(txn, T_CPENDING, k, 8);
+    return rc == CM_E_NOTFOUND ? 0 : rc;
+}
+
+/* The version rec (decoded as l) leaves the store: its pending entry, and
+ * for a composite its parts and their cpending entries, which go to *old
+ * with l. */
+static int
+version_drop(struct cm_kv_txn *txn, const struct gw_layout *l, const struct gw_meta_attrs *a,
+             struct gw_meta_old *old)
+{
+    int rc;
+
+    gw_meta_old_reset(old);
+    old->had = 1;
+    old->lay = *l;
+    if (!gw_layout_composite(l)) {
+        return pending_del(txn, l->object);
+    }
+    rc = parts_read(txn, l->object, a->nparts, &old->parts);
+    if (rc != 0) {
+        return rc;
+    }
+    old->nparts = a->nparts;
+    for (uint32_t i = 0; i < a->nparts && rc == 0; i++) {
+        uint8_t k[12];
+
+        part_key(l->object, i, k);
+        rc = cm_kv_del(txn, T_COMPOSITE, k, sizeof(k));
+        if (rc == 0) {
+            rc = cpending_del(txn, old->parts[i].object);
+        }
+    }
+    return rc;
+}
+
 /* ---- open / close ---- */
 
 int
@@ -320,24 +566,58 @@ gw_meta_get(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen, st
     return rc;
 }
 
-struct list_ctx {
+int
+gw_meta_get_obj(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen,
+                struct gw_meta_obj *out)
+{
+    struct cm_kv_txn *txn;
+    const uint8_t *v;
+    size_t vlen;
+    int rc;
+
+    out->parts = NULL;
+    rc = cm_kv_begin(m->kv, 0, &txn);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = group_get(txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
+    if (rc == 0) {
+        rc = gw_meta_decode_attrs(v, vlen, &out->lay, &out->a);
+    }
+    if (rc == 0 && out->a.hdrs != NULL) {
+        memcpy(out->hdrs, out->a.hdrs, out->a.hdrs_len);
+        out->a.hdrs = out->hdrs;
+    }
+    if (rc == 0 && gw_layout_composite(&out->lay)) {
+        rc = parts_read(txn, out->lay.object, out->a.nparts, &out->parts);
+    }
+    cm_kv_abort(txn);
+    return rc;
+}
+
+void
+gw_meta_obj_fini(struct gw_meta_obj *o)
+{
+    free(o->parts);
+    o->parts = NULL;
+}
+
+struct scan_ctx {
     uint32_t tenant;
     const char *prefix;
     size_t plen;
     const char *after;
     size_t alen;
-    unsigned limit, n;
-    gw_meta_list_cb cb;
+    gw_meta_scan_cb cb;
     void *arg;
-    int more;
     int err;
 };
 
 /* 1 = stop the scan. */
 static int
-list_group(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+scan_group(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
 {
-    struct list_ctx *c = arg;
+    struct scan_ctx *c = arg;
     size_t pos = 0;
     struct member e;
     int rc;
@@ -347,6 +627,8 @@ list_group(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     }
     while ((rc = group_next(v, vlen, &pos, &e)) == 1) {
         struct gw_layout l;
+        struct gw_meta_attrs a;
+
         if (c->after != NULL && keycmp(e.key, e.klen, c->after, c->alen) <= 0) {
             continue;
         }
@@ -356,16 +638,16 @@ list_group(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
             }
             continue;
         }
-        if (c->n == c->limit) {
-            c->more = 1;
-            return 1;
+        if (e.klen > 0 && e.key[0] == '\0' && (c->plen == 0 || c->prefix[0] != '\0')) {
+            continue; /* internal, not asked for */
         }
-        if (gw_meta_decode(e.val, e.vlen, &l) != 0) {
+        if (gw_meta_decode_attrs(e.val, e.vlen, &l, &a) != 0) {
             c->err = CM_E_PROTO;
             return 1;
         }
-        c->cb(c->arg, e.key, e.klen, &l);
-        c->n++;
+        if (c->cb(c->arg, e.key, e.klen, &l, &a) != 0) {
+            return 1;
+        }
     }
     if (rc < 0) {
         c->err = rc;
@@ -374,12 +656,11 @@ list_group(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     return 0;
 }
 
-int
-gw_meta_list(struct gw_meta *m, uint32_t tenant, const char *prefix, size_t plen, const char *after,
-             size_t alen, unsigned limit, gw_meta_list_cb cb, void *arg, int *more)
+static int
+scan_txn(struct cm_kv_txn *txn, uint32_t tenant, const char *prefix, size_t plen, const char *after,
+         size_t alen, gw_meta_scan_cb cb, void *arg)
 {
-    struct list_ctx c = {tenant, prefix, plen, after, alen, limit, 0, cb, arg, 0, 0};
-    struct cm_kv_txn *txn;
+    struct scan_ctx c = {tenant, prefix, plen, after, alen, cb, arg, 0};
     uint8_t gk[GROUP_KEY_MAX];
     size_t gklen;
     int rc;
@@ -389,17 +670,58 @@ gw_meta_list(struct gw_meta *m, uint32_t tenant, const char *prefix, size_t plen
     } else {
         gklen = group_key(tenant, prefix, plen, gk);
     }
-    rc = cm_kv_begin(m->kv, 0, &txn);
+    rc = cm_kv_scan(txn, T_OBJECTS, gk, gklen, scan_group, &c);
+    return rc < 0 ? rc : c.err;
+}
+
+int
+gw_meta_scan(struct gw_meta *m, uint32_t tenant, const char *prefix, size_t plen, const char *after,
+             size_t alen, gw_meta_scan_cb cb, void *arg)
+{
+    struct cm_kv_txn *txn;
+    int rc = cm_kv_begin(m->kv, 0, &txn);
+
     if (rc != 0) {
         return rc;
     }
-    rc = cm_kv_scan(txn, T_OBJECTS, gk, gklen, list_group, &c);
+    rc = scan_txn(txn, tenant, prefix, plen, after, alen, cb, arg);
     cm_kv_abort(txn);
-    if (rc < 0) {
-        return rc;
+    return rc;
+}
+
+struct list_ctx {
+    unsigned limit, n;
+    gw_meta_list_cb cb;
+    void *arg;
+    int more;
+};
+
+static int
+list_one(void *arg, const char *key, size_t klen, const struct gw_layout *l,
+         const struct gw_meta_attrs *a)
+{
+    struct list_ctx *c = arg;
+
+    if (c->n == c->limit) {
+        c->more = 1;
+        return 1;
     }
-    *more = c.more;
-    return c.err;
+    c->cb(c->arg, key, klen, l);
+    c->n++;
+    return 0;
+}
+
+int
+gw_meta_list(struct gw_meta *m, uint32_t tenant, const char *prefix, size_t plen, const char *after,
+             size_t alen, unsigned limit, gw_meta_list_cb cb, void *arg, int *more)
+{
+    struct list_ctx c = {limit, 0, cb, arg, 0};
+    int rc = gw_meta_scan(m, tenant, prefix, plen, after, alen, list_one, &c);
+
+    if (rc == 0) {
+        *more = c.more;
+    }
+    return rc;
 }
 
 struct pending_ctx {
@@ -415,17 +737,29 @@ pending_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     const uint8_t *rec;
     size_t rlen;
     struct gw_layout l;
-    uint64_t object = 0;
 
     if (klen != 8 || vlen < 5) {
         return 0;
     }
-    for (int i = 0; i < 8; i++) {
-        object = object << 8 | ((const uint8_t *)k)[i];
-    }
     if (group_get(c->txn, T_OBJECTS, cm_get_be32(v), (const char *)v + 4, vlen - 4, &rec, &rlen) !=
             0 ||
-        gw_meta_decode(rec, rlen, &l) != 0 || l.object != object) {
+        gw_meta_decode(rec, rlen, &l) != 0 || l.object != get_be64(k) || gw_layout_composite(&l)) {
+        return 0;
+    }
+    c->cb(c->arg, &l);
+    return 0;
+}
+
+static int
+cpending_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+    struct pending_ctx *c = arg;
+    const void *rec;
+    size_t rlen;
+    struct gw_layout l;
+
+    if (klen != 8 || vlen != 12 || cm_kv_get(c->txn, T_COMPOSITE, v, 12, &rec, &rlen) != 0 ||
+        gw_meta_decode(rec, rlen, &l) != 0 || l.object != get_be64(k)) {
         return 0;
     }
     c->cb(c->arg, &l);
@@ -442,6 +776,9 @@ gw_meta_scan_pending(struct gw_meta *m, void (*cb)(void *arg, const struct gw_la
         return rc;
     }
     rc = cm_kv_scan(c.txn, T_PENDING, NULL, 0, pending_one, &c);
+    if (rc >= 0) {
+        rc = cm_kv_scan(c.txn, T_CPENDING, NULL, 0, cpending_one, &c);
+    }
     cm_kv_abort(c.txn);
     return rc < 0 ? rc : 0;
 }
@@ -463,11 +800,15 @@ first_tenant(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     return 1;
 }
 
+/* The tables keyed by tenant first. */
+static const int tenant_tables[] = {T_OBJECTS, T_TOMBS, T_BUCKETS, T_UPLOADS};
+#define NTENANT_TABLES (sizeof(tenant_tables) / sizeof(tenant_tables[0]))
+
 int
 gw_meta_tenants(struct gw_meta *m, void (*cb)(void *arg, uint32_t tenant), void *arg)
 {
     struct cm_kv_txn *txn;
-    uint32_t next[2] = {0, 0};
+    uint32_t next[NTENANT_TABLES] = {0};
     int rc = cm_kv_begin(m->kv, 0, &txn);
 
     if (rc != 0) {
@@ -477,14 +818,14 @@ gw_meta_tenants(struct gw_meta *m, void (*cb)(void *arg, uint32_t tenant), void 
     for (;;) {
         uint32_t best = 0;
         int have = 0;
-        for (int t = 0; t < 2; t++) {
+        for (size_t t = 0; t < NTENANT_TABLES; t++) {
             struct tenant_ctx c = {0, 0};
             uint8_t gk[4];
             if (next[t] == UINT32_MAX) {
                 continue;
             }
             cm_put_be32(gk, next[t]);
-            rc = cm_kv_scan(txn, t == 0 ? T_OBJECTS : T_TOMBS, gk, 4, first_tenant, &c);
+            rc = cm_kv_scan(txn, tenant_tables[t], gk, 4, first_tenant, &c);
             if (rc < 0) {
                 goto out;
             }
@@ -503,8 +844,9 @@ gw_meta_tenants(struct gw_meta *m, void (*cb)(void *arg, uint32_t tenant), void 
         if (best == UINT32_MAX) {
             break;
         }
-        next[0] = next[0] == UINT32_MAX ? UINT32_MAX : best + 1;
-        next[1] = next[1] == UINT32_MAX ? UINT32_MAX : best + 1;
+        for (size_t t = 0; t < NTENANT_TABLES; t++) {
+            next[t] = next[t] == UINT32_MAX ? UINT32_MAX : best + 1;
+        }
     }
     rc = 0;
 out:
@@ -552,6 +894,121 @@ gw_meta_state_save(struct gw_meta *m, const char *json, size_t len)
     return cm_kv_commit(txn);
 }
 
+/* ---- buckets and uploads ---- */
+
+static int
+aux_key(uint32_t tenant, const char *name, size_t nlen, uint8_t *out, size_t *outlen)
+{
+    if (nlen > GW_META_AUX_NAME_MAX) {
+        return CM_E_BADARG;
+    }
+    cm_put_be32(out, tenant);
+    memcpy(out + 4, name, nlen);
+    *outlen = 4 + nlen;
+    return 0;
+}
+
+int
+gw_meta_aux_get(struct gw_meta *m, enum gw_meta_aux t, uint32_t tenant, const char *name,
+                size_t nlen, struct cm_buf *val)
+{
+    struct cm_kv_txn *txn;
+    uint8_t k[AUX_KEY_MAX];
+    size_t klen;
+    const void *v;
+    size_t vlen;
+    int rc = aux_key(tenant, name, nlen, k, &klen);
+
+    if (rc != 0 || (rc = cm_kv_begin(m->kv, 0, &txn)) != 0) {
+        return rc;
+    }
+    rc = cm_kv_get(txn, aux_table(t), k, klen, &v, &vlen);
+    if (rc == 0) {
+        cm_buf_append(val, v, vlen);
+    }
+    cm_kv_abort(txn);
+    return rc;
+}
+
+struct aux_ctx {
+    uint32_t tenant;
+    gw_meta_aux_cb cb;
+    void *arg;
+};
+
+static int
+aux_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+    struct aux_ctx *c = arg;
+
+    if (klen < 4 || cm_get_be32(k) != c->tenant) {
+        return 1;
+    }
+    return c->cb(c->arg, (const char *)k + 4, klen - 4, v, vlen) != 0;
+}
+
+int
+gw_meta_aux_scan(struct gw_meta *m, enum gw_meta_aux t, uint32_t tenant, gw_meta_aux_cb cb,
+                 void *arg)
+{
+    struct aux_ctx c = {tenant, cb, arg};
+    struct cm_kv_txn *txn;
+    uint8_t k[4];
+    int rc = cm_kv_begin(m->kv, 0, &txn);
+
+    if (rc != 0) {
+        return rc;
+    }
+    cm_put_be32(k, tenant);
+    rc = cm_kv_scan(txn, aux_table(t), k, 4, aux_one, &c);
+    cm_kv_abort(txn);
+    return rc < 0 ? rc : 0;
+}
+
+int
+gw_meta_batch_aux_get(struct gw_meta_batch *b, enum gw_meta_aux t, uint32_t tenant,
+                      const char *name, size_t nlen, const void **val, size_t *vlen)
+{
+    uint8_t k[AUX_KEY_MAX];
+    size_t klen;
+    int rc = aux_key(tenant, name, nlen, k, &klen);
+
+    return rc != 0 ? rc : cm_kv_get(b->txn, aux_table(t), k, klen, val, vlen);
+}
+
+int
+gw_meta_batch_aux_put(struct gw_meta_batch *b, enum gw_meta_aux t, uint32_t tenant,
+                      const char *name, size_t nlen, const void *val, size_t vlen, int replace)
+{
+    uint8_t k[AUX_KEY_MAX];
+    size_t klen;
+    const void *v;
+    size_t vl;
+    int rc = aux_key(tenant, name, nlen, k, &klen);
+
+    if (rc != 0) {
+        return rc;
+    }
+    if (!replace) {
+        rc = cm_kv_get(b->txn, aux_table(t), k, klen, &v, &vl);
+        if (rc != CM_E_NOTFOUND) {
+            return rc == 0 ? CM_E_EXISTS : rc;
+        }
+    }
+    return cm_kv_put(b->txn, aux_table(t), k, klen, val, vlen);
+}
+
+int
+gw_meta_batch_aux_del(struct gw_meta_batch *b, enum gw_meta_aux t, uint32_t tenant,
+                      const char *name, size_t nlen)
+{
+    uint8_t k[AUX_KEY_MAX];
+    size_t klen;
+    int rc = aux_key(tenant, name, nlen, k, &klen);
+
+    return rc != 0 ? rc : cm_kv_del(b->txn, aux_table(t), k, klen);
+}
+
 /* ---- writes ---- */
 
 int
@@ -564,6 +1021,7 @@ gw_meta_batch_begin(struct gw_meta *m, struct gw_meta_batch **out)
         free(b);
         return rc;
     }
+    b->now_ms = cm_wall_ms();
     *out = b;
     return 0;
 }
@@ -587,6 +1045,30 @@ gw_meta_batch_abort(struct gw_meta_batch *b)
     free(b);
 }
 
+uint64_t
+gw_meta_batch_time(const struct gw_meta_batch *b)
+{
+    return b->now_ms;
+}
+
+int
+gw_meta_batch_get(struct gw_meta_batch *b, uint32_t tenant, const char *key, size_t klen,
+                  struct gw_layout *out, struct gw_meta_attrs *attrs)
+{
+    const uint8_t *v;
+    size_t vlen;
+    int rc = group_get(b->txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
+
+    return rc != 0 ? rc : gw_meta_decode_attrs(v, vlen, out, attrs);
+}
+
+int
+gw_meta_batch_scan(struct gw_meta_batch *b, uint32_t tenant, const char *prefix, size_t plen,
+                   gw_meta_scan_cb cb, void *arg)
+{
+    return scan_txn(b->txn, tenant, prefix, plen, NULL, 0, cb, arg);
+}
+
 static int
 pending_set(struct cm_kv_txn *txn, uint64_t object, uint32_t tenant, const char *key, size_t klen)
 {
@@ -598,58 +1080,82 @@ pending_set(struct cm_kv_txn *txn, uint64_t object, uint32_t tenant, const char 
     return cm_kv_put(txn, T_PENDING, k, 8, v, 4 + klen);
 }
 
+/* The version key had before a put (to *old) and the new version number:
+ * the current one's, or the tombstone's (then dropped), plus one. */
 static int
-pending_del(struct cm_kv_txn *txn, uint64_t object)
+put_prepare(struct cm_kv_txn *txn, uint32_t tenant, const char *key, size_t klen,
+            struct gw_meta_old *old, uint64_t *version)
 {
-    uint8_t k[8];
+    const uint8_t *v;
+    size_t vlen;
+    uint64_t base = 0;
     int rc;
 
-    cm_put_be64(k, object);
-    rc = cm_kv_del(txn, T_PENDING, k, 8);
-    return rc == CM_E_NOTFOUND ? 0 : rc;
+    gw_meta_old_reset(old);
+    if (klen == 0 || klen > GW_KEY_MAX) {
+        return CM_E_BADARG;
+    }
+    rc = group_get(txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
+    if (rc == 0) {
+        struct gw_layout cur;
+        struct gw_meta_attrs a;
+
+        rc = gw_meta_decode_attrs(v, vlen, &cur, &a);
+        if (rc == 0) {
+            base = cur.version;
+            rc = version_drop(txn, &cur, &a, old);
+        }
+    } else if (rc == CM_E_NOTFOUND) {
+        rc = group_get(txn, T_TOMBS, tenant, key, klen, &v, &vlen);
+        if (rc == 0 && vlen == 8) {
+            base = cm_get_le64(v);
+            rc = group_set(txn, T_TOMBS, tenant, key, klen, NULL, 0);
+        }
+        if (rc == CM_E_NOTFOUND) {
+            rc = 0;
+        }
+    }
+    *version = base + 1;
+    return rc;
+}
+
+static int
+record_put(struct gw_meta_batch *b, const char *key, size_t klen, const struct gw_layout *l,
+           const struct gw_meta_attrs *attrs, uint32_t nparts)
+{
+    uint8_t *rec = malloc(GW_META_REC_MAX);
+    struct gw_meta_attrs a;
+    size_t rlen;
+    int rc;
+
+    if (rec == NULL) {
+        return -ENOMEM;
+    }
+    memset(&a, 0, sizeof(a));
+    if (attrs != NULL) {
+        a = *attrs;
+    }
+    a.mtime_ms = b->now_ms;
+    a.nparts = nparts;
+    rlen = gw_meta_encode(l, &a, rec);
+    rc = group_set(b->txn, T_OBJECTS, l->tenant, key, klen, rec, rlen);
+    free(rec);
+    return rc;
 }
 
 int
 gw_meta_put(struct gw_meta_batch *b, const char *key, size_t klen, struct gw_layout *l,
-            struct gw_layout *old, int *had_old)
+            const struct gw_meta_attrs *attrs, struct gw_meta_old *old)
 {
-    uint8_t rec[GW_META_REC_MAX];
-    const uint8_t *v;
-    size_t vlen, rlen;
-    uint64_t base = 0;
     int rc;
 
-    if (klen == 0 || klen > GW_KEY_MAX) {
+    if (gw_layout_composite(l)) {
         return CM_E_BADARG;
     }
-    *had_old = 0;
-    rc = group_get(b->txn, T_OBJECTS, l->tenant, key, klen, &v, &vlen);
+    rc = put_prepare(b->txn, l->tenant, key, klen, old, &l->version);
     if (rc == 0) {
-        rc = gw_meta_decode(v, vlen, old);
-        if (rc != 0) {
-            return rc;
-        }
-        *had_old = 1;
-        base = old->version;
-        rc = pending_del(b->txn, old->object);
-        if (rc != 0) {
-            return rc;
-        }
-    } else if (rc == CM_E_NOTFOUND) {
-        rc = group_get(b->txn, T_TOMBS, l->tenant, key, klen, &v, &vlen);
-        if (rc == 0 && vlen == 8) {
-            base = cm_get_le64(v);
-            rc = group_set(b->txn, T_TOMBS, l->tenant, key, klen, NULL, 0);
-        }
-        if (rc != 0 && rc != CM_E_NOTFOUND) {
-            return rc;
-        }
-    } else {
-        return rc;
+        rc = record_put(b, key, klen, l, attrs, 0);
     }
-    l->version = base + 1;
-    rlen = gw_meta_encode(l, rec);
-    rc = group_set(b->txn, T_OBJECTS, l->tenant, key, klen, rec, rlen);
     if (rc == 0 && !gw_layout_persisted(l)) {
         rc = pending_set(b->txn, l->object, l->tenant, key, klen);
     }
@@ -657,29 +1163,141 @@ gw_meta_put(struct gw_meta_batch *b, const char *key, size_t klen, struct gw_lay
 }
 
 int
+gw_meta_put_composite(struct gw_meta_batch *b, const char *key, size_t klen, struct gw_layout *l,
+                      const struct gw_meta_attrs *attrs, const char *const *pkeys,
+                      const size_t *pklens, uint32_t n, struct gw_meta_old *old)
+{
+    uint8_t rec[REC_FIXED + 4 * GW_MAX_HOLDERS];
+    int rc;
+
+    if (n == 0) {
+        return CM_E_BADARG;
+    }
+    memset(l->holders, 0, sizeof(l->holders));
+    l->k = l->m = 0;
+    l->chunk_size = l->nstripes = 0;
+    l->persisted = 0;
+    do {
+        l->object = cm_random_u64();
+    } while (l->object == 0);
+    rc = put_prepare(b->txn, l->tenant, key, klen, old, &l->version);
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        struct gw_layout p;
+        uint8_t k[12], pk[8], cv[12];
+
+        rc = gw_meta_batch_get(b, l->tenant, pkeys[i], pklens[i], &p, NULL);
+        if (rc == 0 && (gw_layout_composite(&p) || pklens[i] == 0 || pkeys[i][0] != '\0')) {
+            rc = CM_E_BADARG;
+        }
+        if (rc != 0) {
+            break;
+        }
+        part_key(l->object, i, k);
+        rc = cm_kv_put(b->txn, T_COMPOSITE, k, sizeof(k), rec, gw_meta_encode(&p, NULL, rec));
+        if (rc == 0) {
+            rc = group_set(b->txn, T_OBJECTS, l->tenant, pkeys[i], pklens[i], NULL, 0);
+        }
+        if (rc == 0) {
+            /* Persisting goes on; its reports now find the part here. */
+            const void *pv;
+            size_t pvlen;
+
+            cm_put_be64(pk, p.object);
+            rc = cm_kv_get(b->txn, T_PENDING, pk, 8, &pv, &pvlen);
+            if (rc == 0) {
+                rc = cm_kv_del(b->txn, T_PENDING, pk, 8);
+                memcpy(cv, k, sizeof(cv));
+                if (rc == 0) {
+                    rc = cm_kv_put(b->txn, T_CPENDING, pk, 8, cv, sizeof(cv));
+                }
+            } else if (rc == CM_E_NOTFOUND) {
+                rc = 0;
+            }
+        }
+    }
+    if (rc == 0) {
+        rc = record_put(b, key, klen, l, attrs, n);
+    }
+    return rc;
+}
+
+int
 gw_meta_delete(struct gw_meta_batch *b, uint32_t tenant, const char *key, size_t klen,
-               struct gw_layout *old)
+               struct gw_meta_old *old)
 {
     const uint8_t *v;
     size_t vlen;
     uint8_t ver[8];
+    struct gw_layout cur;
+    struct gw_meta_attrs a;
     int rc;
 
+    gw_meta_old_reset(old);
     rc = group_get(b->txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
     if (rc != 0) {
         return rc;
     }
-    rc = gw_meta_decode(v, vlen, old);
+    rc = gw_meta_decode_attrs(v, vlen, &cur, &a);
     if (rc != 0) {
         return rc;
     }
-    cm_put_le64(ver, old->version);
-    rc = group_set(b->txn, T_OBJECTS, tenant, key, klen, NULL, 0);
+    rc = version_drop(b->txn, &cur, &a, old);
     if (rc == 0) {
+        rc = group_set(b->txn, T_OBJECTS, tenant, key, klen, NULL, 0);
+    }
+    if (rc == 0 && klen > 0 && key[0] != '\0') {
+        cm_put_le64(ver, cur.version);
         rc = group_set(b->txn, T_TOMBS, tenant, key, klen, ver, 8);
     }
+    return rc;
+}
+
+/* A layout report for a part of a composite version (in cpending). */
+static int
+update_part(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
+{
+    uint8_t pk[8], ck[12], rec[REC_FIXED + 4 * GW_MAX_HOLDERS];
+    const void *v;
+    size_t vlen;
+    struct gw_layout cur;
+    int rc;
+
+    cm_put_be64(pk, l->object);
+    rc = cm_kv_get(b->txn, T_CPENDING, pk, 8, &v, &vlen);
+    if (rc == CM_E_NOTFOUND) {
+        return 0; /* replaced, deleted or already fully persisted */
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    if (vlen != sizeof(ck)) {
+        return cpending_del(b->txn, l->object);
+    }
+    memcpy(ck, v, sizeof(ck));
+    rc = cm_kv_get(b->txn, T_COMPOSITE, ck, sizeof(ck), &v, &vlen);
     if (rc == 0) {
-        rc = pending_del(b->txn, old->object);
+        rc = gw_meta_decode(v, vlen, &cur);
+    }
+    if (rc == CM_E_NOTFOUND || (rc == 0 && cur.object != l->object)) {
+        return cpending_del(b->txn, l->object);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    if (l->k != cur.k || l->m != cur.m) {
+        return CM_E_BADARG;
+    }
+    if (!gw_layout_persisted(l) ||
+        memcmp(cur.holders, l->holders, sizeof(cur.holders[0]) * (cur.k + cur.m)) != 0) {
+        memcpy(cur.holders, l->holders, sizeof(cur.holders));
+        cur.persisted = l->persisted;
+        rc = cm_kv_put(b->txn, T_COMPOSITE, ck, sizeof(ck), rec, gw_meta_encode(&cur, NULL, rec));
+    }
+    if (rc == 0 && gw_layout_persisted(l)) {
+        rc = cpending_del(b->txn, l->object);
+    }
+    if (rc == 0) {
+        *stale = 0;
     }
     return rc;
 }
@@ -687,20 +1305,21 @@ gw_meta_delete(struct gw_meta_batch *b, uint32_t tenant, const char *key, size_t
 int
 gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
 {
-    uint8_t pk[8], rec[GW_META_REC_MAX];
+    uint8_t pk[8];
     char key[GW_KEY_MAX];
     const void *pv;
     const uint8_t *v;
-    size_t pvlen, vlen, klen, rlen;
+    size_t pvlen, vlen, klen;
     uint32_t tenant;
     struct gw_layout cur;
+    struct gw_meta_attrs a;
     int rc;
 
     *stale = 1;
     cm_put_be64(pk, l->object);
     rc = cm_kv_get(b->txn, T_PENDING, pk, 8, &pv, &pvlen);
     if (rc == CM_E_NOTFOUND) {
-        return 0; /* replaced, deleted or already fully persisted */
+        return update_part(b, l, stale);
     }
     if (rc != 0) {
         return rc;
@@ -713,7 +1332,7 @@ gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
     memcpy(key, (const char *)pv + 4, klen);
     rc = group_get(b->txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
     if (rc == 0) {
-        rc = gw_meta_decode(v, vlen, &cur);
+        rc = gw_meta_decode_attrs(v, vlen, &cur, &a);
     }
     if (rc == CM_E_NOTFOUND || (rc == 0 && cur.object != l->object)) {
         return pending_del(b->txn, l->object);
@@ -734,8 +1353,17 @@ gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
     }
     memcpy(cur.holders, l->holders, sizeof(cur.holders));
     cur.persisted = l->persisted;
-    rlen = gw_meta_encode(&cur, rec);
-    rc = group_set(b->txn, T_OBJECTS, tenant, key, klen, rec, rlen);
+    {
+        uint8_t *rec = malloc(GW_META_REC_MAX);
+
+        if (rec == NULL) {
+            return -ENOMEM;
+        }
+        /* a.hdrs points into the page the write replaces: encode first */
+        size_t rlen = gw_meta_encode(&cur, &a, rec);
+        rc = group_set(b->txn, T_OBJECTS, tenant, key, klen, rec, rlen);
+        free(rec);
+    }
     if (rc == 0 && gw_layout_persisted(&cur)) {
         rc = pending_del(b->txn, l->object);
     }
@@ -773,6 +1401,44 @@ purge_collect(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     return 0;
 }
 
+/* The versions of one objects group leave the store (their chunks to cb). */
+static int
+purge_group(struct gw_meta_batch *b, const uint8_t *gk, size_t gklen,
+            void (*cb)(void *arg, const struct gw_layout *l), void *arg)
+{
+    const void *bv;
+    size_t blen, bpos = 0;
+    uint8_t *copy;
+    struct member e;
+    int rc = cm_kv_get(b->txn, T_OBJECTS, gk, gklen, &bv, &blen);
+
+    if (rc != 0) {
+        return rc;
+    }
+    /* writes below may move the page bv points into */
+    copy = cm_malloc(blen + 1);
+    memcpy(copy, bv, blen);
+    while (rc == 0 && group_next(copy, blen, &bpos, &e) == 1) {
+        struct gw_layout l;
+        struct gw_meta_attrs a;
+        struct gw_meta_old old = {0};
+
+        if (gw_meta_decode_attrs(e.val, e.vlen, &l, &a) != 0) {
+            continue;
+        }
+        rc = version_drop(b->txn, &l, &a, &old);
+        for (uint32_t i = 0; rc == 0 && cb != NULL && i < old.nparts; i++) {
+            cb(arg, &old.parts[i]);
+        }
+        if (rc == 0 && cb != NULL && !gw_layout_composite(&l)) {
+            cb(arg, &l);
+        }
+        gw_meta_old_reset(&old);
+    }
+    free(copy);
+    return rc;
+}
+
 int
 gw_meta_purge(struct gw_meta_batch *b, uint32_t tenant, unsigned max,
               void (*cb)(void *arg, const struct gw_layout *l), void *arg, int *left)
@@ -782,12 +1448,13 @@ gw_meta_purge(struct gw_meta_batch *b, uint32_t tenant, unsigned max,
 
     *left = 0;
     cm_put_be32(start, tenant);
-    for (int t = T_OBJECTS; t <= T_TOMBS; t++) {
+    for (size_t t = 0; t < NTENANT_TABLES; t++) {
+        int table = tenant_tables[t];
         struct purge_ctx c = {tenant, max, 0, {NULL, 0, 0}, 0};
         size_t pos = 0;
 
         cm_buf_init(&c.group_keys);
-        rc = cm_kv_scan(b->txn, t, start, 4, purge_collect, &c);
+        rc = cm_kv_scan(b->txn, table, start, 4, purge_collect, &c);
         if (rc < 0) {
             cm_buf_fini(&c.group_keys);
             return rc;
@@ -796,33 +1463,13 @@ gw_meta_purge(struct gw_meta_batch *b, uint32_t tenant, unsigned max,
         while (pos < c.group_keys.len && rc == 0) {
             const uint8_t *gp = (const uint8_t *)c.group_keys.p + pos;
             size_t gklen = (size_t)gp[0] | (size_t)gp[1] << 8;
-            const void *bv;
-            size_t blen;
 
             pos += 2 + gklen;
-            if (t == T_OBJECTS) {
-                uint8_t *copy = NULL;
-                size_t bpos = 0;
-                struct member e;
-                rc = cm_kv_get(b->txn, t, gp + 2, gklen, &bv, &blen);
-                if (rc == 0) {
-                    /* writes below may move the page bv points into */
-                    copy = cm_malloc(blen + 1);
-                    memcpy(copy, bv, blen);
-                }
-                while (rc == 0 && group_next(copy, blen, &bpos, &e) == 1) {
-                    struct gw_layout l;
-                    if (gw_meta_decode(e.val, e.vlen, &l) == 0) {
-                        rc = pending_del(b->txn, l.object);
-                        if (cb != NULL) {
-                            cb(arg, &l);
-                        }
-                    }
-                }
-                free(copy);
+            if (table == T_OBJECTS) {
+                rc = purge_group(b, gp + 2, gklen, cb, arg);
             }
             if (rc == 0) {
-                rc = cm_kv_del(b->txn, t, gp + 2, gklen);
+                rc = cm_kv_del(b->txn, table, gp + 2, gklen);
             }
         }
         cm_buf_fini(&c.group_keys);

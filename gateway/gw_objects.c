@@ -24,6 +24,7 @@
 #include "gw_front_impl.h"
 #include "gw_grace.h"
 #include "gw_meta.h"
+#include "gw_oread.h"
 #include "gw_state.h"
 
 /* Data chunks per stripe: small objects are stored as 1+m whole copies. */
@@ -99,13 +100,20 @@ gw_obj_get(struct req *q)
 {
     struct gw_front *f = q->f;
     const char *range = cm_http_header(q->r, "Range");
+    struct gw_meta_obj *obj = malloc(sizeof(*obj));
     char cr[96];
     int rc;
 
     if (q->kind == REQ_GET) {
-        q->grace = gw_grace_enter(f->grace); /* before the read: see retire() */
+        q->grace = gw_grace_enter(f->grace); /* before the read: see gw_front_retire() */
     }
-    rc = gw_meta_get(f->meta, q->tenant, q->key, q->klen, &q->lay);
+    rc = obj == NULL ? -ENOMEM : gw_meta_get_obj(f->meta, q->tenant, q->key, q->klen, obj);
+    if (obj != NULL) {
+        q->lay = obj->lay;
+        q->parts = obj->parts; /* q owns them now */
+        q->nparts = obj->a.nparts;
+        free(obj);
+    }
     if (rc == CM_E_NOTFOUND) {
         gw_req_fail(q, 404, "not_found", "no such object");
         return;
@@ -147,14 +155,14 @@ gw_obj_get(struct req *q)
         return;
     }
     gw_req_suspend(q);
-    gw_engine_get(f->engine, &q->lay, q->off, q->len, get_done, q);
+    gw_oread(f->engine, &q->lay, q->parts, q->nparts, q->off, q->len, get_done, q);
 }
 
 /* ---- PUT / DELETE: the committer answers ---- */
 
 struct retired {
     struct gw_front *f;
-    struct gw_layout lay;
+    struct gw_meta_old old;
 };
 
 static void
@@ -162,28 +170,44 @@ retire_run(void *arg)
 {
     struct retired *r = arg;
 
-    gw_engine_delete(r->f->engine, &r->lay, r->f->cfg.delete_delay_ms);
+    if (r->old.nparts == 0) {
+        gw_engine_delete(r->f->engine, &r->old.lay, r->f->cfg.delete_delay_ms);
+    }
+    for (uint32_t i = 0; i < r->old.nparts; i++) {
+        gw_engine_delete(r->f->engine, &r->old.parts[i], r->f->cfg.delete_delay_ms);
+    }
+    gw_meta_old_reset(&r->old);
     free(r);
 }
 
-/* Deletes the chunks of a version that a commit replaced or deleted, once
- * the GETs that may have read its layout are answered. The commit happened
- * before this call, and a GET enters before it reads: a GET that enters
- * later reads the new layout. Out of memory, the chunks stay (orphans, as
- * when the gateway stops before their delete). */
-static void
-retire(struct gw_front *f, const struct gw_layout *old)
+/* The commit happened before this call, and a GET enters before it reads:
+ * a GET that enters later reads the new layout. Out of memory, the chunks
+ * stay (orphans, as when the gateway stops before their delete). */
+void
+gw_front_retire(struct gw_front *f, struct gw_meta_old *old)
 {
-    struct retired *r = malloc(sizeof(*r));
+    struct retired *r;
 
+    if (!old->had) {
+        gw_meta_old_reset(old);
+        return;
+    }
+    r = malloc(sizeof(*r));
     if (r != NULL) {
         r->f = f;
-        r->lay = *old;
+        r->old = *old;
+        memset(old, 0, sizeof(*old)); /* r owns the parts */
     }
     if (r == NULL || gw_grace_defer(f->grace, retire_run, r) != 0) {
         CM_WARN("old version left undeleted object=%016llx tenant=%u err=ENOMEM",
-                (unsigned long long)old->object, old->tenant);
-        free(r);
+                (unsigned long long)(r != NULL ? r->old.lay.object : old->lay.object),
+                r != NULL ? r->old.lay.tenant : old->lay.tenant);
+        if (r != NULL) {
+            gw_meta_old_reset(&r->old);
+            free(r);
+        } else {
+            gw_meta_old_reset(old);
+        }
     }
 }
 
@@ -193,8 +217,12 @@ commit_done(struct gw_commit_op *op)
 {
     struct req *q = CM_CONTAINER_OF(op, struct req, commit);
     struct gw_front *f = q->f;
-    struct gw_layout old = op->old; /* op is freed with q, once q is answered */
-    int retire_old = op->rc == 0 && op->had_old;
+    struct gw_meta_old old = op->old; /* op is freed with q, once q is answered */
+
+    memset(&op->old, 0, sizeof(op->old));
+    if (op->rc != 0) {
+        gw_meta_old_reset(&old);
+    }
 
     if (op->kind == COMMIT_DELETE && op->rc == 0) {
         gw_req_reply(q, 204, NULL, NULL, 0, CM_HTTP_STATIC);
@@ -213,9 +241,7 @@ commit_done(struct gw_commit_op *op)
             gw_req_fail_status(q, op->rc);
         }
     }
-    if (retire_old) {
-        retire(f, &old);
-    }
+    gw_front_retire(f, &old);
 }
 
 static void

@@ -4,6 +4,7 @@
 #include "t_check.h"
 
 #include "cm_err.h"
+#include "cm_time.h"
 #include "gw_meta.h"
 #include "gw_parse.h"
 
@@ -65,28 +66,31 @@ do_put(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen, uint64_
        uint64_t want_version, int want_old)
 {
     struct gw_meta_batch *b;
-    struct gw_layout l = mk_layout(tenant, object, 1), old;
-    int had_old = -1;
+    struct gw_layout l = mk_layout(tenant, object, 1);
+    struct gw_meta_old old = {0};
 
     CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
-    CHECK_EQ_INT(gw_meta_put(b, key, klen, &l, &old, &had_old), 0);
+    CHECK_EQ_INT(gw_meta_put(b, key, klen, &l, NULL, &old), 0);
     CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
     CHECK_EQ_INT(l.version, want_version);
-    CHECK_EQ_INT(had_old, want_old);
-    if (had_old) {
-        CHECK_EQ_INT(old.version, want_version - 1);
+    CHECK_EQ_INT(old.had, want_old);
+    if (old.had) {
+        CHECK_EQ_INT(old.lay.version, want_version - 1);
     }
+    gw_meta_old_reset(&old);
 }
 
 static int
 do_delete(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen)
 {
     struct gw_meta_batch *b;
-    struct gw_layout old;
+    struct gw_meta_old old = {0};
     int rc;
 
     CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
     rc = gw_meta_delete(b, tenant, key, klen, &old);
+    CHECK_EQ_INT(old.had, rc == 0);
+    gw_meta_old_reset(&old);
     CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
     return rc;
 }
@@ -99,7 +103,7 @@ test_codec(void)
     size_t n;
 
     l.version = 5;
-    n = gw_meta_encode(&l, buf);
+    n = gw_meta_encode(&l, NULL, buf);
     CHECK_EQ_INT(gw_meta_decode(buf, n, &d), 0);
     CHECK(memcmp(&l, &d, sizeof(l)) == 0);
     CHECK_EQ_INT(gw_meta_decode(buf, n - 1, &d), CM_E_PROTO);
@@ -135,18 +139,18 @@ static void
 test_batch(struct gw_meta *m)
 {
     struct gw_meta_batch *b;
-    struct gw_layout l, old;
-    int had_old;
+    struct gw_layout l;
+    struct gw_meta_old old = {0};
 
     CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
     for (int i = 0; i < 5; i++) {
         l = mk_layout(1, 200 + (uint64_t)i, 1);
-        CHECK_EQ_INT(gw_meta_put(b, "batch", 5, &l, &old, &had_old), 0);
+        CHECK_EQ_INT(gw_meta_put(b, "batch", 5, &l, NULL, &old), 0);
         CHECK_EQ_INT(l.version, i + 1);
-        CHECK_EQ_INT(had_old, i > 0);
+        CHECK_EQ_INT(old.had, i > 0);
     }
     CHECK_EQ_INT(gw_meta_delete(b, 1, "batch", 5, &old), 0);
-    CHECK_EQ_INT(old.object, 204);
+    CHECK_EQ_INT(old.lay.object, 204);
     gw_meta_batch_abort(b);
     CHECK_EQ_INT(gw_meta_get(m, 1, "batch", 5, &l), CM_E_NOTFOUND);
 }
@@ -325,14 +329,15 @@ static void
 test_pending(struct gw_meta *m)
 {
     struct gw_meta_batch *b;
-    struct gw_layout l = mk_layout(9, 5000, 0), old, got;
+    struct gw_layout l = mk_layout(9, 5000, 0), got;
+    struct gw_meta_old old = {0};
     struct pend p = {{0}, 0};
-    int had_old, stale;
+    int stale;
 
     CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
-    CHECK_EQ_INT(gw_meta_put(b, "p1", 2, &l, &old, &had_old), 0);
+    CHECK_EQ_INT(gw_meta_put(b, "p1", 2, &l, NULL, &old), 0);
     l = mk_layout(9, 5001, 0);
-    CHECK_EQ_INT(gw_meta_put(b, "p2", 2, &l, &old, &had_old), 0);
+    CHECK_EQ_INT(gw_meta_put(b, "p2", 2, &l, NULL, &old), 0);
     CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
     CHECK_EQ_INT(gw_meta_scan_pending(m, pend_cb, &p), 0);
     CHECK_EQ_INT(p.n, 2);
@@ -362,7 +367,7 @@ test_pending(struct gw_meta *m)
     /* fully persisted with a moved holder: stored and leaves pending */
     l = mk_layout(9, 5003, 0);
     CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
-    CHECK_EQ_INT(gw_meta_put(b, "p3", 2, &l, &old, &had_old), 0);
+    CHECK_EQ_INT(gw_meta_put(b, "p3", 2, &l, NULL, &old), 0);
     CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
     l.holders[2] = 88;
     l.persisted = 7;
@@ -374,9 +379,9 @@ test_pending(struct gw_meta *m)
     /* p2 replaced: its old object's update is stale and pending empties */
     l = mk_layout(9, 5002, 1);
     CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
-    CHECK_EQ_INT(gw_meta_put(b, "p2", 2, &l, &old, &had_old), 0);
-    CHECK_EQ_INT(had_old, 1);
-    CHECK_EQ_INT(old.object, 5001);
+    CHECK_EQ_INT(gw_meta_put(b, "p2", 2, &l, NULL, &old), 0);
+    CHECK_EQ_INT(old.had, 1);
+    CHECK_EQ_INT(old.lay.object, 5001);
     l = mk_layout(9, 5001, 1);
     CHECK_EQ_INT(gw_meta_update(b, &l, &stale), 0);
     CHECK_EQ_INT(stale, 1);
@@ -446,6 +451,368 @@ test_purge(struct gw_meta *m)
     check_list(m, 7, "", 0, NULL, 0, 1000);
 }
 
+/* Format 2: what S3 keeps round-trips; format 1 records still read; torn
+ * or inconsistent records are refused. */
+static void
+test_codec_v2(void)
+{
+    uint8_t buf[GW_META_REC_MAX], v1[56 + 12];
+    struct gw_layout l = mk_layout(3, 99, 0), d;
+    struct gw_meta_attrs a = {0}, da;
+    static const char hdrs[] = "content-type\0text/plain\0x-amz-meta-a\0b\0";
+    size_t n;
+
+    a.mtime_ms = 1700000000123ull;
+    a.has_md5 = 1;
+    memset(a.md5, 0xab, 16);
+    a.hdrs = hdrs;
+    a.hdrs_len = sizeof(hdrs) - 1;
+    n = gw_meta_encode(&l, &a, buf);
+    CHECK_EQ_INT(gw_meta_decode_attrs(buf, n, &d, &da), 0);
+    CHECK(memcmp(&l, &d, sizeof(l)) == 0);
+    CHECK_EQ_INT(da.mtime_ms, a.mtime_ms);
+    CHECK_EQ_INT(da.has_md5, 1);
+    CHECK(memcmp(da.md5, a.md5, 16) == 0);
+    CHECK_EQ_INT(da.nparts, 0);
+    CHECK_EQ_INT(da.hdrs_len, a.hdrs_len);
+    CHECK(memcmp(da.hdrs, hdrs, a.hdrs_len) == 0);
+    for (size_t cut = 0; cut < n; cut++) {
+        CHECK_EQ_INT(gw_meta_decode_attrs(buf, cut, &d, &da), CM_E_PROTO);
+    }
+    buf[3] |= 4; /* an unknown flag */
+    CHECK_EQ_INT(gw_meta_decode(buf, n, &d), CM_E_PROTO);
+
+    /* a composite: no holders, a part count */
+    memset(&l, 0, sizeof(l));
+    l.tenant = 3;
+    l.object = 77;
+    l.size = 123456789;
+    l.etag = 5;
+    a.nparts = 12;
+    a.hdrs = NULL;
+    a.hdrs_len = 0;
+    n = gw_meta_encode(&l, &a, buf);
+    CHECK_EQ_INT(gw_meta_decode_attrs(buf, n, &d, &da), 0);
+    CHECK(gw_layout_composite(&d));
+    CHECK_EQ_INT(da.nparts, 12);
+    CHECK_EQ_INT(d.size, 123456789);
+    CHECK(da.hdrs == NULL);
+    a.nparts = 0; /* a composite of nothing */
+    n = gw_meta_encode(&l, &a, buf);
+    CHECK_EQ_INT(gw_meta_decode(buf, n, &d), CM_E_PROTO);
+
+    /* format 1, as earlier gateways wrote it */
+    l = mk_layout(4, 1234, 1);
+    l.version = 9;
+    memset(v1, 0, sizeof(v1));
+    v1[0] = 1;
+    v1[1] = 2;
+    v1[2] = 1;
+    v1[4] = 4;
+    v1[9] = 16; /* chunk_size 4096 */
+    v1[12] = 3;
+    v1[16] = 1234 & 0xff;
+    v1[17] = 1234 >> 8;
+    v1[24] = 9;
+    memcpy(v1 + 32, &l.size, 8); /* little-endian host */
+    memcpy(v1 + 40, &l.etag, 8);
+    v1[48] = 7;
+    for (int j = 0; j < 3; j++) {
+        v1[56 + 4 * j] = (uint8_t)(10 + j);
+    }
+    CHECK_EQ_INT(gw_meta_decode_attrs(v1, sizeof(v1), &d, &da), 0);
+    CHECK(memcmp(&l, &d, sizeof(l)) == 0);
+    CHECK_EQ_INT(da.mtime_ms, 0);
+    CHECK_EQ_INT(da.has_md5, 0);
+    v1[1] = 0; /* format 1 has no composites */
+    CHECK_EQ_INT(gw_meta_decode(v1, sizeof(v1) - 8, &d), CM_E_PROTO);
+}
+
+static void
+put_attrs(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen, struct gw_layout *l,
+          const struct gw_meta_attrs *a, struct gw_meta_old *old)
+{
+    struct gw_meta_batch *b;
+
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    l->tenant = tenant;
+    CHECK_EQ_INT(gw_meta_put(b, key, klen, l, a, old), 0);
+    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+}
+
+struct keys {
+    char k[16][64];
+    size_t n;
+};
+
+static int
+keys_cb(void *arg, const char *key, size_t klen, const struct gw_layout *l,
+        const struct gw_meta_attrs *a)
+{
+    struct keys *ks = arg;
+
+    CHECK(ks->n < 16 && klen < 64);
+    memcpy(ks->k[ks->n], key, klen);
+    ks->k[ks->n][klen] = '\0';
+    ks->n++;
+    return 0;
+}
+
+/*
+ * Internal keys and composite versions: parts put under internal keys are
+ * invisible to LIST, their deletes leave no tombstone; a composite takes
+ * them over in order (their pending entries move to cpending, where layout
+ * reports find them), and its replacement, delete or purge hands every
+ * part back for deletion.
+ */
+static void
+test_composite(struct gw_meta *m)
+{
+    const uint32_t T = 20;
+    const char *pk[3] = {"\0u1/00001", "\0u1/00002", "\0u1/00003"};
+    size_t pkl[3] = {9, 9, 9};
+    struct gw_meta_attrs a = {0};
+    struct gw_meta_old old = {0};
+    struct gw_meta_obj obj;
+    struct gw_meta_batch *b;
+    struct gw_layout l, got;
+    struct keys ks = {0};
+    struct pend p = {{0}, 0};
+    uint64_t before = cm_wall_ms();
+    int stale;
+
+    /* three parts, the second not yet persisted */
+    for (int i = 0; i < 3; i++) {
+        l = mk_layout(T, 7000 + (uint64_t)i, i != 1);
+        a.has_md5 = 1;
+        memset(a.md5, i + 1, 16);
+        CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+        l.tenant = T;
+        CHECK_EQ_INT(gw_meta_put(b, pk[i], pkl[i], &l, &a, &old), 0);
+        CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    }
+    put_attrs(m, T, "b/visible", 9, &l, NULL, &old);
+    CHECK_EQ_INT(gw_meta_scan(m, T, "", 0, NULL, 0, keys_cb, &ks), 0);
+    CHECK_EQ_INT(ks.n, 1);
+    CHECK_EQ_STR(ks.k[0], "b/visible");
+    ks.n = 0;
+    CHECK_EQ_INT(gw_meta_scan(m, T, "\0u1/", 4, NULL, 0, keys_cb, &ks), 0);
+    CHECK_EQ_INT(ks.n, 3);
+    {
+        struct gw_meta_attrs ga;
+
+        CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+        CHECK_EQ_INT(gw_meta_batch_get(b, T, pk[1], pkl[1], &got, &ga), 0);
+        CHECK_EQ_INT(got.object, 7001);
+        CHECK(ga.has_md5 && ga.md5[0] == 2);
+        CHECK(ga.mtime_ms >= before && ga.mtime_ms <= cm_wall_ms());
+        gw_meta_batch_abort(b);
+    }
+
+    /* complete: the object is the three parts, in order */
+    memset(&l, 0, sizeof(l));
+    l.tenant = T;
+    l.size = 3 * 7001 * 7;
+    l.etag = 42;
+    a.has_md5 = 1;
+    memset(a.md5, 0xee, 16);
+    a.hdrs = "content-type\0a/b\0";
+    a.hdrs_len = 17;
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    CHECK_EQ_INT(gw_meta_put_composite(b, "b/obj", 5, &l, &a, pk, pkl, 3, &old), 0);
+    CHECK_EQ_INT(old.had, 0);
+    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    CHECK(gw_layout_composite(&l));
+    CHECK_EQ_INT(l.version, 1);
+    CHECK_EQ_INT(gw_meta_get_obj(m, T, "b/obj", 5, &obj), 0);
+    CHECK_EQ_INT(obj.a.nparts, 3);
+    CHECK_EQ_INT(obj.lay.object, l.object);
+    CHECK_EQ_INT(obj.lay.size, l.size);
+    CHECK_EQ_INT(obj.a.hdrs_len, 17);
+    CHECK(memcmp(obj.a.hdrs, "content-type\0a/b\0", 17) == 0);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(obj.parts[i].object, 7000 + (uint64_t)i);
+        CHECK_EQ_INT(obj.parts[i].k, 2);
+    }
+    gw_meta_obj_fini(&obj);
+    ks.n = 0;
+    CHECK_EQ_INT(gw_meta_scan(m, T, "\0u1/", 4, NULL, 0, keys_cb, &ks), 0);
+    CHECK_EQ_INT(ks.n, 0); /* the parts left the objects table */
+    /* the unpersisted part is tracked as a part now */
+    CHECK_EQ_INT(gw_meta_scan_pending(m, pend_cb, &p), 0);
+    CHECK_EQ_INT(p.n, 1);
+    CHECK_EQ_INT(p.objects[0], 7001);
+    l = mk_layout(T, 7001, 0);
+    l.holders[0] = 99;
+    l.persisted = 7;
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    CHECK_EQ_INT(gw_meta_update(b, &l, &stale), 0);
+    CHECK_EQ_INT(stale, 0);
+    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    p.n = 0;
+    CHECK_EQ_INT(gw_meta_scan_pending(m, pend_cb, &p), 0);
+    CHECK_EQ_INT(p.n, 0);
+    CHECK_EQ_INT(gw_meta_get_obj(m, T, "b/obj", 5, &obj), 0);
+    CHECK_EQ_INT(obj.parts[1].holders[0], 99);
+    gw_meta_obj_fini(&obj);
+
+    /* replaced by a single version: every part comes back */
+    l = mk_layout(T, 7100, 1);
+    put_attrs(m, T, "b/obj", 5, &l, NULL, &old);
+    CHECK_EQ_INT(old.had, 1);
+    CHECK_EQ_INT(old.nparts, 3);
+    CHECK_EQ_INT(old.parts[2].object, 7002);
+    CHECK_EQ_INT(l.version, 2);
+    gw_meta_old_reset(&old);
+
+    /* a composite again, then deleted */
+    l = mk_layout(T, 7200, 0);
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    CHECK_EQ_INT(gw_meta_put(b, pk[0], pkl[0], &l, NULL, &old), 0);
+    memset(&l, 0, sizeof(l));
+    l.tenant = T;
+    l.size = 7200 * 7;
+    CHECK_EQ_INT(gw_meta_put_composite(b, "b/obj", 5, &l, NULL, pk, pkl, 1, &old), 0);
+    CHECK_EQ_INT(old.had, 1);
+    CHECK_EQ_INT(old.nparts, 0);
+    CHECK_EQ_INT(old.lay.object, 7100);
+    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    p.n = 0;
+    CHECK_EQ_INT(gw_meta_scan_pending(m, pend_cb, &p), 0);
+    CHECK_EQ_INT(p.n, 1);
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    CHECK_EQ_INT(gw_meta_delete(b, T, "b/obj", 5, &old), 0);
+    CHECK_EQ_INT(old.nparts, 1);
+    CHECK_EQ_INT(old.parts[0].object, 7200);
+    /* a report for the deleted part is stale */
+    l = mk_layout(T, 7200, 1);
+    CHECK_EQ_INT(gw_meta_update(b, &l, &stale), 0);
+    CHECK_EQ_INT(stale, 1);
+    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    gw_meta_old_reset(&old);
+    p.n = 0;
+    CHECK_EQ_INT(gw_meta_scan_pending(m, pend_cb, &p), 0);
+    CHECK_EQ_INT(p.n, 0);
+
+    /* a missing part refuses the composite */
+    memset(&l, 0, sizeof(l));
+    l.tenant = T;
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    CHECK_EQ_INT(gw_meta_put_composite(b, "b/obj", 5, &l, NULL, pk, pkl, 1, &old), CM_E_NOTFOUND);
+    gw_meta_batch_abort(b);
+    gw_meta_old_reset(&old);
+
+    /* internal keys leave no tombstone: a new part starts at version 1 */
+    l = mk_layout(T, 7300, 1);
+    put_attrs(m, T, "\0u2/00001", 9, &l, NULL, &old);
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    CHECK_EQ_INT(gw_meta_delete(b, T, "\0u2/00001", 9, &old), 0);
+    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    l = mk_layout(T, 7301, 1);
+    put_attrs(m, T, "\0u2/00001", 9, &l, NULL, &old);
+    CHECK_EQ_INT(l.version, 1);
+}
+
+static int
+aux_cb(void *arg, const char *name, size_t nlen, const void *val, size_t vlen)
+{
+    struct keys *ks = arg;
+
+    CHECK(ks->n < 16 && nlen < 64);
+    memcpy(ks->k[ks->n], name, nlen);
+    ks->k[ks->n][nlen] = '\0';
+    ks->n++;
+    return 0;
+}
+
+/* Buckets and uploads: a value per (tenant, name), in name order, purged
+ * with their tenant; a tenant with only buckets is still a tenant. */
+static void
+test_aux(struct gw_meta *m)
+{
+    struct gw_meta_batch *b;
+    struct keys ks = {0};
+    struct cm_buf v;
+    const void *bv;
+    size_t blen;
+    int left;
+
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    CHECK_EQ_INT(gw_meta_batch_aux_put(b, GW_META_BUCKETS, 30, "zeta", 4, "1", 1, 0), 0);
+    CHECK_EQ_INT(gw_meta_batch_aux_put(b, GW_META_BUCKETS, 30, "alpha", 5, "2", 1, 0), 0);
+    CHECK_EQ_INT(gw_meta_batch_aux_put(b, GW_META_BUCKETS, 30, "alpha", 5, "3", 1, 0), CM_E_EXISTS);
+    CHECK_EQ_INT(gw_meta_batch_aux_put(b, GW_META_BUCKETS, 31, "alpha", 5, "4", 1, 0), 0);
+    CHECK_EQ_INT(gw_meta_batch_aux_put(b, GW_META_UPLOADS, 30, "up", 2, "u", 1, 0), 0);
+    CHECK_EQ_INT(gw_meta_batch_aux_put(b, GW_META_UPLOADS, 30, "up", 2, "v", 1, 1), 0);
+    CHECK_EQ_INT(gw_meta_batch_aux_get(b, GW_META_UPLOADS, 30, "up", 2, &bv, &blen), 0);
+    CHECK(blen == 1 && *(const char *)bv == 'v');
+    CHECK_EQ_INT(gw_meta_batch_aux_del(b, GW_META_BUCKETS, 30, "none", 4), CM_E_NOTFOUND);
+    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    CHECK_EQ_INT(gw_meta_aux_scan(m, GW_META_BUCKETS, 30, aux_cb, &ks), 0);
+    CHECK_EQ_INT(ks.n, 2);
+    CHECK_EQ_STR(ks.k[0], "alpha");
+    CHECK_EQ_STR(ks.k[1], "zeta");
+    cm_buf_init(&v);
+    CHECK_EQ_INT(gw_meta_aux_get(m, GW_META_BUCKETS, 31, "alpha", 5, &v), 0);
+    CHECK(v.len == 1 && v.p[0] == '4');
+    CHECK_EQ_INT(gw_meta_aux_get(m, GW_META_BUCKETS, 31, "zeta", 4, &v), CM_E_NOTFOUND);
+    cm_buf_fini(&v);
+    {
+        struct tenants ts = {{0}, 0};
+        int seen30 = 0, seen31 = 0;
+
+        CHECK_EQ_INT(gw_meta_tenants(m, tenant_cb, &ts), 0);
+        for (size_t i = 0; i < ts.n; i++) {
+            seen30 += ts.ids[i] == 30;
+            seen31 += ts.ids[i] == 31;
+        }
+        CHECK(seen30 == 1 && seen31 == 1);
+    }
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    CHECK_EQ_INT(gw_meta_purge(b, 30, 100, NULL, NULL, &left), 0);
+    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    CHECK_EQ_INT(left, 0);
+    ks.n = 0;
+    CHECK_EQ_INT(gw_meta_aux_scan(m, GW_META_BUCKETS, 30, aux_cb, &ks), 0);
+    CHECK_EQ_INT(gw_meta_aux_scan(m, GW_META_UPLOADS, 30, aux_cb, &ks), 0);
+    CHECK_EQ_INT(ks.n, 0);
+    CHECK_EQ_INT(gw_meta_aux_scan(m, GW_META_BUCKETS, 31, aux_cb, &ks), 0);
+    CHECK_EQ_INT(ks.n, 1);
+}
+
+/* A composite's parts go to the purge callback; the record does not. */
+static void
+test_purge_composite(struct gw_meta *m)
+{
+    const char *pk[2] = {"\0u9/00001", "\0u9/00002"};
+    size_t pkl[2] = {9, 9}, purged = 0;
+    struct gw_meta_old old = {0};
+    struct gw_meta_batch *b;
+    struct gw_layout l;
+    struct pend p = {{0}, 0};
+    int left;
+
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    for (int i = 0; i < 2; i++) {
+        l = mk_layout(40, 8000 + (uint64_t)i, 0);
+        CHECK_EQ_INT(gw_meta_put(b, pk[i], pkl[i], &l, NULL, &old), 0);
+    }
+    memset(&l, 0, sizeof(l));
+    l.tenant = 40;
+    CHECK_EQ_INT(gw_meta_put_composite(b, "x/y", 3, &l, NULL, pk, pkl, 2, &old), 0);
+    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    CHECK_EQ_INT(gw_meta_scan_pending(m, pend_cb, &p), 0);
+    CHECK_EQ_INT(p.n, 2);
+    CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
+    CHECK_EQ_INT(gw_meta_purge(b, 40, 100, count_cb, &purged, &left), 0);
+    CHECK_EQ_INT(gw_meta_batch_commit(b), 0);
+    CHECK_EQ_INT(purged, 2);
+    p.n = 0;
+    CHECK_EQ_INT(gw_meta_scan_pending(m, pend_cb, &p), 0);
+    CHECK_EQ_INT(p.n, 0);
+    CHECK_EQ_INT(gw_meta_get(m, 40, "x/y", 3, &l), CM_E_NOTFOUND);
+}
+
 static void
 test_state(struct gw_meta *m)
 {
@@ -471,6 +838,7 @@ main(void)
     t_seed();
     dir = t_tmpdir();
     test_codec();
+    test_codec_v2();
     CHECK_EQ_INT(gw_meta_open(dir, 64u << 20, &m), 0);
     test_versions(m);
     test_batch(m);
@@ -488,6 +856,9 @@ main(void)
         check_list(m, tenant, "", 0, NULL, 0, 1000);
     }
     test_purge(m);
+    test_composite(m);
+    test_aux(m);
+    test_purge_composite(m);
     gw_meta_close(m);
     gw_meta_close(NULL);
     t_rmtree(dir);
