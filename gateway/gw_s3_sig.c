@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cm_bytes.h"
 #include "cm_err.h"
 #include "cm_hash.h"
+#include "gw_s3_route.h"
 
 #define ALGORITHM "AWS4-HMAC-SHA256"
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -164,10 +166,8 @@ out:
     return ret;
 }
 
-/* The first query parameter whose decoded name is name, decoded into out
- * (NUL-terminated, at most cap-1 bytes). 1 found, 0 absent, -1 too long. */
-static int
-query_get(const char *q, size_t len, const char *name, char *out, size_t cap)
+int
+gw_s3_query_get(const char *q, size_t len, const char *name, char *out, size_t cap)
 {
     size_t i = 0, nl = strlen(name);
 
@@ -191,7 +191,10 @@ query_get(const char *q, size_t len, const char *name, char *out, size_t cap)
                 if (k + 1 >= cap) {
                     return -1;
                 }
-                out[k++] = (char)pct_next(q, end, &j);
+                out[k] = (char)pct_next(q, end, &j);
+                if (out[k++] == '\0') {
+                    return -1;
+                }
             }
             out[k] = '\0';
             return 1;
@@ -264,33 +267,18 @@ gw_s3_parse_amz_date(const char *s, int64_t *out)
     return 0;
 }
 
-/* An IMF-fixdate Date header ("Fri, 24 May 2013 00:00:00 GMT") as the
- * ISO 8601 basic form that goes into the string to sign. */
+/* A Date header (an HTTP date) as the ISO 8601 basic form that goes into
+ * the string to sign. */
 static int
 parse_http_date(const char *s, char amz[17])
 {
-    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-    int y, mo = 0, d, h, mi, sec;
+    int64_t t;
+    time_t tt;
+    struct tm tm;
 
-    if (strlen(s) != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' ||
-        s[16] != ' ' || s[19] != ':' || s[22] != ':' || strcmp(s + 25, " GMT") != 0 ||
-        digits(s + 5, 2, &d) || digits(s + 12, 4, &y) || digits(s + 17, 2, &h) ||
-        digits(s + 20, 2, &mi) || digits(s + 23, 2, &sec)) {
+    if (gw_s3_http_date(s, &t) != 0 || (tt = (time_t)t, gmtime_r(&tt, &tm) == NULL) ||
+        strftime(amz, 17, "%Y%m%dT%H%M%SZ", &tm) != 16) {
         return -1;
-    }
-    for (int i = 0; i < 12; i++) {
-        if (memcmp(s + 8, months + 3 * i, 3) == 0) {
-            mo = i + 1;
-        }
-    }
-    if (!civil_ok(y, mo, d, h, mi, sec)) {
-        return -1;
-    }
-    {
-        char tmp[64]; /* the fields are in range; the compiler cannot tell */
-
-        snprintf(tmp, sizeof(tmp), "%04d%02d%02dT%02d%02d%02dZ", y, mo, d, h, mi, sec);
-        memcpy(amz, tmp, 17);
     }
     return 0;
 }
@@ -821,14 +809,14 @@ gw_s3_verify(const struct gw_s3_req *req, const struct gw_s3_verify_opts *opts,
     cm_buf_init(&cr);
     memset(&v, 0, sizeof(v));
     memset(sha, 0, sizeof(sha));
-    r = query_get(query, qlen, "X-Amz-Algorithm", qv, sizeof(qv));
+    r = gw_s3_query_get(query, qlen, "X-Amz-Algorithm", qv, sizeof(qv));
     presigned = r != 0;
     if (authz != NULL && presigned) {
         FAIL(GW_S3_E_INVALID_ARGUMENT, "Only one auth mechanism allowed; only the X-Amz-Algorithm "
                                        "query parameter or the Authorization header may be set");
     }
     if (authz == NULL && !presigned) {
-        if (query_get(query, qlen, "AWSAccessKeyId", qv, sizeof(qv)) != 0) {
+        if (gw_s3_query_get(query, qlen, "AWSAccessKeyId", qv, sizeof(qv)) != 0) {
             FAIL(GW_S3_E_INVALID_REQUEST, "Signature Version 2 is not supported; please use "
                                           "AWS4-HMAC-SHA256");
         }
@@ -874,26 +862,26 @@ gw_s3_verify(const struct gw_s3_req *req, const struct gw_s3_verify_opts *opts,
         if (r < 0 || strcmp(qv, ALGORITHM) != 0) {
             FAIL(malformed, "X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\"");
         }
-        if (query_get(query, qlen, "X-Amz-Credential", qv, sizeof(qv)) != 1 ||
+        if (gw_s3_query_get(query, qlen, "X-Amz-Credential", qv, sizeof(qv)) != 1 ||
             (perr = parse_credential(qv, strlen(qv), &v)) != NULL) {
             FAIL(malformed, "X-Amz-Credential is missing or not AKID/date/region/s3/aws4_request");
         }
-        if (query_get(query, qlen, "X-Amz-SignedHeaders", qv, sizeof(qv)) != 1) {
+        if (gw_s3_query_get(query, qlen, "X-Amz-SignedHeaders", qv, sizeof(qv)) != 1) {
             FAIL(malformed, "X-Amz-SignedHeaders is missing");
         }
         if ((perr = parse_signed_headers(qv, strlen(qv), &v)) != NULL) {
             FAIL(malformed, perr);
         }
-        if (query_get(query, qlen, "X-Amz-Signature", qv, sizeof(qv)) != 1 ||
+        if (gw_s3_query_get(query, qlen, "X-Amz-Signature", qv, sizeof(qv)) != 1 ||
             gw_s3_unhex(qv, strlen(qv), v.sig, 32) != 0) {
             FAIL(malformed, "X-Amz-Signature is missing or not 64 hex digits");
         }
-        if (query_get(query, qlen, "X-Amz-Date", qv, sizeof(qv)) != 1 ||
+        if (gw_s3_query_get(query, qlen, "X-Amz-Date", qv, sizeof(qv)) != 1 ||
             gw_s3_parse_amz_date(qv, &t) != 0) {
             FAIL(malformed, "X-Amz-Date is missing or not YYYYMMDDTHHMMSSZ");
         }
         memcpy(amz_date, qv, 17);
-        if (query_get(query, qlen, "X-Amz-Expires", qv, sizeof(qv)) != 1 || qv[0] == '\0' ||
+        if (gw_s3_query_get(query, qlen, "X-Amz-Expires", qv, sizeof(qv)) != 1 || qv[0] == '\0' ||
             strlen(qv) > 7 || strspn(qv, "0123456789") != strlen(qv) ||
             (expires = strtol(qv, NULL, 10)) < 1 || expires > GW_S3_PRESIGN_MAX) {
             FAIL(malformed, "X-Amz-Expires must be a number of seconds from 1 to 604800");

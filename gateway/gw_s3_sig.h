@@ -173,6 +173,13 @@ void gw_s3_signing_key_from_date(const uint8_t kdate[32], const char *region, ui
 void gw_s3_canonical_uri(struct cm_buf *b, const char *path, size_t len);
 int gw_s3_canonical_query(struct cm_buf *b, const char *query, size_t len, int presigned);
 
+/*
+ * The first query parameter named name (decoded as SigV4 decodes: %XX,
+ * '+' is a plus) in q[len], copied decoded into out[cap] NUL-terminated:
+ * 1, 0 when absent, -1 when longer than cap - 1 or holding a NUL.
+ */
+int gw_s3_query_get(const char *q, size_t len, const char *name, char *out, size_t cap);
+
 /* Exactly 2 * n hex digits (either case) s[len] into out[n]: 0, or -1. */
 int gw_s3_unhex(const char *s, size_t len, uint8_t *out, size_t n);
 
