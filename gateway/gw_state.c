@@ -38,6 +38,7 @@
 #include "cm_time.h"
 #include "cm_token.h"
 #include "gw_meta.h"
+#include "gw_s3_sig.h"
 
 #define MAX_PARTITIONS 65536
 #define MAX_ROW 1024
@@ -48,6 +49,19 @@
 struct gw_snap_hash {
     char hex[65];
     uint32_t idx; /* into tenants */
+};
+
+#define S3_AKID_MAX 128
+#define S3_DATES_MAX 16 /* the controller sends 9: 7 days back, today, tomorrow */
+
+struct gw_snap_s3key {
+    char akid[S3_AKID_MAX + 1];
+    uint32_t tenant; /* id; resolved to the tenant on lookup */
+    uint32_t ndates;
+    struct {
+        char date[9];
+        uint8_t k[32];
+    } dates[S3_DATES_MAX];
 };
 
 struct gw_state {
@@ -79,6 +93,10 @@ struct gw_state {
 static void
 snap_free(struct gw_snap *s)
 {
+    if (s->s3keys != NULL) {
+        explicit_bzero(s->s3keys, s->ns3keys * sizeof(*s->s3keys));
+    }
+    free(s->s3keys);
     free(s->tenants);
     free(s->hashes);
     free(s->nodes);
@@ -126,6 +144,77 @@ static int
 hash_cmp(const void *a, const void *b)
 {
     return strcmp(((const struct gw_snap_hash *)a)->hex, ((const struct gw_snap_hash *)b)->hex);
+}
+
+static int
+s3key_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct gw_snap_s3key *)a)->akid, ((const struct gw_snap_s3key *)b)->akid);
+}
+
+static int
+json_u64(json_t *o, const char *name, uint64_t lo, uint64_t hi, uint64_t def, uint64_t *out);
+
+/* "s3_keys" (docs/internal-api.md): keys whose tenant is not in the
+ * snapshot are left out (a render that raced the tenant's change). NULL,
+ * or the reason the list is refused. */
+static const char *
+parse_s3_keys(json_t *keys, struct gw_snap *s)
+{
+    json_t *v;
+    size_t i;
+
+    if (keys == NULL) {
+        return NULL;
+    }
+    if (!json_is_array(keys)) {
+        return "bad s3_keys";
+    }
+    s->s3keys = cm_calloc(json_array_size(keys) + 1, sizeof(*s->s3keys));
+    json_array_foreach(keys, i, v)
+    {
+        struct gw_snap_s3key *k = &s->s3keys[s->ns3keys];
+        const char *akid = json_string_value(json_object_get(v, "access_key_id"));
+        json_t *dk = json_object_get(v, "date_keys"), *hex;
+        const char *date;
+        uint64_t tid;
+
+        if (!json_is_object(v) || akid == NULL || akid[0] == '\0' ||
+            strlen(akid) > S3_AKID_MAX || json_u64(v, "tenant_id", 1, UINT32_MAX, 0, &tid) != 0 ||
+            tid == 0 || !json_is_object(dk) || json_object_size(dk) > S3_DATES_MAX) {
+            return "bad s3 key";
+        }
+        for (const char *c = akid; *c != '\0'; c++) {
+            if ((unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f) {
+                return "bad s3 access key id";
+            }
+        }
+        strcpy(k->akid, akid);
+        k->tenant = (uint32_t)tid;
+        json_object_foreach(dk, date, hex)
+        {
+            const char *h = json_string_value(hex);
+
+            if (strlen(date) != 8 || strspn(date, "0123456789") != 8 || h == NULL ||
+                strlen(h) != 64 || gw_s3_unhex(h, 64, k->dates[k->ndates].k, 32) != 0) {
+                return "bad s3 date key";
+            }
+            memcpy(k->dates[k->ndates].date, date, 9);
+            k->ndates++;
+        }
+        if (gw_snap_tenant(s, k->tenant) != NULL) {
+            s->ns3keys++;
+        } else {
+            explicit_bzero(k, sizeof(*k));
+        }
+    }
+    qsort(s->s3keys, s->ns3keys, sizeof(*s->s3keys), s3key_cmp);
+    for (i = 0; i + 1 < s->ns3keys; i++) {
+        if (strcmp(s->s3keys[i].akid, s->s3keys[i + 1].akid) == 0) {
+            return "duplicate s3 access key id";
+        }
+    }
+    return NULL;
 }
 
 static int
@@ -311,6 +400,7 @@ gw_snap_parse(const char *json, size_t len, struct gw_snap **out, const char **w
         free(ids);
     }
     qsort(s->hashes, s->nhashes, sizeof(*s->hashes), hash_cmp);
+    reason = parse_s3_keys(json_object_get(root, "s3_keys"), s);
 out:
     json_decref(root);
     if (reason != NULL) {
@@ -349,6 +439,30 @@ gw_snap_tenant(const struct gw_snap *s, uint32_t id)
         return NULL;
     }
     return bsearch(&key, s->tenants, s->ntenants, sizeof(*s->tenants), tenant_cmp);
+}
+
+int
+gw_snap_s3_date_key(const struct gw_snap *s, const char *akid, const char *date, uint8_t kdate[32],
+                    const struct gw_tenant **t)
+{
+    struct gw_snap_s3key key;
+    const struct gw_snap_s3key *k;
+
+    if (s->ns3keys == 0 || strlen(akid) > S3_AKID_MAX) {
+        return CM_E_NOTFOUND;
+    }
+    strcpy(key.akid, akid);
+    k = bsearch(&key, s->s3keys, s->ns3keys, sizeof(*s->s3keys), s3key_cmp);
+    if (k == NULL || (*t = gw_snap_tenant(s, k->tenant)) == NULL) {
+        return CM_E_NOTFOUND;
+    }
+    for (uint32_t i = 0; i < k->ndates; i++) {
+        if (strcmp(k->dates[i].date, date) == 0) {
+            memcpy(kdate, k->dates[i].k, 32);
+            return 0;
+        }
+    }
+    return -ERANGE;
 }
 
 void
