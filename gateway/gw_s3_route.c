@@ -260,6 +260,33 @@ out:
     return e;
 }
 
+enum gw_s3_err
+gw_s3_native_key(const char *bucket, size_t blen, const char *key, size_t klen,
+                 struct gw_s3_route *out, const char **why)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char enc[3 * GW_KEY_MAX];
+    enum gw_s3_err e;
+
+    memset(out, 0, offsetof(struct gw_s3_route, key));
+    out->op = GW_S3_OP_NONE;
+    out->klen = 0;
+    if (klen == 0 || blen > GW_S3_BUCKET_MAX || klen > GW_KEY_MAX) {
+        *why = klen == 0 ? "the key is empty" : "the key is longer than 1024 bytes";
+        return klen == 0 ? GW_S3_E_INVALID_ARGUMENT : GW_S3_E_KEY_TOO_LONG;
+    }
+    for (size_t i = 0; i < klen; i++) {
+        enc[3 * i] = '%';
+        enc[3 * i + 1] = hex[(unsigned char)key[i] >> 4];
+        enc[3 * i + 2] = hex[(unsigned char)key[i] & 15];
+    }
+    memcpy(out->bucket, bucket, blen);
+    out->bucket[blen] = '\0';
+    out->blen = blen;
+    e = native_key(bucket, blen, enc, 3 * klen, out, why);
+    return e == GW_S3_E_INVALID_URI ? GW_S3_E_INVALID_ARGUMENT : e;
+}
+
 int
 gw_s3_parse_uint(const char *s, uint64_t max, uint64_t *out)
 {

@@ -95,6 +95,14 @@ struct gw_s3_route {
  */
 enum gw_s3_err gw_s3_route(const struct gw_s3_target *t, struct gw_s3_route *out, const char **why);
 
+/*
+ * A decoded S3 key (as an XML body names it) in bucket as a native key
+ * into out (bucket, key). GW_S3_OK, or KeyTooLongError, or
+ * InvalidArgument for a key the native API could not name (*why).
+ */
+enum gw_s3_err gw_s3_native_key(const char *bucket, size_t blen, const char *key, size_t klen,
+                                struct gw_s3_route *out, const char **why);
+
 /* A decimal number 0..max, digits only: 0, or -1. */
 int gw_s3_parse_uint(const char *s, uint64_t max, uint64_t *out);
 

@@ -6,8 +6,8 @@
  * Input: NUL-separated fields: method, host, path, query, a header value.
  * Properties checked beyond "no crash, no overrun": a route that succeeds
  * names a valid bucket and a key that is valid as a native key and begins
- * with "bucket/"; a parsed HTTP date formats back to a date that parses to
- * the same second; a matching If-Match never fails the conditions.
+ * with "bucket/" (a decoded key from a body: "bucket/" and that key); a parsed HTTP date formats
+ * back to a date that parses to the same second; a matching If-Match never fails the conditions.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -92,6 +92,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (gw_s3_copy_source(f[4], &r, &why) == GW_S3_OK) {
         r.op = GW_S3_OP_COPY_OBJECT;
         check_route(&r);
+    }
+    if (gw_s3_native_key("bkt", 3, f[4], strlen(f[4]), &r, &why) == GW_S3_OK) {
+        r.op = GW_S3_OP_DELETE_OBJECT;
+        check_route(&r);
+        if (r.klen != 4 + strlen(f[4]) || memcmp(r.key + 4, f[4], r.klen - 4) != 0) {
+            FAILS();
+        }
     }
     if (gw_s3_http_date(f[4], &when) == 0) {
         gw_s3_http_date_fmt(when, date);

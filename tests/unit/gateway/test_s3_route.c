@@ -243,6 +243,24 @@ test_copy_source(void)
 }
 
 static void
+test_native_key(void)
+{
+    struct gw_s3_route r;
+    const char *why = NULL;
+    char big[1100];
+
+    CHECK_EQ_INT(gw_s3_native_key("bkt", 3, "a%20b c", 7, &r, &why), GW_S3_OK);
+    CHECK(r.klen == 11 && memcmp(r.key, "bkt/a%20b c", 11) == 0);
+    CHECK_EQ_STR(r.bucket, "bkt");
+    CHECK_EQ_INT(gw_s3_native_key("bkt", 3, "a/../b", 6, &r, &why), GW_S3_E_INVALID_ARGUMENT);
+    CHECK_EQ_INT(gw_s3_native_key("bkt", 3, "", 0, &r, &why), GW_S3_E_INVALID_ARGUMENT);
+    memset(big, 'x', sizeof(big));
+    CHECK_EQ_INT(gw_s3_native_key("bkt", 3, big, 1020, &r, &why), GW_S3_OK);
+    CHECK_EQ_INT(gw_s3_native_key("bkt", 3, big, 1021, &r, &why), GW_S3_E_KEY_TOO_LONG);
+    CHECK_EQ_INT(gw_s3_native_key("bkt", 3, big, 1100, &r, &why), GW_S3_E_KEY_TOO_LONG);
+}
+
+static void
 test_hdrs(void)
 {
     struct cm_buf b;
@@ -291,6 +309,7 @@ main(void)
     test_dates();
     test_conditions();
     test_copy_source();
+    test_native_key();
     test_hdrs();
     test_numbers();
     printf("ok\n");
