@@ -58,7 +58,8 @@ struct gw_front {
     struct gw_engine *engine;
     struct gw_state *state;
     struct cm_reqstats *rs;
-    struct gw_grace *grace; /* GETs in flight vs the deletes of old versions */
+    struct cm_reqstats *rs_s3; /* the S3 front door's requests, by S3 operation */
+    struct gw_grace *grace;    /* GETs in flight vs the deletes of old versions */
     struct gw_commit *commit;
     atomic_int inflight;
     atomic_int draining;
@@ -76,6 +77,10 @@ void gw_req_fail_status(struct req *q, int rc);
 /* q is answered later, from another thread. */
 void gw_req_suspend(struct req *q);
 void gw_req_etag_version(struct req *q, const struct gw_layout *l);
+
+/* gw_objects.c: data chunks per stripe of a new version of size bytes
+ * (small objects are stored as 1+m whole copies). */
+uint8_t gw_front_put_k(const struct gw_front *f, const struct gw_tenant *t, uint64_t size);
 
 /* gw_objects.c: deletes the chunks of a version a commit replaced or
  * deleted (those of every part of a composite) once no GET that may have

@@ -947,22 +947,39 @@ aux_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     return c->cb(c->arg, (const char *)k + 4, klen - 4, v, vlen) != 0;
 }
 
+static int
+aux_scan_txn(struct cm_kv_txn *txn, enum gw_meta_aux t, uint32_t tenant, gw_meta_aux_cb cb,
+             void *arg)
+{
+    struct aux_ctx c = {tenant, cb, arg};
+    uint8_t k[4];
+    int rc;
+
+    cm_put_be32(k, tenant);
+    rc = cm_kv_scan(txn, aux_table(t), k, 4, aux_one, &c);
+    return rc < 0 ? rc : 0;
+}
+
 int
 gw_meta_aux_scan(struct gw_meta *m, enum gw_meta_aux t, uint32_t tenant, gw_meta_aux_cb cb,
                  void *arg)
 {
-    struct aux_ctx c = {tenant, cb, arg};
     struct cm_kv_txn *txn;
-    uint8_t k[4];
     int rc = cm_kv_begin(m->kv, 0, &txn);
 
     if (rc != 0) {
         return rc;
     }
-    cm_put_be32(k, tenant);
-    rc = cm_kv_scan(txn, aux_table(t), k, 4, aux_one, &c);
+    rc = aux_scan_txn(txn, t, tenant, cb, arg);
     cm_kv_abort(txn);
-    return rc < 0 ? rc : 0;
+    return rc;
+}
+
+int
+gw_meta_batch_aux_scan(struct gw_meta_batch *b, enum gw_meta_aux t, uint32_t tenant,
+                       gw_meta_aux_cb cb, void *arg)
+{
+    return aux_scan_txn(b->txn, t, tenant, cb, arg);
 }
 
 int

@@ -217,6 +217,9 @@ int gw_meta_batch_aux_put(struct gw_meta_batch *b, enum gw_meta_aux t, uint32_t 
                           const char *name, size_t nlen, const void *val, size_t vlen, int replace);
 int gw_meta_batch_aux_del(struct gw_meta_batch *b, enum gw_meta_aux t, uint32_t tenant,
                           const char *name, size_t nlen);
+/* As gw_meta_aux_scan inside the batch (no writes from cb). */
+int gw_meta_batch_aux_scan(struct gw_meta_batch *b, enum gw_meta_aux t, uint32_t tenant,
+                           gw_meta_aux_cb cb, void *arg);
 /*
  * The engine reported a new layout of l->object: stores holders and
  * persisted bits if that object is still the live version of its key, or

@@ -27,9 +27,8 @@
 #include "gw_oread.h"
 #include "gw_state.h"
 
-/* Data chunks per stripe: small objects are stored as 1+m whole copies. */
-static uint8_t
-put_k(const struct gw_front *f, const struct gw_tenant *t, uint64_t size)
+uint8_t
+gw_front_put_k(const struct gw_front *f, const struct gw_tenant *t, uint64_t size)
 {
     return size < f->cfg.small_threshold ? 1 : t->k;
 }
@@ -59,8 +58,8 @@ gw_obj_put_headers(struct req *q, const struct gw_tenant *t)
         return -1;
     }
     /* Room to pad the last stripe in place: the engine need not copy it. */
-    cm_http_reserve_body(q->r,
-                         gw_engine_put_room(q->f->engine, put_k(q->f, t, q->bytes), q->bytes));
+    cm_http_reserve_body(
+        q->r, gw_engine_put_room(q->f->engine, gw_front_put_k(q->f, t, q->bytes), q->bytes));
     return 0;
 }
 
@@ -304,7 +303,8 @@ gw_obj_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
         }
     }
     gw_req_suspend(q);
-    gw_engine_put(f->engine, t->id, row, nrow, put_k(f, t, len), t->m, body, len, cap, put_done, q);
+    gw_engine_put(f->engine, t->id, row, nrow, gw_front_put_k(f, t, len), t->m, body, len, cap,
+                  put_done, q);
 }
 
 void
