@@ -104,6 +104,7 @@ req_done(struct s3_req *q, int status, const char *error)
         q->x_free(q->x);
     }
     gw_meta_old_reset(&q->commit.old);
+    free(q->if_match);
     gw_snap_unref(q->snap);
     cm_buf_fini(&q->hdrs);
     free(q);
@@ -553,11 +554,16 @@ route(struct s3_req *q)
     return 0;
 }
 
+/* Requests with a body are authenticated before it is read: nobody
+ * unknown gets to make the gateway buffer one. */
 static int
-has_body_checks(enum gw_s3_op op)
+has_body(struct s3_req *q)
 {
-    return op == GW_S3_OP_PUT_OBJECT || op == GW_S3_OP_UPLOAD_PART || op == GW_S3_OP_COMPLETE_MPU ||
-           op == GW_S3_OP_DELETE_OBJECTS || op == GW_S3_OP_CREATE_BUCKET;
+    uint64_t clen;
+
+    return q->rt.op == GW_S3_OP_PUT_OBJECT || q->rt.op == GW_S3_OP_UPLOAD_PART ||
+           cm_http_header(q->r, "Transfer-Encoding") != NULL ||
+           (cm_http_content_length(q->r, &clen) == 0 && clen > 0);
 }
 
 /* Before a body is read: 1 when answered; 0 when it is to be read, now or
@@ -583,7 +589,7 @@ pre_body(struct s3_req *q)
             return 1;
         }
     } else if (clen > GW_S3_XML_BODY_MAX) {
-        s3_fail(q, GW_S3_E_MAX_MESSAGE_LENGTH, "request bodies are at most 4 MiB");
+        s3_fail(q, GW_S3_E_MAX_MESSAGE_LENGTH, "request bodies are at most 4 MiB but for objects");
         return 1;
     }
     if (q->async) { /* it waited: the body can come now (request() makes a new req) */
@@ -683,7 +689,7 @@ s3_headers(void *arg, struct cm_http_req *r)
     if (route(q) != 0) {
         return 1;
     }
-    if (!has_body_checks(q->rt.op)) {
+    if (!has_body(q)) {
         cm_buf_fini(&q->hdrs);
         free(q);
         return 0;

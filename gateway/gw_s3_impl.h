@@ -79,6 +79,8 @@ struct s3_req {
     const char *err_msg;
     struct cm_buf hdrs; /* the headers a new version keeps */
     struct gw_meta_attrs attrs;
+    char *if_match;    /* PutObject's If-Match (owned), or NULL */
+    int if_none_match; /* PutObject's If-None-Match: * */
     char upload_id[S3_UPLOAD_ID_LEN + 1];
     unsigned part;
     char part_key[48];

@@ -75,6 +75,34 @@ s3_put_headers(struct s3_req *q)
     return 0;
 }
 
+/* A conditional PutObject against the version there now (in the commit,
+ * so that two writers cannot both see the key free). */
+static int
+put_conditions(struct gw_meta_batch *b, struct s3_req *q, struct gw_commit_op *op)
+{
+    struct gw_layout l;
+    struct gw_meta_attrs a;
+    char etag[GW_S3_ETAG_MAX];
+    int rc = gw_meta_batch_get(b, q->tenant, q->rt.key, q->rt.klen, &l, &a);
+
+    if (rc != 0 && rc != CM_E_NOTFOUND) {
+        return rc;
+    }
+    if (q->if_none_match && rc == 0) {
+        return s3_refuse(op, GW_S3_E_PRECONDITION_FAILED, "the key exists (If-None-Match: *)");
+    }
+    if (q->if_match != NULL) {
+        if (rc != 0) {
+            return s3_refuse(op, GW_S3_E_NO_SUCH_KEY, NULL);
+        }
+        s3_etag(&l, &a, etag);
+        if (!gw_s3_etag_list_match(q->if_match, etag)) {
+            return s3_refuse(op, GW_S3_E_PRECONDITION_FAILED, NULL);
+        }
+    }
+    return 0;
+}
+
 static int
 apply_store(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_snap *s)
 {
@@ -97,6 +125,12 @@ apply_store(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_sn
         }
         if (rc != 0) {
             return rc;
+        }
+        if ((q->if_match != NULL || q->if_none_match) && (rc = put_conditions(b, q, op)) != 0) {
+            return rc;
+        }
+        if (op->rc != 0) {
+            return 0;
         }
     }
     q->attrs.hdrs = q->hdrs.len > 0 ? q->hdrs.p : NULL;
@@ -220,6 +254,7 @@ s3_collect_hdrs(struct s3_req *q)
 void
 s3_put_object(struct s3_req *q)
 {
+    const char *im = cm_http_header(q->r, "If-Match"), *inm = cm_http_header(q->r, "If-None-Match");
     enum gw_s3_err e;
     const char *why = NULL;
     char *body;
@@ -227,6 +262,16 @@ s3_put_object(struct s3_req *q)
 
     if (is_part(q) ? s3_part_target(q) != 0 : s3_collect_hdrs(q) != 0) {
         return;
+    }
+    if (!is_part(q) && inm != NULL) {
+        if (strcmp(inm, "*") != 0) {
+            s3_fail(q, GW_S3_E_NOT_IMPLEMENTED, "If-None-Match on a PUT takes only *");
+            return;
+        }
+        q->if_none_match = 1;
+    }
+    if (!is_part(q) && im != NULL) {
+        q->if_match = cm_strdup(im);
     }
     e = s3_body(q, &body, &len, &cap, q->attrs.md5, &why);
     if (e != GW_S3_OK) {

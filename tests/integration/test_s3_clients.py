@@ -592,6 +592,16 @@ def protocol(t, x):
             % body)
     for k in ("x-amz-request-id", "x-amz-id-2"):
         t.check(h.get(k), "no %s on an answer" % k)
+    # conditional writes: If-None-Match: * creates only; If-Match replaces only that version
+    st_, h, body = raw_signed(x, "PUT", "/vhost/v.txt", b"again", headers={"If-None-Match": "*"})
+    t.eq((st_, s3_error_code(body)), (412, "PreconditionFailed"), "PUT If-None-Match: * on a key")
+    st_, h, body = raw_signed(x, "PUT", "/vhost/new.txt", b"new", headers={"If-None-Match": "*"})
+    t.eq(st_, 200, "PUT If-None-Match: * on a new key")
+    st_, h, body = raw_signed(x, "PUT", "/vhost/new.txt", b"newer", headers={"If-Match": '"0"'})
+    t.eq((st_, s3_error_code(body)), (412, "PreconditionFailed"), "PUT If-Match another ETag")
+    st_, h, body = raw_signed(x, "PUT", "/vhost/new.txt", b"newer", headers={
+        "If-Match": '"%s"' % hashlib.md5(b"new").hexdigest()})
+    t.eq(st_, 200, "PUT If-Match its ETag")
     # a payload that is not what was signed
     st_, h, body = raw_signed(x, "PUT", "/vhost/sha.txt", b"abc", send=b"abd")
     t.eq((st_, s3_error_code(body)), (400, "XAmzContentSHA256Mismatch"), "SHA-256 mismatch")
