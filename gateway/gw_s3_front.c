@@ -505,15 +505,16 @@ authenticate(struct s3_req *q)
     struct gw_s3_sig_detail d;
     enum gw_s3_err e;
 
-    gw_s3_sig_detail_init(&d);
-    e = gw_s3_verify(&sreq, &o, &q->auth, &d);
+    /* The why of a refusal costs copies: asked for only when refused. */
+    e = gw_s3_verify(&sreq, &o, &q->auth, NULL);
     if (e == GW_S3_OK) {
         q->snap = (struct gw_snap *)c.s;
         q->t = c.t;
         q->tenant = c.t->id;
-        gw_s3_sig_detail_fini(&d);
         return 0;
     }
+    gw_s3_sig_detail_init(&d);
+    e = gw_s3_verify(&sreq, &o, &q->auth, &d);
     gw_snap_unref((struct gw_snap *)c.s);
     if (e == GW_S3_E_INVALID_ACCESS_KEY && !q->refreshed) {
         q->refreshed = 1;

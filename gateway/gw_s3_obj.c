@@ -303,13 +303,15 @@ object_headers(struct s3_req *q, const char *etag, const char **ctype)
     char date[32], v[1024];
     int over[sizeof(overrides) / sizeof(overrides[0])] = {0};
 
+    int any = strstr(cm_http_query_string(q->r), "response-") != NULL;
+
     *ctype = "binary/octet-stream";
-    if (s3_query(q, "response-content-type", v, sizeof(v)) == 1) {
+    if (any && s3_query(q, "response-content-type", v, sizeof(v)) == 1) {
         q->x = cm_strdup(v);
         q->x_free = free;
         *ctype = q->x;
     }
-    for (size_t i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++) {
+    for (size_t i = 0; any && i < sizeof(overrides) / sizeof(overrides[0]); i++) {
         if (s3_query(q, overrides[i].param, v, sizeof(v)) == 1) {
             cm_http_add_header(q->r, overrides[i].header, v);
             over[i] = 1;

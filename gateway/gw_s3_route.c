@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "cm_bytes.h"
 #include "cm_err.h"
 #include "gw_s3_sig.h"
 
@@ -23,38 +24,97 @@ const char *const gw_s3_op_names[GW_S3_OP_COUNT] = {
 #undef GW_S3_OP_NAME_
 };
 
-/* Sub-resources S3 has and we do not serve: NotImplemented, rather than
- * answering them as if they were a plain GET or PUT. */
-static const char *const unsupported[] = {
-    "acl",
-    "policy",
-    "cors",
-    "lifecycle",
-    "tagging",
-    "versioning",
-    "versions",
-    "website",
-    "logging",
-    "notification",
-    "replication",
-    "encryption",
-    "object-lock",
-    "retention",
-    "legal-hold",
-    "torrent",
-    "restore",
-    "select",
-    "accelerate",
-    "requestPayment",
-    "analytics",
-    "inventory",
-    "metrics",
-    "intelligent-tiering",
-    "ownershipControls",
-    "publicAccessBlock",
-    "policyStatus",
-    "attributes",
+/* The query parameters routing looks at, as bits of one pass. */
+enum {
+    P_LOCATION = 1,
+    P_UPLOADS = 2,
+    P_DELETE = 4,
+    P_UPLOAD_ID = 8,
+    P_PART_NUMBER = 16,
+    P_UNSUPPORTED = 32, /* a sub-resource S3 has and we do not serve */
 };
+
+static const struct {
+    const char *name;
+    size_t len;
+    unsigned bit;
+} params[] = {
+    {"location", 8, P_LOCATION},
+    {"uploads", 7, P_UPLOADS},
+    {"delete", 6, P_DELETE},
+    {"uploadId", 8, P_UPLOAD_ID},
+    {"partNumber", 10, P_PART_NUMBER},
+    {"acl", 3, P_UNSUPPORTED},
+    {"policy", 6, P_UNSUPPORTED},
+    {"cors", 4, P_UNSUPPORTED},
+    {"lifecycle", 9, P_UNSUPPORTED},
+    {"tagging", 7, P_UNSUPPORTED},
+    {"versioning", 10, P_UNSUPPORTED},
+    {"versions", 8, P_UNSUPPORTED},
+    {"website", 7, P_UNSUPPORTED},
+    {"logging", 7, P_UNSUPPORTED},
+    {"notification", 12, P_UNSUPPORTED},
+    {"replication", 11, P_UNSUPPORTED},
+    {"encryption", 10, P_UNSUPPORTED},
+    {"object-lock", 11, P_UNSUPPORTED},
+    {"retention", 9, P_UNSUPPORTED},
+    {"legal-hold", 10, P_UNSUPPORTED},
+    {"torrent", 7, P_UNSUPPORTED},
+    {"restore", 7, P_UNSUPPORTED},
+    {"select", 6, P_UNSUPPORTED},
+    {"accelerate", 10, P_UNSUPPORTED},
+    {"requestPayment", 14, P_UNSUPPORTED},
+    {"analytics", 9, P_UNSUPPORTED},
+    {"inventory", 9, P_UNSUPPORTED},
+    {"metrics", 7, P_UNSUPPORTED},
+    {"intelligent-tiering", 19, P_UNSUPPORTED},
+    {"ownershipControls", 17, P_UNSUPPORTED},
+    {"publicAccessBlock", 17, P_UNSUPPORTED},
+    {"policyStatus", 12, P_UNSUPPORTED},
+    {"attributes", 10, P_UNSUPPORTED},
+};
+
+/* Which of params the query names (decoded names; values are not read). */
+static unsigned
+query_bits(const char *q, size_t len)
+{
+    unsigned bits = 0;
+    size_t i = 0;
+
+    while (i < len) {
+        char name[24];
+        size_t k = 0;
+        int fits = 1;
+
+        for (; i < len && q[i] != '&' && q[i] != '='; i++) {
+            int hi, lo;
+            char c = q[i];
+
+            if (c == '%' && i + 2 < len && (hi = cm_hexval((unsigned char)q[i + 1])) >= 0 &&
+                (lo = cm_hexval((unsigned char)q[i + 2])) >= 0) {
+                c = (char)(hi << 4 | lo);
+                i += 2;
+            }
+            if (k + 1 < sizeof(name)) {
+                name[k++] = c;
+            } else {
+                fits = 0;
+            }
+        }
+        while (i < len && q[i] != '&') {
+            i++;
+        }
+        i++;
+        name[k] = '\0';
+        for (size_t j = 0; fits && k > 0 && j < sizeof(params) / sizeof(params[0]); j++) {
+            if (params[j].len == k && memcmp(name, params[j].name, k) == 0) {
+                bits |= params[j].bit;
+                break;
+            }
+        }
+    }
+    return bits;
+}
 
 static int
 is_digit(char c)
@@ -96,15 +156,6 @@ gw_s3_bucket_name_ok(const char *name, size_t len)
         return 0;
     }
     return 1;
-}
-
-static int
-has_param(const struct gw_s3_target *t, const char *name)
-{
-    char v[2];
-
-    return gw_s3_query_get(t->query != NULL ? t->query : "", t->query != NULL ? t->query_len : 0,
-                           name, v, sizeof(v)) != 0;
 }
 
 /* The bucket the Host header names, when it is "<bucket>.<domain>[:port]". */
@@ -156,12 +207,11 @@ op_of(const struct gw_s3_target *t, struct gw_s3_route *out, const char **why)
 {
     const char *m = t->method;
     int bucket = out->blen > 0, object = out->klen > 0;
+    unsigned q = t->query != NULL ? query_bits(t->query, t->query_len) : 0;
 
-    for (size_t i = 0; bucket && i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
-        if (has_param(t, unsupported[i])) {
-            *why = "this sub-resource is not implemented";
-            return GW_S3_E_NOT_IMPLEMENTED;
-        }
+    if (bucket && (q & P_UNSUPPORTED)) {
+        *why = "this sub-resource is not implemented";
+        return GW_S3_E_NOT_IMPLEMENTED;
     }
     if (!bucket) {
         if (strcmp(m, "GET") == 0) {
@@ -176,28 +226,28 @@ op_of(const struct gw_s3_target *t, struct gw_s3_route *out, const char **why)
         } else if (strcmp(m, "HEAD") == 0) {
             out->op = GW_S3_OP_HEAD_BUCKET;
         } else if (strcmp(m, "GET") == 0) {
-            out->op = has_param(t, "location")  ? GW_S3_OP_GET_BUCKET_LOCATION
-                      : has_param(t, "uploads") ? GW_S3_OP_LIST_UPLOADS
-                                                : GW_S3_OP_LIST_OBJECTS;
-        } else if (strcmp(m, "POST") == 0 && has_param(t, "delete")) {
+            out->op = (q & P_LOCATION)  ? GW_S3_OP_GET_BUCKET_LOCATION
+                      : (q & P_UPLOADS) ? GW_S3_OP_LIST_UPLOADS
+                                        : GW_S3_OP_LIST_OBJECTS;
+        } else if (strcmp(m, "POST") == 0 && (q & P_DELETE)) {
             out->op = GW_S3_OP_DELETE_OBJECTS;
         }
     } else if (strcmp(m, "PUT") == 0) {
-        if (has_param(t, "uploadId") || has_param(t, "partNumber")) {
+        if (q & (P_UPLOAD_ID | P_PART_NUMBER)) {
             out->op = t->copy_source ? GW_S3_OP_UPLOAD_PART_COPY : GW_S3_OP_UPLOAD_PART;
         } else {
             out->op = t->copy_source ? GW_S3_OP_COPY_OBJECT : GW_S3_OP_PUT_OBJECT;
         }
     } else if (strcmp(m, "GET") == 0) {
-        out->op = has_param(t, "uploadId") ? GW_S3_OP_LIST_PARTS : GW_S3_OP_GET_OBJECT;
+        out->op = (q & P_UPLOAD_ID) ? GW_S3_OP_LIST_PARTS : GW_S3_OP_GET_OBJECT;
     } else if (strcmp(m, "HEAD") == 0) {
         out->op = GW_S3_OP_HEAD_OBJECT;
     } else if (strcmp(m, "DELETE") == 0) {
-        out->op = has_param(t, "uploadId") ? GW_S3_OP_ABORT_MPU : GW_S3_OP_DELETE_OBJECT;
+        out->op = (q & P_UPLOAD_ID) ? GW_S3_OP_ABORT_MPU : GW_S3_OP_DELETE_OBJECT;
     } else if (strcmp(m, "POST") == 0) {
-        out->op = has_param(t, "uploads")    ? GW_S3_OP_CREATE_MPU
-                  : has_param(t, "uploadId") ? GW_S3_OP_COMPLETE_MPU
-                                             : GW_S3_OP_NONE;
+        out->op = (q & P_UPLOADS)     ? GW_S3_OP_CREATE_MPU
+                  : (q & P_UPLOAD_ID) ? GW_S3_OP_COMPLETE_MPU
+                                      : GW_S3_OP_NONE;
     }
     if (out->op == GW_S3_OP_NONE) {
         *why = "the method is not allowed against this resource";
