@@ -558,13 +558,13 @@ route(struct s3_req *q)
 /* Requests with a body are authenticated before it is read: nobody
  * unknown gets to make the gateway buffer one. */
 static int
-has_body(struct s3_req *q)
+has_body(struct cm_http_req *r)
 {
     uint64_t clen;
 
-    return q->rt.op == GW_S3_OP_PUT_OBJECT || q->rt.op == GW_S3_OP_UPLOAD_PART ||
-           cm_http_header(q->r, "Transfer-Encoding") != NULL ||
-           (cm_http_content_length(q->r, &clen) == 0 && clen > 0);
+    return strcmp(cm_http_method(r), "PUT") == 0 ||
+           cm_http_header(r, "Transfer-Encoding") != NULL ||
+           (cm_http_content_length(r, &clen) == 0 && clen > 0);
 }
 
 /* Before a body is read: 1 when answered; 0 when it is to be read, now or
@@ -682,18 +682,13 @@ static int
 s3_headers(void *arg, struct cm_http_req *r)
 {
     struct gw_s3 *s3 = arg;
-    struct s3_req *q = req_new(s3, r);
+    struct s3_req *q;
 
-    if (q == NULL) {
-        return 1;
+    if (!has_body(r)) {
+        return 0; /* everything is done once the request is in */
     }
-    if (route(q) != 0) {
+    if ((q = req_new(s3, r)) == NULL || route(q) != 0) {
         return 1;
-    }
-    if (!has_body(q)) {
-        cm_buf_fini(&q->hdrs);
-        free(q);
-        return 0;
     }
     if (atomic_load(&q->f->draining)) {
         s3_fail(q, GW_S3_E_SERVICE_UNAVAILABLE, "the gateway is shutting down");
