@@ -229,28 +229,53 @@ route_read(struct ctl_call *c, const char *m, void (*fn)(struct ctl_call *))
     fn(c);
 }
 
-/* /v1/tenants/{name}[/keys]; rest points past "/v1/tenants/". */
+/* The part after "/s3-keys" ("" or "/{id}") of a tenant sub-path, or NULL. */
+static const char *
+s3keys_rest(const char *sub)
+{
+    if (sub == NULL || strncmp(sub, "/s3-keys", 8) != 0 || (sub[8] != '\0' && sub[8] != '/')) {
+        return NULL;
+    }
+    return sub + 8;
+}
+
+/* /v1/tenants/{name}[/keys | /s3-keys[/{id}]]; rest points past "/v1/tenants/". */
 static void
 route_tenant(struct ctl_api *a, struct cm_http_req *r, const char *m, const char *rest)
 {
     struct ctl_call c;
     const char *slash = strchr(rest, '/');
+    const char *s3 = s3keys_rest(slash);
     size_t nlen = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
     char name[CTL_NAME_MAX + 1];
 
-    if (slash != NULL && strcmp(slash, "/keys") != 0) {
+    if (slash != NULL && strcmp(slash, "/keys") != 0 && s3 == NULL) {
         call_init(&c, a, r, OP_OTHER);
         ctl_reply_error(&c, 404, "not_found", "no such resource");
         return;
     }
-    call_init(&c, a, r, slash != NULL ? OP_KEYS : OP_TENANT);
+    call_init(&c, a, r, s3 != NULL ? OP_S3KEYS : slash != NULL ? OP_KEYS : OP_TENANT);
     if (!ctl_valid_name(rest, nlen)) {
         ctl_reply_error(&c, 400, "bad_request", "tenant name must match [a-z0-9][a-z0-9-]{0,62}");
         return;
     }
     memcpy(name, rest, nlen);
     name[nlen] = '\0';
-    if (slash != NULL) {
+    if (s3 != NULL && s3[0] == '\0') {
+        if (is_get(m)) {
+            ctl_admin_s3keys_list(&c, name);
+        } else if (strcmp(m, "POST") == 0) {
+            ctl_admin_s3keys_create(&c, name);
+        } else {
+            reply_method(&c, "GET, HEAD, POST");
+        }
+    } else if (s3 != NULL) {
+        if (strcmp(m, "DELETE") != 0) {
+            reply_method(&c, "DELETE");
+        } else {
+            ctl_admin_s3keys_delete(&c, name, s3 + 1);
+        }
+    } else if (slash != NULL) {
         if (strcmp(m, "POST") != 0) {
             reply_method(&c, "POST");
         } else {

@@ -8,6 +8,7 @@
  *   ctl_api_internal.c  the internal API of docs/internal-api.md: heartbeats
  *                       and the state gateways read
  *   ctl_api_metrics.c   /metrics and /healthz
+ *   ctl_api_s3keys.c    tenants' S3 keys: admin API and the state's part
  *
  * Jansson's json_t appears here because every handler builds JSON; the
  * header stays private to these four files.
@@ -28,12 +29,14 @@
 
 struct cm_http_req;
 struct ctl_snapshot;
+struct ctl_state;
 
 /* Request-stat ops, one per route family. */
 #define CTL_OPS(X)                                                                                 \
     X(OP_TENANTS, "tenants")                                                                       \
     X(OP_TENANT, "tenant")                                                                         \
     X(OP_KEYS, "keys")                                                                             \
+    X(OP_S3KEYS, "s3_keys")                                                                        \
     X(OP_NODES, "nodes")                                                                           \
     X(OP_PLACEMENT, "placement")                                                                   \
     X(OP_FAIRNESS, "fairness")                                                                     \
@@ -111,6 +114,15 @@ json_t *ctl_render_placement(const struct ctl_snapshot *s, int internal);
 
 void ctl_internal_heartbeat(struct ctl_call *c);
 void ctl_internal_state(struct ctl_call *c);
+
+/* ---- S3 keys (ctl_api_s3keys.c); name is a valid tenant name ---- */
+
+void ctl_admin_s3keys_create(struct ctl_call *c, const char *name);
+void ctl_admin_s3keys_list(struct ctl_call *c, const char *name);
+void ctl_admin_s3keys_delete(struct ctl_call *c, const char *name, const char *id);
+/* Adds "s3_keys" (every key's date keys for the UTC day of now_ms) to the
+ * internal state object (borrowed): 0 or a negative code. */
+int ctl_s3_render_state(struct ctl_state *st, uint64_t now_ms, json_t *state);
 
 /* ---- /metrics and /healthz (ctl_api_metrics.c) ---- */
 

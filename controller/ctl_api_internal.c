@@ -1,7 +1,8 @@
 /*
  * ctl_api_internal.c - the internal API of docs/internal-api.md: a node's
  * heartbeat (its figures in, the tenants' weights out) and the state a
- * gateway polls (tenants with key hashes and placement, nodes).
+ * gateway polls (tenants with key hashes and placement, nodes, and the S3
+ * keys' date keys from ctl_api_s3keys.c).
  *
  * Threads: the cm_http threads; every handler answers its call once.
  */
@@ -16,12 +17,6 @@
 #include "ctl_api_impl.h"
 #include "ctl_model.h"
 #include "ctl_state.h"
-
-static json_t *
-render_state_internal(const struct ctl_snapshot *s)
-{
-    return ctl_render_placement(s, 1);
-}
 
 /* 0, or -1 after answering 400. Non-negative integer o[key] or absent. */
 static int
@@ -151,5 +146,17 @@ out:
 void
 ctl_internal_state(struct ctl_call *c)
 {
-    ctl_reply_snapshot(c, render_state_internal);
+    struct ctl_snapshot s;
+    json_t *j;
+
+    ctl_state_snapshot(c->a->st, cm_now_ns(), &s);
+    j = ctl_render_placement(&s, 1);
+    ctl_snapshot_fini(&s);
+    /* Keys read after the snapshot are at least as new as its epoch: a key
+     * change a poll misses shows up with a larger epoch on the next one. */
+    if (j != NULL && ctl_s3_render_state(c->a->st, cm_wall_ms(), j) < 0) {
+        json_decref(j);
+        j = NULL;
+    }
+    ctl_reply_json(c, 200, j);
 }

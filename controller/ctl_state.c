@@ -22,6 +22,7 @@
 #include "cm_buf.h"
 #include "cm_err.h"
 #include "cm_log.h"
+#include "ctl_s3keys.h"
 #include "ctl_store.h"
 
 #define RATE_ALPHA 0.5
@@ -56,6 +57,7 @@ struct ctl_state {
     size_t nnodes;
     struct node_rec *nodes; /* id order */
     uint64_t now_ns;        /* latest time any caller passed in; never goes back */
+    struct ctl_s3set *s3;   /* tenants' S3 keys (ctl_s3keys.h) */
 };
 
 int
@@ -87,6 +89,12 @@ ctl_state_create(struct ctl_store *store, const struct ctl_state_cfg *cfg, struc
         st->nodes[i].up = 1;
     }
     free(ss.nodes);
+    rc = ctl_s3set_create(cfg->s3_master, ss.s3keys, ss.ns3keys, &st->s3);
+    if (rc < 0) {
+        ctl_state_destroy(st);
+        st = NULL;
+        goto out;
+    }
     if (ss.partitions != 0 && ss.partitions != cfg->partitions) {
         CM_WARN("partition count changed old=%u new=%u", ss.partitions, cfg->partitions);
     }
@@ -114,6 +122,7 @@ ctl_state_destroy(struct ctl_state *st)
     }
     free(st->nodes);
     free(st->tenants);
+    ctl_s3set_destroy(st->s3);
     pthread_mutex_destroy(&st->mu);
     free(st);
 }
@@ -273,6 +282,7 @@ ctl_state_tenant_delete(struct ctl_state *st, const char *name)
         goto out;
     }
     st->epoch++;
+    ctl_s3set_drop_tenant(st->s3, id);
     i = (size_t)(t - st->tenants);
     memmove(t, t + 1, (st->ntenants - i - 1) * sizeof(*t));
     st->ntenants--;
@@ -290,6 +300,31 @@ do_bump_epoch(struct ctl_state *st)
     if (ctl_store_put_meta(st->store, st->epoch, st->partitions) < 0) {
         CM_WARN("epoch not persisted epoch=%llu", (unsigned long long)st->epoch);
     }
+}
+
+int
+ctl_state_with_s3(struct ctl_state *st, const char *name,
+                  int (*fn)(void *arg, const struct ctl_state_s3 *x), void *arg)
+{
+    struct ctl_state_s3 x = {st->store, st->s3, NULL, 0};
+    int rc;
+
+    pthread_mutex_lock(&st->mu);
+    if (name != NULL && (x.tenant = do_find_tenant(st, name)) == NULL) {
+        rc = CM_E_NOTFOUND;
+        goto out;
+    }
+    x.epoch = st->epoch;
+    rc = fn(arg, &x);
+    if (rc == CTL_STATE_STORED) {
+        st->epoch++;
+    } else if (rc == CTL_STATE_BUMP) {
+        do_bump_epoch(st);
+    }
+    rc = rc < 0 ? rc : 0;
+out:
+    pthread_mutex_unlock(&st->mu);
+    return rc;
 }
 
 /*

@@ -27,11 +27,15 @@
 
 struct ctl_state;
 struct ctl_store;
+struct ctl_s3master;
+struct ctl_s3set;
 
 struct ctl_state_cfg {
     uint32_t partitions;
     int ec_k, ec_m;           /* default EC profile of new tenants */
     uint64_t node_timeout_ns; /* not heard from for longer: down */
+    /* Seals tenants' S3 secrets (ctl_s3keys.h); copied. NULL: no S3 keys. */
+    const struct ctl_s3master *s3_master;
 };
 
 /* One node's heartbeat, parsed. tenants borrowed for the call. */
@@ -107,5 +111,28 @@ void ctl_snapshot_fini(struct ctl_snapshot *snap);
 /* The view of tenant name in snap (borrowed), or NULL. */
 const struct ctl_tenant_view *ctl_snapshot_tenant(const struct ctl_snapshot *snap,
                                                   const char *name);
+
+/* ---- S3 keys: ctl_s3keys.c keeps them beside the tenants ---- */
+
+/* What ctl_state_with_s3 hands its callback, borrowed for the call. */
+struct ctl_state_s3 {
+    struct ctl_store *store;
+    struct ctl_s3set *set;           /* the state's S3 keys */
+    const struct ctl_tenant *tenant; /* NULL when called without a name */
+    uint64_t epoch;                  /* current; a stored change writes epoch + 1 */
+};
+
+#define CTL_STATE_STORED 1 /* fn wrote its change and epoch + 1 in one store txn */
+#define CTL_STATE_BUMP 2   /* a change that only the epoch records (fn wrote nothing) */
+
+/*
+ * Runs fn under the state lock, so S3 keys change in step with the epoch
+ * and leave with their tenant. name NULL: no tenant; otherwise
+ * CM_E_NOTFOUND, without calling fn, if no tenant has that name. fn returns
+ * 0 (no change), a CTL_STATE_ value (the epoch then grows) or an error,
+ * which is returned; 0 otherwise. fn must not call back into the state.
+ */
+int ctl_state_with_s3(struct ctl_state *st, const char *name,
+                      int (*fn)(void *arg, const struct ctl_state_s3 *x), void *arg);
 
 #endif

@@ -14,10 +14,11 @@
 #include "cm_err.h"
 #include "cm_kv.h"
 #include "cm_log.h"
+#include "ctl_s3keys.h"
 
-enum { T_META, T_TENANTS, T_NODES, T_COUNT };
+enum { T_META, T_TENANTS, T_NODES, T_S3KEYS, T_COUNT };
 
-static const char *const table_names[T_COUNT] = {"meta", "tenants", "nodes"};
+static const char *const table_names[T_COUNT] = {"meta", "tenants", "nodes", "s3keys"};
 
 #define META_EPOCH "epoch"
 #define META_NEXT_ID "next_tenant_id"
@@ -244,6 +245,21 @@ load_node_cb(void *arg, const void *key, size_t klen, const void *val, size_t vl
     return 0;
 }
 
+static int
+load_s3key_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct ctl_store_state *st = arg;
+    struct ctl_s3key k;
+
+    if (ctl_s3key_decode(key, klen, val, vlen, &k) < 0) {
+        CM_ERROR("store bad s3 key record");
+        return CM_E_CONFIG;
+    }
+    st->s3keys = cm_realloc(st->s3keys, (st->ns3keys + 1) * sizeof(k));
+    st->s3keys[st->ns3keys++] = k;
+    return 0;
+}
+
 int
 ctl_store_load(struct ctl_store *s, struct ctl_store_state *st)
 {
@@ -272,6 +288,9 @@ ctl_store_load(struct ctl_store *s, struct ctl_store_state *st)
         goto out;
     }
     rc = cm_kv_scan(txn, T_NODES, NULL, 0, load_node_cb, st);
+    if (rc == 0) {
+        rc = cm_kv_scan(txn, T_S3KEYS, NULL, 0, load_s3key_cb, st);
+    }
 out:
     cm_kv_abort(txn);
     if (rc < 0) {
@@ -285,6 +304,7 @@ ctl_store_state_fini(struct ctl_store_state *st)
 {
     free(st->tenants);
     free(st->nodes);
+    free(st->s3keys);
     memset(st, 0, sizeof(*st));
 }
 
@@ -326,6 +346,43 @@ ctl_store_put_tenant(struct ctl_store *s, const struct ctl_tenant *t, uint64_t e
     return finish(txn, rc, "put_tenant");
 }
 
+/* The S3 keys of tenant id, collected by a scan and then deleted (a
+ * deletion under LMDB's cursor would move it). */
+struct s3_of {
+    uint32_t tenant;
+    size_t n;
+    char (*ids)[CTL_S3_ID_LEN];
+};
+
+static int
+s3_of_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct s3_of *o = arg;
+    struct ctl_s3key k;
+
+    if (ctl_s3key_decode(key, klen, val, vlen, &k) < 0) {
+        return CM_E_CONFIG;
+    }
+    if (k.tenant == o->tenant) {
+        o->ids = cm_realloc(o->ids, (o->n + 1) * sizeof(*o->ids));
+        memcpy(o->ids[o->n++], k.id, CTL_S3_ID_LEN);
+    }
+    return 0;
+}
+
+static int
+del_s3keys_of(struct cm_kv_txn *txn, uint32_t tenant)
+{
+    struct s3_of o = {tenant, 0, NULL};
+    int rc = cm_kv_scan(txn, T_S3KEYS, NULL, 0, s3_of_cb, &o);
+
+    for (size_t i = 0; rc == 0 && i < o.n; i++) {
+        rc = cm_kv_del(txn, T_S3KEYS, o.ids[i], CTL_S3_ID_LEN);
+    }
+    free(o.ids);
+    return rc;
+}
+
 int
 ctl_store_del_tenant(struct ctl_store *s, uint32_t id, uint64_t epoch)
 {
@@ -338,6 +395,9 @@ ctl_store_del_tenant(struct ctl_store *s, uint32_t id, uint64_t epoch)
     }
     id_key(id, k);
     rc = cm_kv_del(txn, T_TENANTS, k, sizeof(k));
+    if (rc == 0) {
+        rc = del_s3keys_of(txn, id);
+    }
     if (rc == 0) {
         rc = put_u64(txn, META_EPOCH, epoch);
     }
@@ -361,6 +421,44 @@ ctl_store_put_node(struct ctl_store *s, const struct ctl_node *n, uint64_t epoch
         rc = put_u64(txn, META_EPOCH, epoch);
     }
     return finish(txn, rc, "put_node");
+}
+
+int
+ctl_store_put_s3keys(struct ctl_store *s, const struct ctl_s3key *k, size_t n, uint64_t epoch)
+{
+    struct cm_kv_txn *txn;
+    int rc = cm_kv_begin(s->kv, 1, &txn);
+
+    if (rc < 0) {
+        return rc;
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        char *rec = ctl_s3key_encode(&k[i]);
+
+        rc = rec == NULL ? -ENOMEM
+                         : cm_kv_put(txn, T_S3KEYS, k[i].id, CTL_S3_ID_LEN, rec, strlen(rec));
+        free(rec);
+    }
+    if (rc == 0 && epoch != 0) {
+        rc = put_u64(txn, META_EPOCH, epoch);
+    }
+    return finish(txn, rc, "put_s3keys");
+}
+
+int
+ctl_store_del_s3key(struct ctl_store *s, const char *id, uint64_t epoch)
+{
+    struct cm_kv_txn *txn;
+    int rc = cm_kv_begin(s->kv, 1, &txn);
+
+    if (rc < 0) {
+        return rc;
+    }
+    rc = cm_kv_del(txn, T_S3KEYS, id, strlen(id));
+    if (rc == 0) {
+        rc = put_u64(txn, META_EPOCH, epoch);
+    }
+    return finish(txn, rc, "del_s3key");
 }
 
 int

@@ -5,6 +5,8 @@
  *   meta     "epoch", "next_tenant_id", "partitions" -> u64 little-endian
  *   tenants  tenant id (u32 big-endian) -> JSON record
  *   nodes    node id (u32 big-endian)   -> JSON record
+ *   s3keys   access key id (20 chars)   -> JSON record, the secret sealed
+ *            (ctl_s3keys.c); deleted with their tenant, in its transaction
  * Every write is one synced transaction, so a crash leaves either the old
  * or the new state, and a tenant change and its epoch bump land together.
  *
@@ -20,6 +22,7 @@
 #include "ctl_model.h"
 
 struct ctl_store;
+struct ctl_s3key;
 
 /* Everything that was stored; arrays malloc'd, owned by the struct. */
 struct ctl_store_state {
@@ -30,6 +33,8 @@ struct ctl_store_state {
     struct ctl_tenant *tenants; /* in id order */
     size_t nnodes;
     struct ctl_node *nodes; /* in id order */
+    size_t ns3keys;
+    struct ctl_s3key *s3keys; /* in id order */
 };
 
 int ctl_store_open(const char *dir, struct ctl_store **out);
@@ -46,5 +51,10 @@ int ctl_store_put_tenant(struct ctl_store *s, const struct ctl_tenant *t, uint64
 int ctl_store_del_tenant(struct ctl_store *s, uint32_t id, uint64_t epoch);
 int ctl_store_put_node(struct ctl_store *s, const struct ctl_node *n, uint64_t epoch);
 int ctl_store_put_meta(struct ctl_store *s, uint64_t epoch, uint32_t partitions);
+/* Writes k[n] (borrowed), or deletes key id, with the epoch in one
+ * transaction; epoch 0 leaves the stored one (a re-seal changes nothing a
+ * gateway sees). */
+int ctl_store_put_s3keys(struct ctl_store *s, const struct ctl_s3key *k, size_t n, uint64_t epoch);
+int ctl_store_del_s3key(struct ctl_store *s, const char *id, uint64_t epoch);
 
 #endif

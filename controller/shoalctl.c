@@ -40,6 +40,10 @@ static const char usage_text[] =
     "  tenant set-weight NAME W          change a tenant's weight\n"
     "  tenant rotate-key NAME            new key; the old one stops working\n"
     "  tenant delete NAME                delete a tenant and (in the background) its objects\n"
+    "  tenant s3-key create NAME         new S3 access key; prints its secret once\n"
+    "  tenant s3-key list NAME           the tenant's S3 access key ids (never secrets)\n"
+    "  tenant s3-key delete NAME ACCESS_KEY_ID\n"
+    "                                    the key stops working at the gateways' next refresh\n"
     "  node list                         storage nodes: address, state, capacity, load\n"
     "  placement show                    partition map with its epoch\n"
     "  fairness                          per-tenant weight, demand, share, served; MMR\n"
@@ -350,6 +354,67 @@ show_tenant(json_t *j)
     table_print(&t);
 }
 
+/* tenant s3-key create|list|delete NAME [ACCESS_KEY_ID] */
+static int
+cmd_s3key(struct cli *cli)
+{
+    const char *act = cli->nargs > 2 ? cli->args[2] : "";
+    const char *name = cli->nargs > 3 ? cli->args[3] : NULL;
+    json_t *j = NULL, *e;
+    size_t i;
+    int code;
+
+    if (strcmp(act, "delete") == 0 ? cli->nargs != 5 : cli->nargs != 4) {
+        return usage_error("usage: tenant s3-key create|list NAME, "
+                           "tenant s3-key delete NAME ACCESS_KEY_ID");
+    }
+    if (strcmp(act, "create") == 0) {
+        code = call_api(cli, "POST", "/v1/tenants/%s/s3-keys", name, NULL, &j);
+        if (code == 0 && cli->json) {
+            print_json(j);
+        } else if (code == 0) {
+            struct table t = {2, 0, NULL};
+
+            table_row(&t, "access key id:", fmt_str(j, "access_key_id"));
+            table_row(&t, "secret access key:", fmt_str(j, "secret_access_key"));
+            table_row(&t, "created:", fmt_str(j, "created"));
+            table_print(&t);
+            printf("save the secret now: it is shown only once\n");
+        }
+    } else if (strcmp(act, "list") == 0) {
+        code = call_api(cli, "GET", "/v1/tenants/%s/s3-keys", name, NULL, &j);
+        if (code == 0 && cli->json) {
+            print_json(j);
+        } else if (code == 0) {
+            struct table t = {2, 0, NULL};
+
+            table_row(&t, "ACCESS_KEY_ID", "CREATED");
+            json_array_foreach(json_object_get(j, "s3_keys"), i, e)
+            {
+                table_row(&t, fmt_str(e, "access_key_id"), fmt_str(e, "created"));
+            }
+            table_print(&t);
+        }
+    } else if (strcmp(act, "delete") == 0) {
+        struct cm_buf path;
+
+        /* The id goes into the path escaped like the name: a typo must not
+         * turn into another path. */
+        cm_buf_init(&path);
+        cm_buf_printf(&path, "/v1/tenants/%%s/s3-keys/");
+        append_escaped(&path, cli->args[4]);
+        code = call_api(cli, "DELETE", path.p, name, NULL, &j);
+        cm_buf_fini(&path);
+        if (code == 0 && !cli->json) {
+            printf("deleted S3 key %s of tenant %s\n", cli->args[4], name);
+        }
+    } else {
+        return usage_error("tenant s3-key: unknown action '%s' (create, list or delete)", act);
+    }
+    json_decref(j);
+    return code;
+}
+
 static int
 cmd_tenant(struct cli *cli)
 {
@@ -363,6 +428,9 @@ cmd_tenant(struct cli *cli)
     }
     if (cli->weight != NULL && strcmp(sub, "create") != 0) {
         return usage_error("--weight only applies to tenant create");
+    }
+    if (strcmp(sub, "s3-key") == 0) {
+        return cmd_s3key(cli);
     }
     if (strcmp(sub, "list") == 0) {
         if (cli->nargs != 2) {

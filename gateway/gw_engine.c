@@ -15,6 +15,7 @@
 #include "gw_engine.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@
 #include "cm_err.h"
 #include "cm_hash.h"
 #include "cm_log.h"
+#include "cm_metrics.h"
 #include "gw_engine_impl.h"
 #include "gw_net.h"
 #include "pol_holders.h"
@@ -236,6 +238,43 @@ gw_engine_stats(struct gw_engine *e, struct gw_engine_stats *out)
     out->persist_stats = atomic_load(&e->persist_stats);
 }
 
+/* The per (tenant, node) RS figures, one family of the snapshot. */
+static void
+metrics_rs_family(const struct gw_rs_snap *s, struct cm_buf *out, const char *name,
+                  const char *help, int field)
+{
+    char labels[48];
+    if (s->n == 0) {
+        return;
+    }
+    cm_prom_family(out, name, "gauge", help);
+    for (size_t i = 0; i < s->n; i++) {
+        const struct pol_rs_peer *p = &s->p[i];
+        snprintf(labels, sizeof(labels), "tenant=\"%u\",node=\"%u\"", p->tenant, p->node);
+        cm_prom_double(out, name, labels,
+                       field == 0   ? p->window
+                       : field == 1 ? (double)p->rtt_ns / 1e9
+                                    : (double)p->base_ns / 1e9);
+    }
+}
+
+void
+gw_engine_metrics(struct gw_engine *e, struct cm_buf *out)
+{
+    char labels[80];
+    snprintf(labels, sizeof(labels), "rs=\"%s\"", e->rs_ops->name);
+    cm_prom_family(out, "shoal_gateway_info", "gauge", "Policies in use (labels); always 1");
+    cm_prom_u64(out, "shoal_gateway_info", labels, 1);
+    pthread_mutex_lock(&e->rs_lock);
+    metrics_rs_family(&e->rs_snap, out, "shoal_gateway_rs_window",
+                      "Replica selection: chunk GETs a tenant may have outstanding at a node", 0);
+    metrics_rs_family(&e->rs_snap, out, "shoal_gateway_rs_rtt_seconds",
+                      "Replica selection: RTT estimate of a tenant's chunk GETs at a node", 1);
+    metrics_rs_family(&e->rs_snap, out, "shoal_gateway_rs_base_rtt_seconds",
+                      "Replica selection: base (least recent) RTT of a tenant at a node", 2);
+    pthread_mutex_unlock(&e->rs_lock);
+}
+
 static void
 engine_start(void *arg)
 {
@@ -297,6 +336,9 @@ engine_free(struct gw_engine *e)
         e->holders_ops->destroy(e->holders);
     }
     pthread_mutex_destroy(&e->ec_lock);
+    pthread_mutex_destroy(&e->rs_lock);
+    free(e->rs_next.p);
+    free(e->rs_snap.p);
     free(e);
 }
 
@@ -317,6 +359,7 @@ gw_engine_create(const struct gw_engine_cfg *cfg, gw_layout_cb on_layout, void *
     e->on_layout = on_layout;
     e->arg = arg;
     pthread_mutex_init(&e->ec_lock, NULL);
+    pthread_mutex_init(&e->rs_lock, NULL);
     rc = engine_policies(e);
     if (rc < 0) {
         engine_free(e);

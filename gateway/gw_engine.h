@@ -141,4 +141,15 @@ struct gw_engine_stats {
 };
 void gw_engine_stats(struct gw_engine *e, struct gw_engine_stats *out);
 
+struct cm_buf;
+/* Appends the engine's Prometheus families to out (any thread):
+ *   shoal_gateway_info{rs}                         1, the RS policy in use
+ *   shoal_gateway_rs_window{tenant,node}           its window (chunk GETs)
+ *   shoal_gateway_rs_rtt_seconds{tenant,node}      its RTT estimate
+ *   shoal_gateway_rs_base_rtt_seconds{tenant,node} its base RTT
+ * The per (tenant, node) figures are those the policy keeps (none for
+ * "uniform"), as of the last chunk GET that ended at least a second after
+ * the previous snapshot. */
+void gw_engine_metrics(struct gw_engine *e, struct cm_buf *out);
+
 #endif

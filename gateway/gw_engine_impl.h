@@ -175,6 +175,14 @@ struct gw_engine {
     struct gw_sfetch *held_head, *held_tail; /* reads the RS policy holds, oldest first */
     size_t nheld;
     struct gw_timer *kick; /* offers held reads to the policy again */
+    /* The policy's per (tenant, node) state for /metrics: built on the loop
+     * thread in rs_next, then swapped into rs_snap under rs_lock. */
+    struct gw_rs_snap {
+        struct pol_rs_peer *p;
+        size_t n, cap;
+    } rs_next, rs_snap;
+    uint64_t rs_snap_at;
+    pthread_mutex_t rs_lock;
     struct gw_obj *objs;   /* buffered and tracked objects */
     struct cm_hmap objmap; /* the same by (tenant, object) */
     struct gw_get *gets;

@@ -474,6 +474,7 @@ handle_metrics(struct req *q)
     cm_prom_u64(&b, "shoal_gateway_" #name, NULL, v.name);
     GW_FRONT_METRICS(GW_FM_EXPOSE_)
 #undef GW_FM_EXPOSE_
+    gw_engine_metrics(f->engine, &b);
     cm_prom_family(&b, "shoal_gateway_commit_duration_seconds", "histogram",
                    "Time of one metadata write transaction, fsyncs included");
     cm_prom_hist(&b, "shoal_gateway_commit_duration_seconds", NULL, &cs.time);

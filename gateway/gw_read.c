@@ -74,6 +74,42 @@ held_unlink(struct gw_sfetch *f)
     e->nheld--;
 }
 
+/* ---- the policy's state for /metrics ---------------------------------- */
+
+static void
+rs_snap_add(void *arg, const struct pol_rs_peer *p)
+{
+    struct gw_rs_snap *s = arg;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        struct pol_rs_peer *np = realloc(s->p, cap * sizeof(*np));
+        if (!np) {
+            return; /* a partial snapshot */
+        }
+        s->p = np;
+        s->cap = cap;
+    }
+    s->p[s->n++] = *p;
+}
+
+/* At most once a second: the policy's peers, built without the lock (no
+ * lock is held across a call into the policy), then swapped in. */
+static void
+rs_snapshot(struct gw_engine *e, uint64_t now)
+{
+    if (!e->rs_ops->peers || (e->rs_snap_at != 0 && now - e->rs_snap_at < 1000000000u)) {
+        return;
+    }
+    e->rs_snap_at = now;
+    e->rs_next.n = 0;
+    e->rs_ops->peers(e->rs, rs_snap_add, &e->rs_next);
+    pthread_mutex_lock(&e->rs_lock);
+    struct gw_rs_snap t = e->rs_snap;
+    e->rs_snap = e->rs_next;
+    e->rs_next = t;
+    pthread_mutex_unlock(&e->rs_lock);
+}
+
 /* ---- stripe fetch ---------------------------------------------------- */
 
 static uint8_t *
@@ -100,6 +136,7 @@ sfetch_ended(struct gw_sfetch *f, uint32_t i, enum pol_rs_outcome outcome, uint6
     e->rs_out--;
     e->rs_ops->on_done(e->rs, f->lay->tenant, f->lay->holders[i], f->lay->chunk_size,
                        now - f->asked_ns[i], outcome, now);
+    rs_snapshot(e, now);
     if (e->held_head && !e->stopping) {
         gw_timer_arm(e->kick, 0);
     }

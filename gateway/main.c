@@ -213,8 +213,8 @@ main(int argc, char **argv)
             die("cannot listen for S3", rc);
         }
     }
-    CM_INFO("listening addr=%s s3=%s controller=%s data_dir=%s", cfg.listen,
-            s3http != NULL ? cfg.s3_listen : "-", cfg.controller, cfg.data_dir);
+    CM_INFO("listening addr=%s s3=%s controller=%s data_dir=%s rs=%s", cfg.listen,
+            s3http != NULL ? cfg.s3_listen : "-", cfg.controller, cfg.data_dir, rs->name);
 
     while (sigwait(&sigs, &sig) != 0) {
     }

@@ -38,6 +38,9 @@ enum cm_wire_op {
     CM_OP_STAT = 5, /* -> empty, flags say PERSISTED; CM_E_NOTFOUND if unknown */
     CM_OP_PERSISTED = 6, /* node -> client notice (never a request): payload =
                             cm_wire_note records of chunks now durable in COS */
+    CM_OP_META = 7, /* payload = a metadata record for the node's insertion
+                       log in COS (a committed version's key and layout, or a
+                       tombstone) -> empty once the record is in COS */
     CM_OP_RESPONSE = 0x80,
 };
 
@@ -46,6 +49,8 @@ enum cm_wire_flag {
     CM_WF_COS_SYNC = 1 << 1,  /* PUT request: answer only once in COS */
     CM_WF_FROM_COS = 1 << 2,  /* GET response: had to be reloaded from COS */
     CM_WF_NOTIFY = 1 << 3,    /* PUT request: send a PERSISTED notice when in COS */
+    CM_WF_COS_OK = 1 << 4,    /* GET request: reload from COS even when the
+                                 instance named by incarnation is gone (STALE) */
 };
 
 struct cm_wire_hdr {
@@ -57,10 +62,21 @@ struct cm_wire_hdr {
     uint64_t object;
     uint64_t obj_version;
     uint32_t index;
-    uint32_t incarnation; /* request: expected (0 = any); response: node's */
+    /* PING response: the node's incarnation. Chunk requests and answers: an
+     * instance tag (CM_WIRE_TAG), the instance a PUT was placed in (answer)
+     * and the one a GET/STAT expects it in (request; 0 = any). */
+    uint32_t incarnation;
     uint32_t data_len;
     uint32_t data_crc;
 };
+
+/* An instance tag: the node-local instance slot (< 4096) and that slot's
+ * incarnation (20 bits, wrapping). A GET whose chunk is not in memory and
+ * whose tag's slot no longer has that incarnation (the instance was
+ * reclaimed, replaced or released) is answered CM_E_STALE at once. */
+#define CM_WIRE_TAG(slot, inc) (((uint32_t)(slot) << 20) | ((uint32_t)(inc)&0xfffffu))
+#define CM_WIRE_TAG_SLOT(tag) ((uint32_t)(tag) >> 20)
+#define CM_WIRE_TAG_INC(tag) ((uint32_t)(tag)&0xfffffu)
 
 /* Fills out[CM_WIRE_HDR_LEN], setting magic, version and hdr_crc. */
 void cm_wire_encode_hdr(const struct cm_wire_hdr *h, uint8_t *out);

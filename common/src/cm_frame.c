@@ -16,7 +16,7 @@
 #include "cm_err.h"
 #include "cm_frame.h"
 
-#define WF_KNOWN (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS | CM_WF_NOTIFY)
+#define WF_KNOWN (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS | CM_WF_NOTIFY | CM_WF_COS_OK)
 
 enum { ST_HEADER, ST_PAYLOAD, ST_BAD };
 
@@ -40,7 +40,7 @@ op_valid(uint8_t op)
 {
     uint8_t base = op & (uint8_t)~CM_OP_RESPONSE;
 
-    return base >= CM_OP_PING && base <= CM_OP_PERSISTED;
+    return base >= CM_OP_PING && base <= CM_OP_META;
 }
 
 static int

@@ -14,6 +14,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include "cm_err.h"
@@ -411,4 +412,107 @@ cm_crc64nvme(uint64_t crc, const void *buf, size_t len)
         len--;
     }
     return ~c;
+}
+
+/* ---- AES-256-GCM, random bytes ---- */
+
+/* OpenSSL fails these only on allocation failure. */
+static void
+keyed_fail(const char *what)
+{
+    cm_log_write(CM_LOG_ERROR, "%s", what);
+    abort();
+}
+
+int
+cm_random_bytes(void *buf, size_t n)
+{
+    return random_bytes(buf, n);
+}
+
+/* Fetched once, like the digest: a fetch per call takes global locks. */
+static EVP_CIPHER *gcm_cipher;
+static pthread_once_t gcm_once = PTHREAD_ONCE_INIT;
+
+static void
+gcm_fetch(void)
+{
+    gcm_cipher = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+}
+
+/* A context set up for (key, nonce) with aad fed in, or NULL. */
+static EVP_CIPHER_CTX *
+gcm_begin(int enc, const uint8_t *key, const uint8_t *nonce, const void *aad, size_t aadlen)
+{
+    EVP_CIPHER_CTX *ctx;
+    int outl = 0;
+
+    pthread_once(&gcm_once, gcm_fetch);
+    if (gcm_cipher == NULL) {
+        keyed_fail("aead: AES-256-GCM unavailable in libcrypto");
+    }
+    ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) {
+        return NULL;
+    }
+    if (EVP_CipherInit_ex2(ctx, gcm_cipher, key, nonce, enc, NULL) != 1 ||
+        (aadlen > 0 && EVP_CipherUpdate(ctx, NULL, &outl, aad, (int)aadlen) != 1)) {
+        EVP_CIPHER_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+int
+cm_aead_seal(const uint8_t key[CM_AEAD_KEY_LEN], const uint8_t nonce[CM_AEAD_NONCE_LEN],
+             const void *aad, size_t aadlen, const void *pt, size_t len, void *ct,
+             uint8_t tag[CM_AEAD_TAG_LEN])
+{
+    EVP_CIPHER_CTX *ctx;
+    unsigned char fbuf[32]; /* GCM's final step writes nothing */
+    int outl = 0, fin = 0, ok;
+
+    if (len > INT32_MAX || aadlen > INT32_MAX) {
+        return CM_E_BADARG;
+    }
+    ctx = gcm_begin(1, key, nonce, aad, aadlen);
+    if (ctx == NULL) {
+        return -ENOMEM;
+    }
+    ok = (len == 0 || EVP_CipherUpdate(ctx, ct, &outl, pt, (int)len) == 1) &&
+         EVP_CipherFinal_ex(ctx, fbuf, &fin) == 1 &&
+         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, CM_AEAD_TAG_LEN, tag) == 1;
+    EVP_CIPHER_CTX_free(ctx);
+    return ok ? 0 : -ENOMEM;
+}
+
+int
+cm_aead_open(const uint8_t key[CM_AEAD_KEY_LEN], const uint8_t nonce[CM_AEAD_NONCE_LEN],
+             const void *aad, size_t aadlen, const void *ct, size_t len,
+             const uint8_t tag[CM_AEAD_TAG_LEN], void *pt)
+{
+    EVP_CIPHER_CTX *ctx;
+    uint8_t t[CM_AEAD_TAG_LEN];
+    unsigned char fbuf[32];
+    int outl = 0, fin = 0, rc = 0;
+
+    if (len > INT32_MAX || aadlen > INT32_MAX) {
+        return CM_E_BADARG;
+    }
+    ctx = gcm_begin(0, key, nonce, aad, aadlen);
+    if (ctx == NULL) {
+        return -ENOMEM;
+    }
+    memcpy(t, tag, sizeof(t)); /* the ctrl takes a non-const pointer */
+    if ((len > 0 && EVP_CipherUpdate(ctx, pt, &outl, ct, (int)len) != 1) ||
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, CM_AEAD_TAG_LEN, t) != 1) {
+        rc = -ENOMEM;
+    } else if (EVP_CipherFinal_ex(ctx, fbuf, &fin) != 1) {
+        rc = CM_E_CRC;
+    }
+    EVP_CIPHER_CTX_free(ctx);
+    if (rc != 0 && len > 0) {
+        OPENSSL_cleanse(pt, len);
+    }
+    return rc;
 }

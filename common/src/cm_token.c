@@ -58,7 +58,7 @@ out:
     if (ret != 0) {
         unlink(path);
     } else {
-        CM_INFO("token: created admin token file path=%s", path);
+        CM_INFO("token: created token file path=%s mode=0600", path);
     }
     return ret;
 }

@@ -38,11 +38,33 @@
  *    a slow answer that lands first is used).
  *
  * Policies are registered in one explicit list (pol_rs.c); look them up by
- * name with pol_rs_find(). Today: "uniform" (the strawman: data chunks
- * first, a random copy, more holders on an error or after a fixed delay).
- * "fast" (a FAST-TCP window per tenant and node, MECHANISMS.md) fits the
- * same ops: windows in on_send/on_done, holders with free window in
- * choose, -EAGAIN when none has room, RTT-based deadlines in overdue.
+ * name with pol_rs_find().
+ *
+ * "fast" (the default; MECHANISMS.md "RS"): per (tenant, node) a FAST-TCP
+ * window of chunk GETs, an RTT estimate and a base RTT, fed by on_done:
+ *   RTT      EWMA of the samples (gain 1/8; deviation gain 1/4): every
+ *            answer's rtt, and a failed or cancelled GET's when it is above
+ *            the estimate (it took at least that long)
+ *   baseRTT  the least sample of the last 5-10 s, so it can rise again
+ *   window   every 2 RTTs w <- min(2w, (1-g)w + g(baseRTT/RTT * w + a)),
+ *            g = 1/2, a = 4 requests, within [1, 64], 8 to start: at the
+ *            fixed point w (1 - baseRTT/RTT) = a, i.e. each tenant keeps about
+ *            a requests queued at each node; a failure halves w
+ *   choose   copies: the usable copy with the most free window
+ *            (floor(w) - outstanding, ties at random); stripes: the wanted
+ *            data chunks, unless as few GETs of other positions rebuild them
+ *            and a wanted one has no free window or an RTT above twice
+ *            another candidate's (then, by rank: not that slow, wanted, other
+ *            data, parity, most free window). Only those with a free slot
+ *            are asked (the rest when the read is offered again); -EAGAIN
+ *            when none has one and some GET is outstanding, else it asks
+ *            anyway
+ *   overdue  a holder is slow RTT + 4 deviations after it was asked, within
+ *            [5 ms, slow_ns]; slow_ns before its first sample
+ * Entries are in a hash table; one idle (nothing outstanding) for 60 s is
+ * dropped when the table would grow, so memory follows the pairs in use.
+ * "uniform" (the strawman: data chunks first, a random copy, more holders
+ * on an error or after a fixed delay; no state).
  */
 #ifndef POL_RS_H
 #define POL_RS_H
@@ -51,12 +73,12 @@
 #include <stdint.h>
 
 /* The policy a gateway runs unless told otherwise (its --rs default). */
-#define POL_RS_DEFAULT "uniform"
+#define POL_RS_DEFAULT "fast"
 
 struct pol_rs_cfg {
     /* An asked holder that has not answered this long after the read first
      * asked counts slow (uniform; fast: the deadline before it has an RTT
-     * estimate). 0: never. */
+     * estimate, and the longest one). 0: never. */
     uint64_t slow_ns;
 };
 
@@ -85,6 +107,16 @@ enum pol_rs_outcome {
     POL_RS_CANCELED, /* the read no longer needed it (no answer seen) */
 };
 
+/* What a policy keeps for one (tenant, node), for metrics and tests. */
+struct pol_rs_peer {
+    uint32_t tenant, node;
+    uint32_t out;       /* chunk GETs between on_send and on_done */
+    double window;      /* requests */
+    uint64_t rtt_ns;    /* RTT estimate; 0 before the first sample */
+    uint64_t rttvar_ns; /* its mean deviation */
+    uint64_t base_ns;   /* base RTT; 0 before the first sample */
+};
+
 struct pol_rs; /* one policy instance; opaque */
 
 struct pol_rs_ops {
@@ -109,6 +141,10 @@ struct pol_rs_ops {
      * become overdue. */
     uint64_t (*overdue)(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now_ns,
                         uint64_t *next_ns);
+    /* Calls cb for every (tenant, node) the policy keeps state of, in no
+     * order; p is borrowed for the call, and cb must not call into the
+     * policy. NULL in a policy that keeps no such state. */
+    void (*peers)(struct pol_rs *rs, void (*cb)(void *arg, const struct pol_rs_peer *p), void *arg);
 };
 
 /* The registered policy called name, or NULL. Result is static. */

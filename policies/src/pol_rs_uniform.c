@@ -10,35 +10,12 @@
  * answered slow_ns after that ask; holders asked later never count slow
  * (one round of hedging per read).
  */
-#include <errno.h>
-#include <stdlib.h>
-
-#include "cm_err.h"
 #include "pol_rs_impl.h"
 
 static int
 uniform_create(const struct pol_rs_cfg *cfg, struct pol_rs **out)
 {
-    struct pol_rs *rs;
-
-    *out = NULL;
-    if (cfg == NULL) {
-        return CM_E_BADARG;
-    }
-    rs = calloc(1, sizeof(*rs));
-    if (rs == NULL) {
-        return -ENOMEM;
-    }
-    rs->ops = &pol_rs_uniform_ops;
-    rs->cfg = *cfg;
-    *out = rs;
-    return 0;
-}
-
-static void
-uniform_destroy(struct pol_rs *rs)
-{
-    free(rs);
+    return pol_rs_base_create(&pol_rs_uniform_ops, cfg, 0, out);
 }
 
 /* The r-th (from 0) set bit of mask, which has more than r. */
@@ -135,7 +112,7 @@ uniform_overdue(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now_ns,
 const struct pol_rs_ops pol_rs_uniform_ops = {
     .name = "uniform",
     .create = uniform_create,
-    .destroy = uniform_destroy,
+    .destroy = pol_rs_base_destroy,
     .choose = uniform_choose,
     .on_send = uniform_on_send,
     .on_done = uniform_on_done,

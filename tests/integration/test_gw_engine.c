@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cm_buf.h"
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_log.h"
@@ -585,6 +586,18 @@ main(int argc, char **argv)
             printf("ok put/get k=%d m=%d size=%zu stripes=%u chunk=%u\n", k, m, size,
                    l.nstripes, l.chunk_size);
         }
+    }
+    /* /metrics: the policy in use, and its windows for the nodes read. */
+    {
+        struct cm_buf b;
+        size_t len;
+        cm_buf_init(&b);
+        gw_engine_metrics(e, &b);
+        char *text = cm_buf_take(&b, &len);
+        CHECK(strstr(text, "shoal_gateway_info{rs=\"" POL_RS_DEFAULT "\"} 1\n") != NULL);
+        CHECK(strstr(text, "\nshoal_gateway_rs_window{tenant=\"") != NULL);
+        CHECK(strstr(text, "\nshoal_gateway_rs_rtt_seconds{tenant=\"") != NULL);
+        free(text);
     }
     /* Out-of-range reads are refused. */
     {

@@ -15,15 +15,15 @@ fail() {
 rc=$?
 [ "$rc" -eq 2 ] || fail "--rs nope: exit $rc"
 [ "$(wc -l <"$d/err")" -eq 1 ] || fail "--rs nope: stderr: $(cat "$d/err")"
-grep -q "unknown policy 'nope' (known: uniform" "$d/err" || fail "--rs nope: $(cat "$d/err")"
+grep -q "unknown policy 'nope' (known: fast uniform)" "$d/err" || fail "--rs nope: $(cat "$d/err")"
 
-printf 'rs = fast-but-not-yet\n' >"$d/conf"
+printf 'rs = fastest\n' >"$d/conf"
 "$gw" --config "$d/conf" --data-dir "$d" 2>"$d/err"
 rc=$?
 [ "$rc" -eq 2 ] || fail "config rs: exit $rc"
-grep -q "fast-but-not-yet" "$d/err" || fail "config rs: $(cat "$d/err")"
+grep -q "fastest" "$d/err" || fail "config rs: $(cat "$d/err")"
 
 "$gw" --help >"$d/help" || fail "--help"
-grep -- "--rs" "$d/help" | grep -q uniform || fail "--help: no --rs with its default"
+grep -- "--rs" "$d/help" | grep -q "(default: fast)" || fail "--help: no --rs with its default"
 [ ! -e "$d/meta" ] || fail "the metadata store was opened before the flags were checked"
 echo ok

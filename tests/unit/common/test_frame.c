@@ -111,7 +111,7 @@ test_reasons(void)
     cm_wire_encode_hdr(&h, b);
     CHECK_EQ_INT(cm_frame_decode_hdr(b, 0, &d, &why), CM_E_PROTO);
     CHECK_EQ_INT(why, CM_FRAME_WHY_OP);
-    h.op = CM_OP_PERSISTED + 1;
+    h.op = CM_OP_META + 1;
     cm_wire_encode_hdr(&h, b);
     CHECK_EQ_INT(cm_frame_decode_hdr(b, 0, &d, &why), CM_E_PROTO);
     CHECK_EQ_INT(why, CM_FRAME_WHY_OP);

@@ -16,7 +16,7 @@
 #define MS 1000000ull
 #define T0 (1000 * 1000 * MS)
 
-static const struct ctl_state_cfg cfg = {16, 4, 2, 3000 * MS};
+static const struct ctl_state_cfg cfg = {16, 4, 2, 3000 * MS, NULL};
 
 static struct ctl_state *
 open_state(const char *dir, struct ctl_store **store)

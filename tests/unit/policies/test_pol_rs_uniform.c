@@ -5,32 +5,11 @@
 
 #include "cm_err.h"
 #include "pol_rs.h"
+#include "rs_view.h"
 #include "t_check.h"
-
-#define B(j) (1ull << (j))
-#define MS 1000000ull
 
 static const struct pol_rs_ops *ops;
 static struct pol_rs *rs;
-static const uint32_t holders[8] = {10, 11, 12, 13, 14, 15, 16, 17};
-static uint64_t asked[8];
-
-/* A read of a k+m stripe with every holder usable and nothing asked yet. */
-static struct pol_rs_view
-view(uint8_t k, uint8_t m, uint64_t want)
-{
-    struct pol_rs_view v = {
-        .tenant = 7,
-        .k = k,
-        .n = (uint8_t)(k + m),
-        .holders = holders,
-        .want = want,
-        .usable = B(k + m) - 1,
-        .start_ns = 1000 * MS,
-        .asked_ns = asked,
-    };
-    return v;
-}
 
 static uint64_t
 choose(const struct pol_rs_view *v, uint64_t rand)
@@ -136,18 +115,8 @@ static void
 test_random_views(void)
 {
     for (int t = 0; t < 20000; t++) {
-        uint8_t k = (uint8_t)t_range(1, 6), m = (uint8_t)t_range(0, 3);
-        uint64_t all = B(k + m) - 1;
-        struct pol_rs_view v = view(k, m, (t_rand() & all) | B(0));
-        uint64_t state[4];
-        for (int i = 0; i < 4; i++) {
-            state[i] = t_rand() & all;
-        }
-        v.present = state[0] & ~v.want;
-        v.out = state[1] & ~v.present;
-        v.slow = v.out & state[2];
-        v.failed = state[3] & ~(v.present | v.out);
-        v.usable = t_rand() & all;
+        struct pol_rs_view v = random_view();
+        uint8_t k = v.k;
         uint64_t ask = choose(&v, t_rand());
         uint64_t coming = (v.out & ~v.slow) | ask;
         uint64_t left = v.usable & ~(v.present | v.out | v.failed | v.excl | ask);

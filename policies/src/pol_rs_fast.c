@@ -1,0 +1,486 @@
+/*
+ * pol_rs_fast.c - "fast": replica selection by FAST-TCP windows per
+ * (tenant, node); the law, the choice and the defaults are in pol_rs.h.
+ *
+ *   on_send ──▶ out++
+ *   on_done ──▶ out--; RTT sample ──▶ EWMA and deviation, base (windowed min)
+ *                                └─▶ at most every 2 RTTs: the window law
+ *   choose  ──▶ free window (floor(w) - out), RTT, data before parity
+ *   overdue ──▶ each asked holder: asked + RTT + 4 deviations, in [floor, slow_ns]
+ *
+ * State: peer records keyed by (tenant, node) in an open-addressing table
+ * (linear probing), rebuilt when an insert would fill more than half of it:
+ * records idle for FAST_IDLE_NS with nothing outstanding are left out, and
+ * the new table is at most a quarter full, so rebuilds are amortized O(1)
+ * and memory follows the pairs in use. A rebuild moves the records: no
+ * pointer to one is kept across an insert (on_send is the only inserter).
+ *
+ * Invariants: nout counts every GET between on_send and on_done, with a
+ * record or not (one that could not be made is not tracked), so choose
+ * returns -EAGAIN only while some GET is outstanding, as the read path
+ * requires. A record's window is within [FAST_WMIN, FAST_WMAX]; it is
+ * "full" when floor(w) <= out, which needs out >= 1.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "pol_rs_impl.h"
+
+#define FAST_ALPHA 4.0 /* requests each tenant keeps queued at each node */
+#define FAST_GAMMA 0.5
+#define FAST_W0 8.0
+#define FAST_WMIN 1.0
+#define FAST_WMAX 64.0
+#define FAST_MARGIN 2.0 /* "clearly slower": an RTT above twice another's */
+#define FAST_FLOOR_NS 5000000ull
+#define FAST_BASE_HALF_NS 5000000000ull /* base RTT: least sample of the last 5-10 s */
+#define FAST_IDLE_NS 60000000000ull
+#define FAST_NONE UINT64_MAX
+
+struct fast_peer {
+    uint64_t key;                 /* tenant << 32 | node */
+    double w;                     /* window, requests */
+    double srtt, rttvar;          /* ns; srtt 0: no sample yet */
+    uint64_t base_cur, base_prev; /* least sample of this half window, of the last one */
+    uint64_t base_since;          /* start of this half window */
+    uint64_t next_update;         /* the window law applies from then on */
+    uint64_t last_ns;             /* last send or end */
+    uint32_t out;
+    int used;
+};
+
+struct fast {
+    struct fast_peer *tab;
+    size_t cap; /* 0 or a power of two; n < cap */
+    size_t n;
+    uint64_t nout;
+};
+
+/* What choose knows of one position. */
+struct fast_pos {
+    long free;   /* floor(window) - outstanding, less what this choice takes */
+    double srtt; /* 0: unknown */
+    int slow;    /* RTT above FAST_MARGIN times another candidate's */
+    int cls;     /* 0 wanted (or any copy), 1 other data, 2 parity */
+    uint64_t tie;
+};
+
+static uint64_t
+fast_key(uint32_t tenant, uint32_t node)
+{
+    return (uint64_t)tenant << 32 | node;
+}
+
+static size_t
+fast_slot(uint64_t key, size_t cap)
+{
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+}
+
+static struct fast_peer *
+fast_find(const struct fast *f, uint64_t key)
+{
+    size_t i;
+
+    if (f->cap == 0) {
+        return NULL;
+    }
+    for (i = fast_slot(key, f->cap); f->tab[i].used; i = (i + 1) & (f->cap - 1)) {
+        if (f->tab[i].key == key) {
+            return &f->tab[i];
+        }
+    }
+    return NULL;
+}
+
+static int
+fast_idle(const struct fast_peer *p, uint64_t now)
+{
+    return p->out == 0 && now >= p->last_ns && now - p->last_ns >= FAST_IDLE_NS;
+}
+
+static void
+fast_place(struct fast_peer *tab, size_t cap, const struct fast_peer *p)
+{
+    size_t i = fast_slot(p->key, cap);
+
+    while (tab[i].used) {
+        i = (i + 1) & (cap - 1);
+    }
+    tab[i] = *p;
+}
+
+/* The table without idle records, at most a quarter full. 0 or -ENOMEM. */
+static int
+fast_rebuild(struct fast *f, uint64_t now)
+{
+    size_t live = 0, cap = 16, i;
+    struct fast_peer *tab;
+
+    for (i = 0; i < f->cap; i++) {
+        live += f->tab[i].used && !fast_idle(&f->tab[i], now);
+    }
+    while ((live + 1) * 4 > cap) {
+        cap *= 2;
+    }
+    tab = calloc(cap, sizeof(*tab));
+    if (tab == NULL) {
+        return -ENOMEM;
+    }
+    for (i = 0; i < f->cap; i++) {
+        if (f->tab[i].used && !fast_idle(&f->tab[i], now)) {
+            fast_place(tab, cap, &f->tab[i]);
+        }
+    }
+    free(f->tab);
+    f->tab = tab;
+    f->cap = cap;
+    f->n = live;
+    return 0;
+}
+
+/* The record of (tenant, node), made if need be; NULL when out of memory. */
+static struct fast_peer *
+fast_get(struct fast *f, uint32_t tenant, uint32_t node, uint64_t now)
+{
+    uint64_t key = fast_key(tenant, node);
+    struct fast_peer *p = fast_find(f, key), fresh = {0};
+
+    if (p != NULL) {
+        return p;
+    }
+    if ((f->n + 1) * 2 > f->cap && fast_rebuild(f, now) != 0 && f->n + 1 >= f->cap) {
+        return NULL; /* keep a free slot: probing ends there */
+    }
+    fresh.key = key;
+    fresh.w = FAST_W0;
+    fresh.base_cur = fresh.base_prev = FAST_NONE;
+    fresh.base_since = now;
+    fresh.last_ns = now;
+    fresh.used = 1;
+    fast_place(f->tab, f->cap, &fresh);
+    f->n++;
+    return fast_find(f, key);
+}
+
+static uint64_t
+fast_base(const struct fast_peer *p)
+{
+    return p->base_cur < p->base_prev ? p->base_cur : p->base_prev;
+}
+
+/* The base RTT is the least sample of the current half window and the one
+ * before it: a minimum that forgets samples 5-10 s old, so a node whose
+ * path got slower for good gets a new base instead of a window that
+ * shrinks forever. */
+static void
+fast_base_note(struct fast_peer *p, uint64_t rtt, uint64_t now)
+{
+    uint64_t age = now >= p->base_since ? now - p->base_since : 0;
+
+    if (age >= 2 * FAST_BASE_HALF_NS) {
+        p->base_prev = FAST_NONE;
+    } else if (age >= FAST_BASE_HALF_NS) {
+        p->base_prev = p->base_cur;
+    } else {
+        if (rtt < p->base_cur) {
+            p->base_cur = rtt;
+        }
+        return;
+    }
+    p->base_cur = rtt;
+    p->base_since = now;
+}
+
+/* w <- min(2w, (1 - g) w + g (base/RTT w + a)), within [WMIN, WMAX]. */
+static void
+fast_law(struct fast_peer *p)
+{
+    double q = (double)fast_base(p) / p->srtt;
+    double w = (1 - FAST_GAMMA) * p->w + FAST_GAMMA * ((q < 1 ? q : 1) * p->w + FAST_ALPHA);
+
+    if (w > 2 * p->w) {
+        w = 2 * p->w;
+    }
+    p->w = w < FAST_WMIN ? FAST_WMIN : w > FAST_WMAX ? FAST_WMAX : w;
+}
+
+/* One RTT sample; is_base: a real answer (a censored one only bounds the
+ * RTT from below, so it never lowers the base). */
+static void
+fast_sample(struct fast_peer *p, uint64_t rtt, int is_base, uint64_t now)
+{
+    double s = rtt > 0 ? (double)rtt : 1;
+
+    if (p->srtt == 0) {
+        p->srtt = s;
+        p->rttvar = s / 2;
+        p->next_update = now + 2 * rtt;
+    } else {
+        p->rttvar += (fabs(s - p->srtt) - p->rttvar) / 4;
+        p->srtt += (s - p->srtt) / 8;
+    }
+    if (is_base) {
+        fast_base_note(p, rtt, now);
+    }
+    if (now >= p->next_update && fast_base(p) != FAST_NONE) {
+        fast_law(p);
+        p->next_update = now + (uint64_t)(2 * p->srtt);
+    }
+}
+
+/* ---- ops -------------------------------------------------------------- */
+
+static int
+fast_create(const struct pol_rs_cfg *cfg, struct pol_rs **out)
+{
+    return pol_rs_base_create(&pol_rs_fast_ops, cfg, sizeof(struct fast), out);
+}
+
+static void
+fast_destroy(struct pol_rs *rs)
+{
+    if (rs != NULL) {
+        free(((struct fast *)rs->priv)->tab);
+        pol_rs_base_destroy(rs);
+    }
+}
+
+static uint64_t
+fast_mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Fills x[j] for the positions of set. Stripes: an RTT more than
+ * FAST_MARGIN times the least one among those with room is slow; copies
+ * are told apart by free window alone. */
+static void
+fast_positions(const struct fast *f, const struct pol_rs_view *v, uint64_t set, uint64_t rand,
+               struct fast_pos *x)
+{
+    double least = 0;
+    uint64_t s;
+
+    for (s = set; s != 0; s &= s - 1) {
+        unsigned j = (unsigned)__builtin_ctzll(s);
+        const struct fast_peer *p = fast_find(f, fast_key(v->tenant, v->holders[j]));
+        x[j].free = (long)floor(p != NULL ? p->w : FAST_W0) - (long)(p != NULL ? p->out : 0);
+        x[j].srtt = p != NULL ? p->srtt : 0;
+        x[j].cls = v->k == 1 || (v->want >> j & 1) ? 0 : j < v->k ? 1 : 2;
+        x[j].tie = fast_mix(rand + (j + 1) * 0x9e3779b97f4a7c15ull);
+        if (x[j].free >= 1 && x[j].srtt > 0 && (least == 0 || x[j].srtt < least)) {
+            least = x[j].srtt;
+        }
+    }
+    for (s = set; s != 0; s &= s - 1) {
+        unsigned j = (unsigned)__builtin_ctzll(s);
+        x[j].slow = v->k > 1 && least > 0 && x[j].srtt > FAST_MARGIN * least;
+    }
+}
+
+/* Position j takes a slot of its node's window for every position there. */
+static void
+fast_take(const struct pol_rs_view *v, uint64_t set, unsigned j, struct fast_pos *x)
+{
+    for (; set != 0; set &= set - 1) {
+        unsigned i = (unsigned)__builtin_ctzll(set);
+        if (v->holders[i] == v->holders[j]) {
+            x[i].free--;
+        }
+    }
+}
+
+static int
+fast_better(const struct fast_pos *a, const struct fast_pos *b)
+{
+    if (a->slow != b->slow) {
+        return b->slow;
+    }
+    if (a->cls != b->cls) {
+        return a->cls < b->cls;
+    }
+    if (a->free != b->free) {
+        return a->free > b->free;
+    }
+    return a->tie < b->tie;
+}
+
+/* Up to need positions of set, best first; room: only while they have a
+ * free slot. */
+static uint64_t
+fast_pick(const struct pol_rs_view *v, uint64_t set, int need, int room, struct fast_pos *x)
+{
+    uint64_t pick = 0, s;
+
+    for (; need > 0; need--) {
+        int best = -1;
+        for (s = set & ~pick; s != 0; s &= s - 1) {
+            int j = __builtin_ctzll(s);
+            if ((!room || x[j].free >= 1) && (best < 0 || fast_better(&x[j], &x[best]))) {
+                best = j;
+            }
+        }
+        if (best < 0) {
+            break;
+        }
+        pick |= 1ull << best;
+        fast_take(v, set, (unsigned)best, x);
+    }
+    return pick;
+}
+
+static int
+fast_choose(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now_ns, uint64_t rand,
+            uint64_t *ask)
+{
+    const struct fast *f = rs->priv;
+    struct fast_pos x[64];
+    uint64_t cand = v->usable & ~(v->present | v->out | v->failed | v->excl);
+    uint64_t coming = v->out & ~v->slow;
+    uint64_t direct = v->want & ~v->present & ~coming;
+    int need = (int)v->k - __builtin_popcountll(v->present | coming);
+    uint64_t pick;
+
+    (void)now_ns;
+    *ask = 0;
+    if (direct == 0 || need <= 0) {
+        return 0;
+    }
+    /* Fewer GETs than a rebuild: the wanted chunks. */
+    if (v->k > 1 && (direct & ~cand) == 0 && __builtin_popcountll(direct) < need) {
+        cand = direct;
+        need = __builtin_popcountll(direct);
+    }
+    fast_positions(f, v, cand, rand, x);
+    pick = fast_pick(v, cand, need, 1, x);
+    if (pick == 0) {
+        /* Held only while a window may open: some GET is out, and enough
+         * holders are left to serve the read. */
+        if (f->nout > 0 && __builtin_popcountll(cand) >= need) {
+            return -EAGAIN;
+        }
+        fast_positions(f, v, cand, rand, x);
+        pick = fast_pick(v, cand, need, 0, x);
+    }
+    *ask = pick;
+    return 0;
+}
+
+static void
+fast_on_send(struct pol_rs *rs, uint32_t tenant, uint32_t node, uint32_t bytes, uint64_t now_ns)
+{
+    struct fast *f = rs->priv;
+    struct fast_peer *p = fast_get(f, tenant, node, now_ns);
+
+    (void)bytes;
+    f->nout++;
+    if (p != NULL) {
+        p->out++;
+        p->last_ns = now_ns;
+    }
+}
+
+static void
+fast_on_done(struct pol_rs *rs, uint32_t tenant, uint32_t node, uint32_t bytes, uint64_t rtt_ns,
+             enum pol_rs_outcome outcome, uint64_t now_ns)
+{
+    struct fast *f = rs->priv;
+    struct fast_peer *p = fast_find(f, fast_key(tenant, node));
+
+    (void)bytes;
+    if (f->nout > 0) {
+        f->nout--;
+    }
+    if (p == NULL || p->out == 0) {
+        return; /* its send was not tracked */
+    }
+    p->out--;
+    p->last_ns = now_ns;
+    if (outcome == POL_RS_FAILED) {
+        p->w = p->w / 2 < FAST_WMIN ? FAST_WMIN : p->w / 2;
+    }
+    if (outcome == POL_RS_ANSWERED) {
+        fast_sample(p, rtt_ns, 1, now_ns);
+    } else if (p->srtt > 0 && (double)rtt_ns > p->srtt) {
+        fast_sample(p, rtt_ns, 0, now_ns);
+    }
+}
+
+/* How long after its ask a holder on node counts slow. */
+static uint64_t
+fast_deadline(const struct fast *f, const struct pol_rs_cfg *cfg, uint32_t tenant, uint32_t node)
+{
+    const struct fast_peer *p = fast_find(f, fast_key(tenant, node));
+    double d;
+
+    if (p == NULL || p->srtt == 0) {
+        return cfg->slow_ns;
+    }
+    d = p->srtt + 4 * p->rttvar;
+    if (d < (double)FAST_FLOOR_NS) {
+        d = (double)FAST_FLOOR_NS;
+    }
+    return d < (double)cfg->slow_ns ? (uint64_t)d : cfg->slow_ns;
+}
+
+static uint64_t
+fast_overdue(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now_ns, uint64_t *next_ns)
+{
+    const struct fast *f = rs->priv;
+    uint64_t due = 0, s;
+
+    *next_ns = 0;
+    if (rs->cfg.slow_ns == 0) {
+        return 0;
+    }
+    for (s = v->out & ~v->slow; s != 0; s &= s - 1) {
+        unsigned j = (unsigned)__builtin_ctzll(s);
+        uint64_t at = v->asked_ns[j] + fast_deadline(f, &rs->cfg, v->tenant, v->holders[j]);
+        if (now_ns >= at) {
+            due |= 1ull << j;
+        } else if (*next_ns == 0 || at < *next_ns) {
+            *next_ns = at;
+        }
+    }
+    return due;
+}
+
+static void
+fast_peers(struct pol_rs *rs, void (*cb)(void *arg, const struct pol_rs_peer *p), void *arg)
+{
+    const struct fast *f = rs->priv;
+    size_t i;
+
+    for (i = 0; i < f->cap; i++) {
+        const struct fast_peer *p = &f->tab[i];
+        uint64_t base = fast_base(p);
+        if (!p->used) {
+            continue;
+        }
+        struct pol_rs_peer info = {
+            .tenant = (uint32_t)(p->key >> 32),
+            .node = (uint32_t)p->key,
+            .out = p->out,
+            .window = p->w,
+            .rtt_ns = (uint64_t)p->srtt,
+            .rttvar_ns = (uint64_t)p->rttvar,
+            .base_ns = base == FAST_NONE ? 0 : base,
+        };
+        cb(arg, &info);
+    }
+}
+
+const struct pol_rs_ops pol_rs_fast_ops = {
+    .name = "fast",
+    .create = fast_create,
+    .destroy = fast_destroy,
+    .choose = fast_choose,
+    .on_send = fast_on_send,
+    .on_done = fast_on_done,
+    .overdue = fast_overdue,
+    .peers = fast_peers,
+};
