@@ -110,7 +110,7 @@ qparam_cmp(const void *a, const void *b, void *arg)
 int
 gw_s3_canonical_query(struct cm_buf *b, const char *query, size_t len, int presigned)
 {
-    struct qparam *ps = NULL;
+    struct qparam ps[GW_S3_QUERY_PARAMS_MAX]; /* 4 KiB: no allocation per request */
     struct cm_buf s;
     size_t np = 0, i = 0;
     int ret = 0;
@@ -141,9 +141,6 @@ gw_s3_canonical_query(struct cm_buf *b, const char *query, size_t len, int presi
             p.val_len = s.len - p.val_off;
             if (!(presigned && p.name_len == 15 &&
                   memcmp(s.p + p.name_off, "X-Amz-Signature", 15) == 0)) {
-                if (ps == NULL) {
-                    ps = cm_malloc(GW_S3_QUERY_PARAMS_MAX * sizeof(*ps));
-                }
                 ps[np++] = p;
             }
         }
@@ -161,7 +158,6 @@ gw_s3_canonical_query(struct cm_buf *b, const char *query, size_t len, int presi
         cm_buf_append(b, s.p + ps[i].val_off, ps[i].val_len);
     }
 out:
-    free(ps);
     cm_buf_fini(&s);
     return ret;
 }
