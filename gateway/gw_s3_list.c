@@ -381,6 +381,10 @@ s3_list_objects(struct s3_req *q)
 
     q->x = l;
     q->x_free = listing_free;
+    if ((rc = s3_bucket_get(q, q->rt.bucket, q->rt.blen, NULL)) != 0) {
+        rc == CM_E_NOTFOUND ? s3_fail(q, GW_S3_E_NO_SUCH_BUCKET, NULL) : s3_fail_rc(q, rc);
+        return;
+    }
     l->q = q;
     l->blen = q->rt.blen;
     cm_buf_init(&l->arena);

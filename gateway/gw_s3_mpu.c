@@ -787,6 +787,10 @@ s3_list_uploads(struct s3_req *q)
         return;
     }
     url = s3_query(q, "encoding-type", v, sizeof(v)) == 1 && strcmp(v, "url") == 0;
+    if ((rc = s3_bucket_get(q, q->rt.bucket, q->rt.blen, NULL)) != 0) {
+        rc == CM_E_NOTFOUND ? s3_fail(q, GW_S3_E_NO_SUCH_BUCKET, NULL) : s3_fail_rc(q, rc);
+        return;
+    }
     max = max > 1000 ? 1000 : max;
     l.plen = strlen(prefix);
     dlen = strlen(delim);

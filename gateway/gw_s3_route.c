@@ -584,17 +584,64 @@ static const char *const kept[] = {
     "content-language", "cache-control",    "expires",
 };
 
+/* Content-Encoding without the aws-chunked token, which describes the
+ * request's framing, not the object (S3 drops it too), into out[cap]. */
+static void
+strip_aws_chunked(const char *v, char *out, size_t cap)
+{
+    size_t n = 0;
+
+    out[0] = '\0';
+    while (*v != '\0') {
+        const char *s, *e;
+
+        while (*v == ' ' || *v == '\t' || *v == ',') {
+            v++;
+        }
+        s = v;
+        while (*v != '\0' && *v != ',') {
+            v++;
+        }
+        e = v;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t')) {
+            e--;
+        }
+        if (e == s || ((size_t)(e - s) == 11 && strncasecmp(s, "aws-chunked", 11) == 0)) {
+            continue;
+        }
+        if (n + (size_t)(e - s) + 3 > cap) {
+            break;
+        }
+        if (n > 0) {
+            out[n++] = ',';
+            out[n++] = ' ';
+        }
+        memcpy(out + n, s, (size_t)(e - s));
+        n += (size_t)(e - s);
+        out[n] = '\0';
+    }
+}
+
 enum gw_s3_err
 gw_s3_hdrs_add(struct cm_buf *blob, size_t *meta_bytes, const char *name, const char *value)
 {
     size_t nl = strlen(name), vl = strlen(value);
     int meta = nl > 11 && strncasecmp(name, "x-amz-meta-", 11) == 0, keep = meta;
+    char enc[GW_S3_HDRS_MAX];
 
     for (size_t i = 0; !keep && i < sizeof(kept) / sizeof(kept[0]); i++) {
         keep = strcasecmp(name, kept[i]) == 0;
     }
     if (!keep) {
         return GW_S3_OK;
+    }
+    if (strcasecmp(name, "content-encoding") == 0) {
+        strip_aws_chunked(value, enc, sizeof(enc));
+        if (enc[0] == '\0') {
+            return GW_S3_OK;
+        }
+        value = enc;
+        vl = strlen(enc);
     }
     for (size_t i = 0; i < vl; i++) {
         unsigned char c = (unsigned char)value[i];

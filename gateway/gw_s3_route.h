@@ -144,7 +144,9 @@ enum gw_s3_err gw_s3_copy_source(const char *hdr, struct gw_s3_route *out, const
 /*
  * The response headers an object keeps, as "name\0value\0" pairs in blob:
  * Content-Type, Content-Encoding, Content-Disposition, Content-Language,
- * Cache-Control, Expires and every x-amz-meta-* (names lowercased). Call
+ * Cache-Control, Expires and every x-amz-meta-* (names lowercased);
+ * Content-Encoding without its aws-chunked token (the request's framing,
+ * dropped as S3 drops it; nothing kept when nothing else is left). Call
  * for each request header; others are ignored. GW_S3_OK, or
  * MetadataTooLarge (user metadata over 2 KB, or the blob over
  * GW_S3_HDRS_MAX), InvalidArgument (a value with a control character).

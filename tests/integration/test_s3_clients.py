@@ -429,12 +429,14 @@ def semantics(t, x):
          "PUT into a missing bucket")
     t.eq(code_of(s.delete_object, Bucket="sem", Key="none"), "OK", "DELETE of nothing")
     t.eq(code_of(s.head_bucket, Bucket="nobkt"), "404", "HeadBucket of a missing bucket")
+    t.eq(code_of(s.list_objects_v2, Bucket="nobkt"), "NoSuchBucket", "listing a missing bucket")
 
     r = s.put_object(Bucket="sem", Key="doc.txt", Body=b"hello world", ContentType="text/plain",
-                     Metadata={"color": "blue"}, CacheControl="max-age=60")
+                     Metadata={"color": "blue"}, CacheControl="max-age=60",
+                     ContentEncoding="identity")
     h = s.head_object(Bucket="sem", Key="doc.txt")
-    t.eq((h["ContentType"], h["Metadata"], h["CacheControl"], h["ETag"]),
-         ("text/plain", {"color": "blue"}, "max-age=60", r["ETag"]), "stored headers")
+    t.eq((h["ContentType"], h["Metadata"], h["CacheControl"], h["ContentEncoding"], h["ETag"]),
+         ("text/plain", {"color": "blue"}, "max-age=60", "identity", r["ETag"]), "stored headers")
     t.eq(h["ETag"].strip('"'), hashlib.md5(b"hello world").hexdigest(), "ETag is the MD5")
     t.check(abs(h["LastModified"].timestamp() - time.time()) < 120, "Last-Modified is now")
     for kw, want in ((dict(IfNoneMatch=r["ETag"]), "304"), (dict(IfMatch='"0"'),
@@ -578,6 +580,62 @@ def raw_signed(x, method, path, body=b"", headers=None, host=None, secret=None, 
         conn.close()
 
 
+def chunked_put(x, path, data, chunk=65536, trailer=False, bad_sig=False, bad_crc=False):
+    """A PUT with an aws-chunked body signed by hand: chained chunk
+    signatures (STREAMING-AWS4-HMAC-SHA256-PAYLOAD) or, with trailer, no
+    signatures and a CRC32 trailer (STREAMING-UNSIGNED-PAYLOAD-TRAILER)."""
+    import base64
+    import binascii
+    import hmac
+
+    def h(k, m):
+        return hmac.new(k, m.encode(), hashlib.sha256).digest()
+
+    amzdate = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    scope = "%s/us-east-1/s3/aws4_request" % amzdate[:8]
+    mode = "STREAMING-UNSIGNED-PAYLOAD-TRAILER" if trailer else "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+    chunks = [data[i:i + chunk] for i in range(0, len(data), chunk)] + [b""]
+    crc = binascii.crc32(data) ^ (1 if bad_crc else 0)
+    b64crc = base64.b64encode(crc.to_bytes(4, "big")).decode()
+    hdrs = {"host": "127.0.0.1:%d" % x.c.s3_port, "x-amz-date": amzdate,
+            "x-amz-content-sha256": mode, "content-encoding": "aws-chunked",
+            "x-amz-decoded-content-length": str(len(data))}
+    if trailer:
+        hdrs["x-amz-trailer"] = "x-amz-checksum-crc32"
+    signed = sorted(hdrs)
+    canon = "\n".join(["PUT", path, "", "".join("%s:%s\n" % (k, hdrs[k]) for k in signed),
+                       ";".join(signed), mode])
+    sts = "\n".join(["AWS4-HMAC-SHA256", amzdate, scope, hashlib.sha256(canon.encode()).hexdigest()])
+    key = h(h(h(h(("AWS4" + x.secret).encode(), amzdate[:8]), "us-east-1"), "s3"), "aws4_request")
+    prev = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+    hdrs["authorization"] = ("AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s"
+                             % (x.akid, scope, ";".join(signed), prev))
+    body = b""
+    for c in chunks:
+        if trailer:
+            body += b"%x\r\n" % len(c) + (c + b"\r\n" if c else b"")
+            continue
+        csts = "\n".join(["AWS4-HMAC-SHA256-PAYLOAD", amzdate, scope, prev,
+                          hashlib.sha256(b"").hexdigest(), hashlib.sha256(c).hexdigest()])
+        prev = hmac.new(key, csts.encode(), hashlib.sha256).hexdigest()
+        if bad_sig and c:
+            prev = "0" * 64
+        body += b"%x;chunk-signature=%s\r\n" % (len(c), prev.encode()) + c + b"\r\n"
+    if trailer:
+        body += b"x-amz-checksum-crc32:" + b64crc.encode() + b"\r\n\r\n"
+    conn = http.client.HTTPConnection("127.0.0.1", x.c.s3_port, timeout=30)
+    try:
+        conn.putrequest("PUT", path, skip_host=True, skip_accept_encoding=True)
+        for k, v in hdrs.items():
+            conn.putheader(k, v)
+        conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
 def protocol(t, x):
     s = x.boto()
     s.create_bucket(Bucket="vhost")
@@ -602,6 +660,24 @@ def protocol(t, x):
     st_, h, body = raw_signed(x, "PUT", "/vhost/new.txt", b"newer", headers={
         "If-Match": '"%s"' % hashlib.md5(b"new").hexdigest()})
     t.eq(st_, 200, "PUT If-Match its ETag")
+    # aws-chunked bodies, decoded in place: signed chunks, and an unsigned CRC32 trailer
+    data = os.urandom(200000)
+    st_, body = chunked_put(x, "/vhost/chunked.bin", data)
+    t.eq(st_, 200, "a signed aws-chunked PUT: %r" % body[:300])
+    g = s.get_object(Bucket="vhost", Key="chunked.bin")
+    t.check(g["Body"].read() == data, "the aws-chunked object's bytes")
+    t.eq((g["ETag"].strip('"'), g.get("ContentEncoding")), (hashlib.md5(data).hexdigest(), None),
+         "aws-chunked: MD5 ETag, no Content-Encoding kept")
+    st_, body = chunked_put(x, "/vhost/trailer.bin", data[:70001], chunk=8192, trailer=True)
+    t.eq(st_, 200, "an unsigned aws-chunked PUT with a CRC32 trailer: %r" % body[:300])
+    t.check(s.get_object(Bucket="vhost", Key="trailer.bin")["Body"].read() == data[:70001],
+            "the trailer object's bytes")
+    st_, body = chunked_put(x, "/vhost/badsig.bin", data, bad_sig=True)
+    t.eq((st_, s3_error_code(body)), (403, "SignatureDoesNotMatch"), "a bad chunk signature")
+    st_, body = chunked_put(x, "/vhost/badcrc.bin", data, trailer=True, bad_crc=True)
+    t.eq((st_, s3_error_code(body)), (400, "BadDigest"), "a bad trailer checksum")
+    for k in ("badsig.bin", "badcrc.bin"):
+        t.eq(raw_signed(x, "HEAD", "/vhost/" + k)[0], 404, "a refused aws-chunked PUT left %s" % k)
     # a payload that is not what was signed
     st_, h, body = raw_signed(x, "PUT", "/vhost/sha.txt", b"abc", send=b"abd")
     t.eq((st_, s3_error_code(body)), (400, "XAmzContentSHA256Mismatch"), "SHA-256 mismatch")

@@ -276,6 +276,19 @@ test_hdrs(void)
     CHECK(memcmp(b.p, "content-type\0text/plain\0x-amz-meta-color\0blue\0", b.len) == 0);
     CHECK_EQ_INT(meta, 9);
     CHECK_EQ_INT(gw_s3_hdrs_add(&b, &meta, "x-amz-meta-bad", "a\nb"), GW_S3_E_INVALID_ARGUMENT);
+    /* aws-chunked is the request's framing, not the object's encoding */
+    {
+        struct cm_buf e;
+        size_t m2 = 0;
+
+        cm_buf_init(&e);
+        CHECK_EQ_INT(gw_s3_hdrs_add(&e, &m2, "Content-Encoding", "aws-chunked"), GW_S3_OK);
+        CHECK_EQ_INT(e.len, 0);
+        CHECK_EQ_INT(gw_s3_hdrs_add(&e, &m2, "Content-Encoding", " gzip ,AWS-Chunked, br"),
+                     GW_S3_OK);
+        CHECK(e.len == 26 && memcmp(e.p, "content-encoding\0gzip, br\0", 26) == 0);
+        cm_buf_fini(&e);
+    }
     memset(big, 'v', sizeof(big) - 1);
     big[sizeof(big) - 1] = '\0';
     CHECK_EQ_INT(gw_s3_hdrs_add(&b, &meta, "x-amz-meta-a", big), GW_S3_OK);
