@@ -6,9 +6,9 @@
  *           S3 front door -> HTTP (tenant API, then S3).
  * Shutdown (SIGTERM/SIGINT, waited for with sigwait on the main thread):
  *           stop both HTTP listeners (in-flight requests finish) -> drain
- *           -> stop polling -> flush commits -> destroy the engine -> stop
- *           the S3 front door's copy worker and the committer -> close
- *           LMDB.
+ *           -> stop the S3 front door's copy worker -> stop polling ->
+ *           flush commits -> destroy the engine -> stop the committer ->
+ *           close LMDB.
  */
 #include <errno.h>
 #include <limits.h>
@@ -223,10 +223,10 @@ main(int argc, char **argv)
     cm_http_stop(http, 2 * cfg.io_timeout_ms + 1000);
     cm_http_stop(s3http, 2 * cfg.io_timeout_ms + 1000);
     gw_front_drain(front, 2 * cfg.io_timeout_ms + 1000);
+    gw_s3_destroy(s3); /* runs the copies it holds, while the engine is up */
     gw_state_stop(state);
     gw_front_quiesce(front);
     gw_engine_destroy(engine);
-    gw_s3_destroy(s3);
     gw_front_destroy(front);
     gw_state_destroy(state);
     gw_meta_close(meta);
