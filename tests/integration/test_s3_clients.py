@@ -767,4 +767,4 @@ def main(t):
 
 
 if __name__ == "__main__":
-    st.run(main, timeout=420)
+    st.run(main, timeout=270)
