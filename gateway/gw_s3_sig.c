@@ -168,20 +168,24 @@ gw_s3_query_get(const char *q, size_t len, const char *name, char *out, size_t c
     size_t i = 0, nl = strlen(name);
 
     while (i < len) {
-        size_t end = i, eq, j, k = 0;
-        int match = 1;
+        const char *amp = memchr(q + i, '&', len - i), *e;
+        size_t end = amp != NULL ? (size_t)(amp - q) : len, eq, j, k = 0;
+        int match;
 
-        while (end < len && q[end] != '&') {
-            end++;
+        e = memchr(q + i, '=', end - i);
+        eq = e != NULL ? (size_t)(e - q) : end;
+        if (memchr(q + i, '%', eq - i) == NULL) {
+            match = eq - i == nl && memcmp(q + i, name, nl) == 0; /* the usual case */
+        } else {
+            match = 1;
+            for (j = i; j < eq && match;) {
+                unsigned char c = pct_next(q, eq, &j);
+                match = k < nl && c == (unsigned char)name[k];
+                k++;
+            }
+            match = match && k == nl;
         }
-        for (eq = i; eq < end && q[eq] != '='; eq++) {
-        }
-        for (j = i; j < eq && match;) {
-            unsigned char c = pct_next(q, eq, &j);
-            match = k < nl && c == (unsigned char)name[k];
-            k++;
-        }
-        if (match && k == nl) {
+        if (match) {
             k = 0;
             for (j = eq + 1; j < end && eq < end;) {
                 if (k + 1 >= cap) {
