@@ -176,7 +176,7 @@ fail_extra(struct s3_req *q, enum gw_s3_err e, const char *msg, const struct gw_
 void
 s3_fail(struct s3_req *q, enum gw_s3_err e, const char *msg)
 {
-    struct gw_s3_xml_field extra[2];
+    struct gw_s3_xml_field extra[2] = {{NULL, NULL}, {NULL, NULL}};
     size_t n = 0;
 
     if (q->rt.blen > 0 && (e == GW_S3_E_NO_SUCH_BUCKET || e == GW_S3_E_BUCKET_NOT_EMPTY ||
@@ -472,7 +472,7 @@ static void auth_resumed(struct gw_state_wait *w);
 static void
 fail_auth(struct s3_req *q, enum gw_s3_err e, const struct gw_s3_sig_detail *d)
 {
-    struct gw_s3_xml_field extra[3];
+    struct gw_s3_xml_field extra[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
     size_t n = 0;
 
     if (d->access_key[0] != '\0' &&

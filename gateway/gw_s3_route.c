@@ -393,14 +393,13 @@ static int
 civil(int y, int mo, int d, const char *hms, int64_t *out)
 {
     int h, mi, sec;
-    char amz[17];
+    char amz[64]; /* the fields are in range; the compiler cannot tell */
 
     if (mo == 0 || num(hms, 2, 0, &h) || hms[2] != ':' || num(hms + 3, 2, 0, &mi) ||
         hms[5] != ':' || num(hms + 6, 2, 0, &sec) || y < 1970 || y > 9999) {
         return -1;
     }
-    snprintf(amz, sizeof(amz), "%04d%02d%02dT%02d%02d%02dZ", y % 10000, mo % 100, d % 100, h % 100,
-             mi % 100, sec % 100);
+    snprintf(amz, sizeof(amz), "%04d%02d%02dT%02d%02d%02dZ", y, mo, d, h, mi, sec);
     return gw_s3_parse_amz_date(amz, out);
 }
 
