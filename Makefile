@@ -18,11 +18,15 @@ build: deps
 run: build
 	@deploy/local/run-demo --build $(BUILD) --dir var
 
-test: build
-	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -LE perf -j 2
+# Every test but the long benchmarks and experiments (`make perf`, `ctest -L experiment`).
+TESTS ?= -LE 'perf|experiment'
 
+test: build
+	@cd $(BUILD) && ctest --output-on-failure --timeout 600 $(TESTS) -j 2
+
+# Unit, fuzz and the `sanitize` integration tests under ASan+UBSan.
 test-asan:
-	@$(MAKE) --no-print-directory test BUILD=build-asan \
+	@$(MAKE) --no-print-directory test BUILD=build-asan TESTS="-L 'unit|fuzz|sanitize'" \
 	    CMAKE_FLAGS="-DSHOAL_SANITIZE=ON -DSHOAL_WERROR=ON -DCMAKE_BUILD_TYPE=Debug"
 
 perf: build

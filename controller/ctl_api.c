@@ -6,8 +6,7 @@
  *
  * Every answer is JSON (errors {"error","message"}) except /healthz and
  * /metrics, and carries X-Request-Id. Reads render a ctl_snapshot outside
- * the state lock; placement rows are recomputed per read (ctl_place is
- * cheap: tenants x partitions x nodes hashes).
+ * the state lock; placement rows are ctl_pp's stored ones.
  */
 #include "ctl_api.h"
 
@@ -25,6 +24,7 @@
 #include "cm_metrics.h"
 #include "cm_time.h"
 #include "ctl_api_impl.h"
+#include "ctl_cost.h"
 #include "ctl_model.h"
 #include "ctl_state.h"
 
@@ -191,15 +191,14 @@ ctl_api_fair_init(struct ctl_api_fair *f, const struct ctl_snapshot *s)
 {
     struct ctl_fair_in *in = cm_calloc(s->ntenants + 1, sizeof(*in));
 
-    f->alloc = cm_calloc(s->ntenants + 1, sizeof(double));
-    f->demand = cm_calloc(s->ntenants + 1, sizeof(double));
+    f->alloc = cm_calloc(s->ntenants + 1, sizeof(*f->alloc));
+    f->counted = cm_calloc(s->ntenants + 1, sizeof(*f->counted));
     for (size_t i = 0; i < s->ntenants; i++) {
         in[i].weight = s->tenants[i].t.weight;
-        in[i].served = s->tenants[i].req_rate;
-        in[i].demand = s->tenants[i].req_rate + s->tenants[i].queued;
-        f->demand[i] = in[i].demand;
+        in[i].demand = s->tenants[i].demand;
+        in[i].served = s->tenants[i].share;
     }
-    ctl_fair_compute(in, s->ntenants, f->alloc, &f->sum);
+    ctl_fair_compute(in, s->ntenants, s->capacity, f->alloc, f->counted, &f->sum);
     free(in);
 }
 
@@ -207,7 +206,7 @@ void
 ctl_api_fair_fini(struct ctl_api_fair *f)
 {
     free(f->alloc);
-    free(f->demand);
+    free(f->counted);
 }
 
 /* ---- routing ---- */
@@ -249,12 +248,14 @@ route_tenant(struct ctl_api *a, struct cm_http_req *r, const char *m, const char
     size_t nlen = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
     char name[CTL_NAME_MAX + 1];
 
-    if (slash != NULL && strcmp(slash, "/keys") != 0 && s3 == NULL) {
+    int cost = slash != NULL && strcmp(slash, "/cost") == 0;
+
+    if (slash != NULL && strcmp(slash, "/keys") != 0 && s3 == NULL && !cost) {
         call_init(&c, a, r, OP_OTHER);
         ctl_reply_error(&c, 404, "not_found", "no such resource");
         return;
     }
-    call_init(&c, a, r, s3 != NULL ? OP_S3KEYS : slash != NULL ? OP_KEYS : OP_TENANT);
+    call_init(&c, a, r, s3 != NULL ? OP_S3KEYS : slash != NULL && !cost ? OP_KEYS : OP_TENANT);
     if (!ctl_valid_name(rest, nlen)) {
         ctl_reply_error(&c, 400, "bad_request", "tenant name must match [a-z0-9][a-z0-9-]{0,62}");
         return;
@@ -274,6 +275,12 @@ route_tenant(struct ctl_api *a, struct cm_http_req *r, const char *m, const char
             reply_method(&c, "DELETE");
         } else {
             ctl_admin_s3keys_delete(&c, name, s3 + 1);
+        }
+    } else if (cost) {
+        if (is_get(m)) {
+            ctl_admin_tenant_cost(&c, name);
+        } else {
+            reply_method(&c, "GET, HEAD");
         }
     } else if (slash != NULL) {
         if (strcmp(m, "POST") != 0) {
@@ -301,6 +308,7 @@ static const struct {
     {"/metrics", OP_METRICS, ctl_api_metrics},
     {"/v1/nodes", OP_NODES, ctl_admin_nodes},
     {"/v1/placement", OP_PLACEMENT, ctl_admin_placement},
+    {"/v1/placement/status", OP_PLACEMENT, ctl_admin_placement_status},
     {"/v1/fairness", OP_FAIRNESS, ctl_admin_fairness},
     {"/v1/internal/state", OP_STATE, ctl_internal_state},
 };
@@ -331,6 +339,28 @@ on_request(void *arg, struct cm_http_req *r)
         }
     } else if (strncmp(p, "/v1/tenants/", 12) == 0) {
         route_tenant(a, r, m, p + 12);
+    } else if (strncmp(p, "/v1/nodes/", 10) == 0 && strchr(p + 10, '/') != NULL &&
+               strcmp(strchr(p + 10, '/'), "/reclaim") == 0) {
+        call_init(&c, a, r, OP_NODES);
+        if (strcmp(m, "POST") == 0) {
+            ctl_admin_node_reclaim(&c, p + 10, (size_t)(strchr(p + 10, '/') - (p + 10)));
+        } else {
+            reply_method(&c, "POST");
+        }
+    } else if (strcmp(p, "/v1/placement/rebalance") == 0) {
+        call_init(&c, a, r, OP_PLACEMENT);
+        if (strcmp(m, "POST") == 0) {
+            ctl_admin_placement_rebalance(&c);
+        } else {
+            reply_method(&c, "POST");
+        }
+    } else if (strcmp(p, "/v1/internal/demand") == 0) {
+        call_init(&c, a, r, OP_DEMAND);
+        if (strcmp(m, "POST") == 0) {
+            ctl_internal_demand(&c);
+        } else {
+            reply_method(&c, "POST");
+        }
     } else if (strcmp(p, "/v1/internal/heartbeat") == 0) {
         call_init(&c, a, r, OP_HEARTBEAT);
         if (strcmp(m, "POST") == 0) {
@@ -353,9 +383,17 @@ ctl_api_start(struct ctl_state *st, const struct ctl_api_cfg *cfg, struct ctl_ap
     int rc;
 
     a->st = st;
+    a->sms = cfg->sms;
+    if (cfg->prices != NULL) {
+        a->prices = *cfg->prices;
+    } else {
+        ctl_prices_default(&a->prices);
+    }
+    a->pp = cfg->pp;
+    a->wa = cfg->wa;
     a->id_salt = (uint32_t)cm_random_u64();
     atomic_init(&a->next_req, 1);
-    if (strlen(cfg->token) >= sizeof(a->token) || cfg->token[0] == '\0') {
+    if (strlen(cfg->token) >= sizeof(a->token) || cfg->token[0] == '\0' || cfg->pp == NULL) {
         rc = CM_E_CONFIG;
         goto out;
     }

@@ -14,12 +14,20 @@
 #define CTL_API_H
 
 struct ctl_api;
+struct ctl_prices;
+struct ctl_sms;
+struct ctl_pp;
 struct ctl_state;
+struct ctl_wa;
 
 struct ctl_api_cfg {
     const char *listen; /* borrowed for the call */
     unsigned threads;
-    const char *token; /* admin token, copied */
+    const char *token;               /* admin token, copied */
+    struct ctl_pp *pp;               /* placement (ctl_pp.h); borrowed, must outlive the api */
+    struct ctl_wa *wa;               /* weight allocation; borrowed, must outlive the api */
+    struct ctl_sms *sms;             /* the pools' windows; borrowed, must outlive the api */
+    const struct ctl_prices *prices; /* copied; NULL: the defaults */
 };
 
 /* st is borrowed and must outlive the api. */

@@ -1,8 +1,9 @@
 /*
  * ctl_api_admin.c - the admin API of API.md: tenants (create, list, show,
- * change weight, delete), key rotation, and the nodes, placement and
- * fairness views. Inputs are checked here (400 with a message naming the
- * field); ctl_state does the writes.
+ * change weight, delete), key rotation, and the nodes and fairness views
+ * (placement: ctl_api_placement.c). Inputs are checked here (400 with a
+ * message naming the field); ctl_state does the writes, and a tenant change
+ * kicks WA (ctl_wa_kick) before it is answered.
  *
  * Threads: the cm_http threads; every handler answers its call once.
  */
@@ -16,8 +17,9 @@
 #include "cm_time.h"
 #include "ctl_api_impl.h"
 #include "ctl_model.h"
-#include "ctl_place.h"
+#include "ctl_pp.h"
 #include "ctl_state.h"
+#include "ctl_wa.h"
 
 /* Maps a ctl_state error to an answer. */
 static void
@@ -85,6 +87,38 @@ tenant_brief(const struct ctl_tenant *t)
                      t->weight);
 }
 
+/* {"<node id>": weight} of tenant id as the up nodes report it. */
+static json_t *
+local_weights(const struct ctl_snapshot *s, uint32_t id)
+{
+    json_t *j = json_object();
+    char nb[16];
+
+    for (size_t k = 0; k < s->nlocal; k++) {
+        if (s->local[k].tenant == id) {
+            snprintf(nb, sizeof(nb), "%u", s->local[k].node);
+            json_object_set_new(j, nb, json_real(s->local[k].weight));
+        }
+    }
+    return j;
+}
+
+/* Adds tenant i's live figures (rates, fair share) to j. */
+static void
+tenant_live(json_t *j, const struct ctl_snapshot *s, const struct ctl_api_fair *f, size_t i)
+{
+    const struct ctl_tenant_view *tv = &s->tenants[i];
+
+    json_object_update_new(
+        j, json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:f, s:o}",
+                     "served_requests_per_second", tv->req_rate, "served_bytes_per_second",
+                     tv->byte_rate, "queued", tv->queued, "demand_requests_per_second",
+                     tv->arr_req_rate, "demand_bytes_per_second", tv->arr_byte_rate, "demand",
+                     tv->demand, "allocation", f->alloc[i], "dominant_share", tv->share, "counted",
+                     f->counted[i], "queue_wait_seconds", tv->queue_wait, "local_weights",
+                     local_weights(s, tv->t.id)));
+}
+
 static json_t *
 tenant_full(const struct ctl_snapshot *s, const struct ctl_tenant_view *tv)
 {
@@ -93,89 +127,14 @@ tenant_full(const struct ctl_snapshot *s, const struct ctl_tenant_view *tv)
     json_t *j;
 
     ctl_api_fair_init(&f, s);
-    j = json_pack("{s:s, s:I, s:f, s:i, s:i, s:I, s:i, s:f, s:f, s:f, s:f, s:f}", "name",
-                  tv->t.name, "id", (json_int_t)tv->t.id, "weight", tv->t.weight, "ec_k",
-                  tv->t.ec_k, "ec_m", tv->t.ec_m, "created_ms", (json_int_t)tv->t.created_ms,
-                  "keys", tv->t.nkeys, "served_requests_per_second", tv->req_rate,
-                  "served_bytes_per_second", tv->byte_rate, "queued", tv->queued, "demand",
-                  f.demand[i], "allocation", f.alloc[i]);
+    j = json_pack("{s:s, s:I, s:f, s:i, s:i, s:I, s:i}", "name", tv->t.name, "id",
+                  (json_int_t)tv->t.id, "weight", tv->t.weight, "ec_k", tv->t.ec_k, "ec_m",
+                  tv->t.ec_m, "created_ms", (json_int_t)tv->t.created_ms, "keys", tv->t.nkeys);
+    tenant_live(j, s, &f, i);
     ctl_api_fair_fini(&f);
     return j;
 }
 
-/* Node ids of every registered node (up or down), caller frees. */
-static uint32_t *
-node_ids(const struct ctl_snapshot *s)
-{
-    uint32_t *ids = cm_calloc(s->nnodes + 1, sizeof(*ids));
-
-    for (size_t i = 0; i < s->nnodes; i++) {
-        ids[i] = s->nodes[i].n.id;
-    }
-    return ids;
-}
-
-static json_t *
-placement_rows(const struct ctl_snapshot *s, const struct ctl_tenant *t, const uint32_t *ids)
-{
-    json_t *rows = json_array();
-    uint32_t row[CTL_PLACE_MAX_WIDTH];
-
-    for (uint32_t p = 0; p < s->partitions; p++) {
-        size_t n = ctl_place_row(t->id, p, ids, s->nnodes, (size_t)(t->ec_k + t->ec_m), row);
-        json_t *jr = json_array();
-
-        for (size_t i = 0; i < n; i++) {
-            json_array_append_new(jr, json_integer(row[i]));
-        }
-        json_array_append_new(rows, jr);
-    }
-    return rows;
-}
-
-json_t *
-ctl_render_placement(const struct ctl_snapshot *s, int internal)
-{
-    uint32_t *ids = node_ids(s);
-    json_t *tenants = json_array();
-    json_t *j;
-
-    for (size_t i = 0; i < s->ntenants; i++) {
-        const struct ctl_tenant *t = &s->tenants[i].t;
-        json_t *jt =
-            json_pack("{s:s, s:I, s:i, s:i, s:o}", "name", t->name, "id", (json_int_t)t->id, "ec_k",
-                      t->ec_k, "ec_m", t->ec_m, "placement", placement_rows(s, t, ids));
-
-        if (internal) {
-            json_t *h = json_array();
-
-            for (int k = 0; k < t->nkeys; k++) {
-                json_array_append_new(h, json_string(t->key_hash[k]));
-            }
-            json_object_set_new(jt, "weight", json_real(t->weight));
-            json_object_set_new(jt, "key_hashes", h);
-        }
-        json_array_append_new(tenants, jt);
-    }
-    free(ids);
-    j = json_pack("{s:I, s:I, s:o}", "epoch", (json_int_t)s->epoch, "partitions",
-                  (json_int_t)s->partitions, "tenants", tenants);
-    if (internal) {
-        json_t *nodes = json_array();
-
-        for (size_t i = 0; i < s->nnodes; i++) {
-            const struct ctl_node_view *nv = &s->nodes[i];
-
-            json_array_append_new(nodes,
-                                  json_pack("{s:I, s:s, s:s, s:s, s:I}", "id", (json_int_t)nv->n.id,
-                                            "addr", nv->n.addr, "metrics_addr", nv->n.metrics_addr,
-                                            "state", nv->up ? "up" : "down", "incarnation",
-                                            (json_int_t)nv->n.incarnation));
-        }
-        json_object_set_new(j, "nodes", nodes);
-    }
-    return j;
-}
 
 static json_t *
 render_nodes(const struct ctl_snapshot *s)
@@ -191,6 +150,11 @@ render_nodes(const struct ctl_snapshot *s)
             (json_int_t)nv->used_bytes, "instances", (json_int_t)nv->instances, "incarnation",
             (json_int_t)nv->n.incarnation, "load", nv->load, "bytes_per_second", nv->byte_load);
 
+        json_object_update_new(
+            jn, json_pack("{s:o, s:f, s:f, s:f, s:f}", "sched",
+                          nv->sched[0] != '\0' ? json_string(nv->sched) : json_null(), "cap_ops",
+                          nv->cap_ops, "cap_bytes", nv->cap_bytes, "dominant_load", nv->share_load,
+                          "dominant_capacity", nv->capacity));
         json_object_set_new(jn, "last_seen_ms_ago",
                             nv->seen_ms_ago < 0 ? json_null() : json_integer(nv->seen_ms_ago));
         json_array_append_new(nodes, jn);
@@ -214,17 +178,18 @@ render_fairness(const struct ctl_snapshot *s)
     ctl_api_fair_init(&f, s);
     for (size_t i = 0; i < s->ntenants; i++) {
         const struct ctl_tenant_view *tv = &s->tenants[i];
+        json_t *jt = json_pack("{s:s, s:I, s:f}", "name", tv->t.name, "id", (json_int_t)tv->t.id,
+                               "weight", tv->t.weight);
 
-        json_array_append_new(
-            tenants, json_pack("{s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "name", tv->t.name, "id",
-                               (json_int_t)tv->t.id, "weight", tv->t.weight, "demand", f.demand[i],
-                               "allocation", f.alloc[i], "served_requests_per_second", tv->req_rate,
-                               "served_bytes_per_second", tv->byte_rate, "queued", tv->queued));
+        tenant_live(jt, s, &f, i);
+        json_array_append_new(tenants, jt);
     }
-    j = json_pack("{s:o, s:o, s:o, s:I, s:I}", "tenants", tenants, "min_max_ratio",
-                  maybe_real(f.sum.mmr_valid, f.sum.mmr), "jain_index",
+    j = json_pack("{s:o, s:o, s:o, s:o, s:I, s:f, s:f, s:I}", "tenants", tenants, "min_max_ratio",
+                  maybe_real(f.sum.mmr_valid, f.sum.mmr), "jain",
+                  maybe_real(f.sum.jain_valid, f.sum.jain), "jain_index",
                   maybe_real(f.sum.jain_valid, f.sum.jain), "active_tenants",
-                  (json_int_t)f.sum.active, "epoch", (json_int_t)s->epoch);
+                  (json_int_t)f.sum.counted, "capacity", s->capacity, "level", f.sum.level, "epoch",
+                  (json_int_t)s->epoch);
     ctl_api_fair_fini(&f);
     return j;
 }
@@ -260,6 +225,7 @@ ctl_admin_tenants_create(struct ctl_call *c)
         reply_state_error(c, rc, name);
         goto out;
     }
+    ctl_wa_kick(c->a->wa);
     ctl_reply_json(c, 201,
                    json_pack("{s:s, s:I, s:f, s:s, s:i, s:i}", "name", t.name, "id",
                              (json_int_t)t.id, "weight", t.weight, "key", key, "ec_k", t.ec_k,
@@ -293,7 +259,13 @@ ctl_admin_tenant_show(struct ctl_call *c, const char *name)
     if (tv == NULL) {
         reply_state_error(c, CM_E_NOTFOUND, name);
     } else {
-        ctl_reply_json(c, 200, tenant_full(&s, tv));
+        json_t *j = tenant_full(&s, tv);
+
+        if (j != NULL) {
+            ctl_api_wa_tenant(c->a->wa, &s, tv, j);
+            ctl_pool_render_tenant(c->a, tv->t.id, j);
+        }
+        ctl_reply_json(c, 200, j);
     }
     ctl_snapshot_fini(&s);
 }
@@ -316,6 +288,7 @@ ctl_admin_tenant_patch(struct ctl_call *c, const char *name)
         reply_state_error(c, rc, name);
         goto out;
     }
+    ctl_wa_kick(c->a->wa);
     ctl_admin_tenant_show(c, name);
 out:
     json_decref(o);
@@ -330,6 +303,7 @@ ctl_admin_tenant_delete(struct ctl_call *c, const char *name)
         reply_state_error(c, rc, name);
         return;
     }
+    ctl_wa_kick(c->a->wa);
     ctl_reply_raw(c, 204, "application/json", NULL, 0);
 }
 
@@ -348,26 +322,31 @@ ctl_admin_tenant_rotate(struct ctl_call *c, const char *name)
         c, 201, json_pack("{s:s, s:s, s:I}", "key", key, "name", t.name, "id", (json_int_t)t.id));
 }
 
-static json_t *
-render_placement_admin(const struct ctl_snapshot *s)
-{
-    return ctl_render_placement(s, 0);
-}
-
 void
 ctl_admin_nodes(struct ctl_call *c)
 {
-    ctl_reply_snapshot(c, render_nodes);
-}
+    struct ctl_snapshot s;
+    json_t *j;
 
-void
-ctl_admin_placement(struct ctl_call *c)
-{
-    ctl_reply_snapshot(c, render_placement_admin);
+    ctl_state_snapshot(c->a->st, cm_now_ns(), &s);
+    j = render_nodes(&s);
+    ctl_snapshot_fini(&s);
+    if (j != NULL) {
+        ctl_pool_render_nodes(c->a, j);
+    }
+    ctl_reply_json(c, 200, j);
 }
 
 void
 ctl_admin_fairness(struct ctl_call *c)
 {
-    ctl_reply_snapshot(c, render_fairness);
+    struct ctl_snapshot s;
+    json_t *j;
+
+    ctl_state_snapshot(c->a->st, cm_now_ns(), &s);
+    j = render_fairness(&s);
+    ctl_api_wa_fairness(c->a->wa, &s, j);
+    ctl_snapshot_fini(&s);
+    json_object_set_new(j, "pp", json_string(ctl_pp_policy(c->a->pp)));
+    ctl_reply_json(c, 200, j);
 }

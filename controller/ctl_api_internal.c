@@ -1,12 +1,14 @@
 /*
  * ctl_api_internal.c - the internal API of docs/internal-api.md: a node's
- * heartbeat (its figures in, the tenants' weights out) and the state a
- * gateway polls (tenants with key hashes and placement, nodes, and the S3
- * keys' date keys from ctl_api_s3keys.c).
+ * heartbeat (its figures in, every tenant's local weight at that node out,
+ * from ctl_wa.h; the elastic-memory fields in and out go through
+ * ctl_api_pool.c) and the state a gateway polls (tenants with key hashes
+ * and placement, nodes, and the S3 keys' date keys from ctl_api_s3keys.c).
  *
  * Threads: the cm_http threads; every handler answers its call once.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,25 @@
 #include "ctl_api_impl.h"
 #include "ctl_model.h"
 #include "ctl_state.h"
+#include "ctl_wa.h"
+
+/* A scheduler name: 1 to CTL_SCHED_MAX - 1 of [a-z0-9_-] (it becomes a
+ * label value and a table cell). */
+static int
+ctl_valid_sched(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n >= CTL_SCHED_MAX) {
+        return 0;
+    }
+    for (; *s != '\0'; s++) {
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' || *s == '-')) {
+            return 0;
+        }
+    }
+    return 1;
+}
 
 /* 0, or -1 after answering 400. Non-negative integer o[key] or absent. */
 static int
@@ -33,6 +54,53 @@ hb_u64(struct ctl_call *c, json_t *o, const char *key, uint64_t *out)
         return -1;
     }
     *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+/* 0, or -1 after answering 400. Finite non-negative number o[key] or absent
+ * (*out untouched). */
+static int
+hb_double(struct ctl_call *c, json_t *o, const char *key, double *out)
+{
+    json_t *v = json_object_get(o, key);
+
+    if (v == NULL) {
+        return 0;
+    }
+    if (!json_is_number(v) || !(json_number_value(v) >= 0) || !isfinite(json_number_value(v))) {
+        ctl_reply_error(c, 400, "bad_request", "%s must be a non-negative number", key);
+        return -1;
+    }
+    *out = json_number_value(v);
+    return 0;
+}
+
+/* One entry of "tenants" (docs/internal-api.md); 0, or -1 after answering
+ * 400. Arrivals a node does not report are its served counters. */
+static int
+hb_tenant(struct ctl_call *c, json_t *v, struct ctl_hb_tenant *t)
+{
+    if (hb_u64(c, v, "requests", &t->requests) < 0 || hb_u64(c, v, "bytes", &t->bytes) < 0 ||
+        hb_u64(c, v, "queued", &t->queued) < 0) {
+        return -1;
+    }
+    t->arrived_requests = t->requests;
+    t->arrived_bytes = t->bytes;
+    if ((json_object_get(v, "arrived_requests") != NULL &&
+         hb_u64(c, v, "arrived_requests", &t->arrived_requests) < 0) ||
+        (json_object_get(v, "arrived_bytes") != NULL &&
+         hb_u64(c, v, "arrived_bytes", &t->arrived_bytes) < 0) ||
+        hb_u64(c, v, "queue_waits", &t->queue_waits) < 0 ||
+        hb_double(c, v, "arrived_cost", &t->arrived_cost) < 0 ||
+        hb_double(c, v, "served_cost", &t->served_cost) < 0 ||
+        hb_double(c, v, "queue_wait_seconds", &t->queue_wait_s) < 0 ||
+        hb_double(c, v, "weight", &t->weight) < 0) {
+        return -1;
+    }
+    if (t->weight > CTL_WEIGHT_MAX) {
+        ctl_reply_error(c, 400, "bad_request", "weight must be <= %g", CTL_WEIGHT_MAX);
+        return -1;
+    }
     return 0;
 }
 
@@ -54,13 +122,39 @@ parse_tenant_id(const char *s, uint32_t *id)
     return 0;
 }
 
+/* The answer's weights: every tenant's local weight at node (WA's matrix,
+ * the global weight for a tenant or node it does not know yet). */
+static void
+hb_local_weights(struct ctl_wa *wa, uint32_t node, const struct ctl_snapshot *s, json_t *weights)
+{
+    uint32_t *ids = cm_malloc(s->ntenants * sizeof(*ids) + 1);
+    double *gw = cm_malloc(s->ntenants * sizeof(*gw) + 1);
+    double *w = cm_malloc(s->ntenants * sizeof(*w) + 1);
+
+    for (size_t i = 0; i < s->ntenants; i++) {
+        ids[i] = s->tenants[i].t.id;
+        gw[i] = s->tenants[i].t.weight;
+    }
+    ctl_wa_column(wa, node, ids, gw, s->ntenants, w);
+    for (size_t i = 0; i < s->ntenants; i++) {
+        char idb[16];
+
+        snprintf(idb, sizeof(idb), "%u", ids[i]);
+        json_object_set_new(weights, idb, json_real(w[i]));
+    }
+    free(ids);
+    free(gw);
+    free(w);
+}
+
 void
 ctl_internal_heartbeat(struct ctl_call *c)
 {
     json_t *o = ctl_body_object(c);
-    json_t *jn, *jt, *v, *ja, *jm, *weights;
+    json_t *jn, *jt, *v, *ja, *jm, *js, *weights, *ans;
     struct ctl_hb hb;
     struct ctl_hb_tenant *ts = NULL;
+    struct ctl_pool_in pin = {0};
     struct ctl_snapshot s;
     const char *tk;
     uint64_t id;
@@ -98,8 +192,18 @@ ctl_internal_heartbeat(struct ctl_call *c)
     if (hb_u64(c, jn, "capacity_bytes", &hb.node.capacity_bytes) < 0 ||
         hb_u64(c, jn, "incarnation", &hb.node.incarnation) < 0 ||
         hb_u64(c, jn, "used_bytes", &hb.used_bytes) < 0 ||
-        hb_u64(c, jn, "instances", &hb.instances) < 0) {
+        hb_u64(c, jn, "instances", &hb.instances) < 0 ||
+        hb_double(c, jn, "cap_ops", &hb.cap_ops) < 0 ||
+        hb_double(c, jn, "cap_bytes", &hb.cap_bytes) < 0) {
         goto out;
+    }
+    js = json_object_get(jn, "sched");
+    if (js != NULL && (!json_is_string(js) || !ctl_valid_sched(json_string_value(js)))) {
+        ctl_reply_error(c, 400, "bad_request", "node.sched must be a scheduler name");
+        goto out;
+    }
+    if (js != NULL) {
+        snprintf(hb.sched, sizeof(hb.sched), "%s", json_string_value(js));
     }
     jt = json_object_get(o, "tenants");
     if (jt != NULL && !json_is_object(jt)) {
@@ -115,13 +219,15 @@ ctl_internal_heartbeat(struct ctl_call *c)
             ctl_reply_error(c, 400, "bad_request", "tenants: bad entry for %.32s", tk);
             goto out;
         }
-        if (hb_u64(c, v, "requests", &t->requests) < 0 || hb_u64(c, v, "bytes", &t->bytes) < 0 ||
-            hb_u64(c, v, "queued", &t->queued) < 0) {
+        if (hb_tenant(c, v, t) < 0) {
             goto out;
         }
         hb.ntenants++;
     }
     hb.tenants = ts;
+    if (ctl_pool_parse(c, o, &hb, &pin) < 0) {
+        goto out;
+    }
     rc = ctl_state_heartbeat(c->a->st, &hb, cm_now_ns());
     if (rc < 0) {
         ctl_reply_error(c, 500, "internal", "node update failed: %s", cm_strerror(rc));
@@ -129,16 +235,15 @@ ctl_internal_heartbeat(struct ctl_call *c)
     }
     ctl_state_snapshot(c->a->st, cm_now_ns(), &s);
     weights = json_object();
-    for (size_t i = 0; i < s.ntenants; i++) {
-        char idb[16];
-
-        snprintf(idb, sizeof(idb), "%u", s.tenants[i].t.id);
-        json_object_set_new(weights, idb, json_real(s.tenants[i].t.weight));
+    hb_local_weights(c->a->wa, hb.node.id, &s, weights);
+    ans = json_pack("{s:I, s:o}", "epoch", (json_int_t)s.epoch, "weights", weights);
+    if (ans != NULL) {
+        ctl_pool_answer(c, &pin, &s, ans);
     }
-    ctl_reply_json(c, 200,
-                   json_pack("{s:I, s:o}", "epoch", (json_int_t)s.epoch, "weights", weights));
+    ctl_reply_json(c, 200, ans);
     ctl_snapshot_fini(&s);
 out:
+    ctl_pool_in_fini(&pin);
     free(ts);
     json_decref(o);
 }
@@ -150,7 +255,7 @@ ctl_internal_state(struct ctl_call *c)
     json_t *j;
 
     ctl_state_snapshot(c->a->st, cm_now_ns(), &s);
-    j = ctl_render_placement(&s, 1);
+    j = ctl_placement_json(c->a, &s, 1);
     ctl_snapshot_fini(&s);
     /* Keys read after the snapshot are at least as new as its epoch: a key
      * change a poll misses shows up with a larger epoch on the next one. */

@@ -3,11 +3,12 @@
  * ctl_state.h for the invariants).
  *
  * Rates: each (node, tenant) keeps the last cumulative counters a node
- * reported. A new report at least RATE_MIN_DT later turns the delta into
- * an instantaneous rate folded into an EWMA (RATE_ALPHA per report, i.e.
- * about a 1-2 s memory at one heartbeat a second). A counter that went
- * down means the node restarted: the baseline is reset, the rate kept.
- * Only up nodes count towards tenant rates and node load.
+ * reported (served and arrived requests, bytes and dominant cost, queue
+ * waits). A new report at least RATE_MIN_DT later turns the deltas into
+ * instantaneous rates folded into EWMAs (RATE_ALPHA per report, i.e. about
+ * a 1-2 s memory at one heartbeat a second). A counter that went down
+ * means the node restarted: the baseline is reset, the rates kept. Only up
+ * nodes count towards tenant rates, node load and the capacity.
  *
  * Naming: do_x() expects st->mu held; x() takes it.
  */
@@ -28,12 +29,17 @@
 #define RATE_ALPHA 0.5
 #define RATE_MIN_DT_NS 200000000ull
 
+/* The cumulative counters of a (node, tenant) that become rates. */
+enum { C_REQ, C_BYTES, C_ARR_REQ, C_ARR_BYTES, C_ARR_COST, C_COST, C_QW_S, C_QW_N, C_N };
+
 struct ntstat {
     uint32_t tenant;
-    int primed; /* req_rate/byte_rate hold a measurement */
-    uint64_t req, bytes, queued;
-    uint64_t t_ns; /* when req/bytes were taken */
-    double req_rate, byte_rate;
+    int primed; /* rate[] holds a measurement */
+    uint64_t queued;
+    double weight; /* local weight as reported; 0: not reported */
+    uint64_t t_ns; /* when last[] was taken */
+    double last[C_N];
+    double rate[C_N];
 };
 
 struct node_rec {
@@ -41,6 +47,8 @@ struct node_rec {
     int up;
     uint64_t last_seen_ns; /* 0: never since start */
     uint64_t used_bytes, instances;
+    char sched[CTL_SCHED_MAX];
+    double cap_ops, cap_bytes;
     size_t nstats;
     struct ntstat *stats;
 };
@@ -392,8 +400,19 @@ do_node_entry(struct ctl_state *st, uint32_t id, int *created)
 static void
 do_fold_stats(struct node_rec *nr, const struct ctl_hb_tenant *ht, uint64_t now_ns)
 {
+    const double v[C_N] = {
+        [C_REQ] = (double)ht->requests,
+        [C_BYTES] = (double)ht->bytes,
+        [C_ARR_REQ] = (double)ht->arrived_requests,
+        [C_ARR_BYTES] = (double)ht->arrived_bytes,
+        [C_ARR_COST] = ht->arrived_cost,
+        [C_COST] = ht->served_cost,
+        [C_QW_S] = ht->queue_wait_s,
+        [C_QW_N] = (double)ht->queue_waits,
+    };
     struct ntstat *s = NULL;
     double dt;
+    int k;
 
     for (size_t i = 0; i < nr->nstats; i++) {
         if (nr->stats[i].tenant == ht->id) {
@@ -406,14 +425,15 @@ do_fold_stats(struct node_rec *nr, const struct ctl_hb_tenant *ht, uint64_t now_
         s = &nr->stats[nr->nstats++];
         memset(s, 0, sizeof(*s));
         s->tenant = ht->id;
-        s->req = ht->requests;
-        s->bytes = ht->bytes;
+        memcpy(s->last, v, sizeof(v));
         s->t_ns = now_ns;
     }
     s->queued = ht->queued;
-    if (ht->requests < s->req || ht->bytes < s->bytes) {
-        s->req = ht->requests;
-        s->bytes = ht->bytes;
+    s->weight = ht->weight;
+    for (k = 0; k < C_N && v[k] >= s->last[k]; k++) {
+    }
+    if (k < C_N) {
+        memcpy(s->last, v, sizeof(v));
         s->t_ns = now_ns;
         return;
     }
@@ -421,16 +441,13 @@ do_fold_stats(struct node_rec *nr, const struct ctl_hb_tenant *ht, uint64_t now_
         return;
     }
     dt = (double)(now_ns - s->t_ns) / 1e9;
-    {
-        double rr = (double)(ht->requests - s->req) / dt;
-        double br = (double)(ht->bytes - s->bytes) / dt;
+    for (k = 0; k < C_N; k++) {
+        double r = (v[k] - s->last[k]) / dt;
 
-        s->req_rate = s->primed ? RATE_ALPHA * rr + (1 - RATE_ALPHA) * s->req_rate : rr;
-        s->byte_rate = s->primed ? RATE_ALPHA * br + (1 - RATE_ALPHA) * s->byte_rate : br;
+        s->rate[k] = s->primed ? RATE_ALPHA * r + (1 - RATE_ALPHA) * s->rate[k] : r;
     }
     s->primed = 1;
-    s->req = ht->requests;
-    s->bytes = ht->bytes;
+    memcpy(s->last, v, sizeof(v));
     s->t_ns = now_ns;
 }
 
@@ -477,6 +494,10 @@ ctl_state_heartbeat(struct ctl_state *st, const struct ctl_hb *hb, uint64_t now_
     nr->last_seen_ns = now_ns;
     nr->used_bytes = hb->used_bytes;
     nr->instances = hb->instances;
+    memcpy(nr->sched, hb->sched, sizeof(nr->sched));
+    nr->sched[sizeof(nr->sched) - 1] = '\0';
+    nr->cap_ops = hb->cap_ops;
+    nr->cap_bytes = hb->cap_bytes;
     for (size_t i = 0; i < hb->ntenants; i++) {
         do_fold_stats(nr, &hb->tenants[i], now_ns);
     }
@@ -505,9 +526,72 @@ view_by_id(struct ctl_snapshot *s, uint32_t id)
     return NULL;
 }
 
+/* Adds node nr's figures (an up node) to its view nv, the tenants' views
+ * and the local weights; qw accumulates each tenant's queue-wait rates
+ * (seconds, count) by view index. */
+static void
+do_snapshot_node(const struct node_rec *nr, struct ctl_node_view *nv, struct ctl_snapshot *out,
+                 double *qw)
+{
+    for (size_t j = 0; j < nr->nstats; j++) {
+        const struct ntstat *s = &nr->stats[j];
+        struct ctl_tenant_view *tv = view_by_id(out, s->tenant);
+        size_t ti;
+
+        nv->load += s->rate[C_REQ];
+        nv->byte_load += s->rate[C_BYTES];
+        nv->share_load += s->rate[C_COST];
+        if (tv == NULL) {
+            continue;
+        }
+        ti = (size_t)(tv - out->tenants);
+        tv->req_rate += s->rate[C_REQ];
+        tv->byte_rate += s->rate[C_BYTES];
+        tv->queued += (double)s->queued;
+        tv->arr_req_rate += s->rate[C_ARR_REQ];
+        tv->arr_byte_rate += s->rate[C_ARR_BYTES];
+        tv->demand += s->rate[C_ARR_COST];
+        tv->share += s->rate[C_COST];
+        qw[2 * ti] += s->rate[C_QW_S];
+        qw[2 * ti + 1] += s->rate[C_QW_N];
+        if (s->weight > 0) {
+            struct ctl_local_weight *lw = &out->local[out->nlocal++];
+
+            lw->node = nr->n.id;
+            lw->tenant = s->tenant;
+            lw->weight = s->weight;
+        }
+    }
+    /* With an emulated cap the node serves exactly one node's worth of
+     * capacity when busy; without, what it served is the estimate. */
+    nv->capacity = nr->cap_ops > 0 || nr->cap_bytes > 0 ? 1.0 : nv->share_load;
+    out->capacity += nv->capacity;
+}
+
+/* Node, then tenant order. */
+static int
+cmp_node_tenant(uint32_t xn, uint32_t xt, uint32_t yn, uint32_t yt)
+{
+    if (xn != yn) {
+        return xn < yn ? -1 : 1;
+    }
+    return xt < yt ? -1 : xt > yt;
+}
+
+static int
+cmp_local(const void *a, const void *b)
+{
+    const struct ctl_local_weight *x = a, *y = b;
+
+    return cmp_node_tenant(x->node, x->tenant, y->node, y->tenant);
+}
+
 void
 ctl_state_snapshot(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *out)
 {
+    size_t nlocal = 0;
+    double *qw;
+
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&st->mu);
     now_ns = do_clock(st, now_ns);
@@ -516,9 +600,14 @@ ctl_state_snapshot(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *o
     out->partitions = st->partitions;
     out->ntenants = st->ntenants;
     out->tenants = cm_calloc(st->ntenants ? st->ntenants : 1, sizeof(*out->tenants));
+    qw = cm_calloc(2 * st->ntenants + 1, sizeof(*qw));
     for (size_t i = 0; i < st->ntenants; i++) {
         out->tenants[i].t = st->tenants[i];
     }
+    for (size_t i = 0; i < st->nnodes; i++) {
+        nlocal += st->nodes[i].nstats;
+    }
+    out->local = cm_calloc(nlocal + 1, sizeof(*out->local));
     out->nnodes = st->nnodes;
     out->nodes = cm_calloc(st->nnodes ? st->nnodes : 1, sizeof(*out->nodes));
     for (size_t i = 0; i < st->nnodes; i++) {
@@ -529,24 +618,59 @@ ctl_state_snapshot(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *o
         nv->up = nr->up;
         nv->used_bytes = nr->used_bytes;
         nv->instances = nr->instances;
+        memcpy(nv->sched, nr->sched, sizeof(nv->sched));
+        nv->cap_ops = nr->cap_ops;
+        nv->cap_bytes = nr->cap_bytes;
         nv->seen_ms_ago = nr->last_seen_ns ? (int64_t)((now_ns - nr->last_seen_ns) / 1000000) : -1;
-        if (!nr->up) {
-            continue;
-        }
-        for (size_t j = 0; j < nr->nstats; j++) {
-            const struct ntstat *s = &nr->stats[j];
-            struct ctl_tenant_view *tv = view_by_id(out, s->tenant);
-
-            nv->load += s->req_rate;
-            nv->byte_load += s->byte_rate;
-            if (tv != NULL) {
-                tv->req_rate += s->req_rate;
-                tv->byte_rate += s->byte_rate;
-                tv->queued += (double)s->queued;
-            }
+        if (nr->up) {
+            do_snapshot_node(nr, nv, out, qw);
         }
     }
     pthread_mutex_unlock(&st->mu);
+    qsort(out->local, out->nlocal, sizeof(*out->local), cmp_local);
+    for (size_t i = 0; i < out->ntenants; i++) {
+        out->tenants[i].queue_wait = qw[2 * i + 1] > 0 ? qw[2 * i] / qw[2 * i + 1] : 0.0;
+    }
+    free(qw);
+}
+
+static int
+cmp_cell(const void *a, const void *b)
+{
+    const struct ctl_cell *x = a, *y = b;
+
+    return cmp_node_tenant(x->node, x->tenant, y->node, y->tenant);
+}
+
+size_t
+ctl_state_cells(struct ctl_state *st, struct ctl_cell **out)
+{
+    size_t n = 0, cap = 0;
+    struct ctl_cell *c;
+
+    pthread_mutex_lock(&st->mu);
+    for (size_t i = 0; i < st->nnodes; i++) {
+        cap += st->nodes[i].up ? st->nodes[i].nstats : 0;
+    }
+    c = cm_calloc(cap + 1, sizeof(*c));
+    for (size_t i = 0; i < st->nnodes; i++) {
+        const struct node_rec *nr = &st->nodes[i];
+
+        for (size_t j = 0; j < nr->nstats && nr->up; j++) {
+            const struct ntstat *s = &nr->stats[j];
+
+            c[n].node = nr->n.id;
+            c[n].tenant = s->tenant;
+            c[n].demand = s->rate[C_ARR_COST];
+            c[n].served = s->rate[C_COST];
+            c[n].wait = s->rate[C_QW_N] > 0 ? s->rate[C_QW_S] / s->rate[C_QW_N] : 0.0;
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&st->mu);
+    qsort(c, n, sizeof(*c), cmp_cell);
+    *out = c;
+    return n;
 }
 
 void
@@ -554,6 +678,7 @@ ctl_snapshot_fini(struct ctl_snapshot *snap)
 {
     free(snap->tenants);
     free(snap->nodes);
+    free(snap->local);
     memset(snap, 0, sizeof(*snap));
 }
 

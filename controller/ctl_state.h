@@ -38,25 +38,42 @@ struct ctl_state_cfg {
     const struct ctl_s3master *s3_master;
 };
 
-/* One node's heartbeat, parsed. tenants borrowed for the call. */
+/* One node's heartbeat, parsed. tenants borrowed for the call. Costs are
+ * dominant costs in seconds of the reporting node's capacity. */
 struct ctl_hb_tenant {
     uint32_t id;
-    uint64_t requests, bytes; /* cumulative since the node started */
+    uint64_t requests, bytes; /* served, cumulative since the node started */
     uint64_t queued;          /* waiting now */
+    uint64_t arrived_requests, arrived_bytes; /* cumulative (older nodes: = served) */
+    double arrived_cost, served_cost;         /* cumulative (older nodes: 0) */
+    double queue_wait_s;                      /* summed queue waits, cumulative */
+    uint64_t queue_waits;                     /* their count */
+    double weight;                            /* local weight; 0: not reported */
 };
+
+#define CTL_SCHED_MAX 16
 
 struct ctl_hb {
     struct ctl_node node;
     uint64_t used_bytes, instances;
+    char sched[CTL_SCHED_MAX]; /* FQ scheduler; "" if not reported */
+    double cap_ops, cap_bytes; /* emulated capacity; 0 = none */
     size_t ntenants;
     const struct ctl_hb_tenant *tenants;
 };
 
+/* Rates are per second, summed over up nodes; "dominant" figures are in
+ * nodes' worth of capacity (ctl_fair.h). */
 struct ctl_tenant_view {
     struct ctl_tenant t;
-    double req_rate;  /* served requests/s, summed over up nodes */
-    double byte_rate; /* served bytes/s */
-    double queued;    /* requests waiting on up nodes */
+    double req_rate;     /* served requests/s */
+    double byte_rate;    /* served bytes/s */
+    double queued;       /* requests waiting */
+    double arr_req_rate; /* arriving requests/s (the demand in requests) */
+    double arr_byte_rate;
+    double demand;     /* arriving dominant cost per second */
+    double share;      /* served dominant cost per second: the dominant share */
+    double queue_wait; /* mean queue wait of the last reports, seconds (0: none) */
 };
 
 struct ctl_node_view {
@@ -65,7 +82,17 @@ struct ctl_node_view {
     uint64_t used_bytes, instances;
     double load;         /* served requests/s over all tenants */
     double byte_load;    /* served bytes/s */
+    double share_load;   /* served dominant cost per second over all tenants */
+    double capacity;     /* in dominant cost per second: 1 with caps, else share_load */
+    char sched[CTL_SCHED_MAX];
+    double cap_ops, cap_bytes;
     int64_t seen_ms_ago; /* -1: not heard from since the controller started */
+};
+
+/* A tenant's local weight as an up node last reported it. */
+struct ctl_local_weight {
+    uint32_t node, tenant;
+    double weight;
 };
 
 /* A consistent copy of the state; arrays owned by the struct. */
@@ -76,6 +103,19 @@ struct ctl_snapshot {
     struct ctl_tenant_view *tenants; /* id order */
     size_t nnodes;
     struct ctl_node_view *nodes; /* id order */
+    size_t nlocal;
+    struct ctl_local_weight *local; /* node, then tenant order; live tenants only */
+    double capacity;                /* sum of the up nodes' capacities */
+};
+
+/* One (node, tenant) record of an up node, for weight allocation
+ * (ctl_wa.h). Rates per second (EWMAs over the last reports); costs in
+ * seconds of that node's capacity. */
+struct ctl_cell {
+    uint32_t node, tenant;
+    double demand; /* arriving dominant cost per second */
+    double served; /* served dominant cost per second */
+    double wait;   /* mean queue wait of the last reports, s (0: none) */
 };
 
 /* store is borrowed and must outlive the state. Loads it and bumps the
@@ -108,6 +148,10 @@ void ctl_state_tick(struct ctl_state *st, uint64_t now_ns);
 /* Ticks, then copies. Free with ctl_snapshot_fini. */
 void ctl_state_snapshot(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *out);
 void ctl_snapshot_fini(struct ctl_snapshot *snap);
+/* Copies the (node, tenant) records of every up node, node then tenant
+ * order; deleted tenants' records may be among them. *out is caller-owned
+ * (free; never NULL). Returns the count. */
+size_t ctl_state_cells(struct ctl_state *st, struct ctl_cell **out);
 /* The view of tenant name in snap (borrowed), or NULL. */
 const struct ctl_tenant_view *ctl_snapshot_tenant(const struct ctl_snapshot *snap,
                                                   const char *name);

@@ -16,13 +16,16 @@
 #include "cm_log.h"
 #include "ctl_s3keys.h"
 
-enum { T_META, T_TENANTS, T_NODES, T_S3KEYS, T_COUNT };
+enum { T_META, T_TENANTS, T_NODES, T_S3KEYS, T_SMS, T_PLACEMENT, T_COUNT };
 
-static const char *const table_names[T_COUNT] = {"meta", "tenants", "nodes", "s3keys"};
+static const char *const table_names[T_COUNT] = {"meta",   "tenants", "nodes",
+                                                 "s3keys", "sms",     "placement"};
 
 #define META_EPOCH "epoch"
 #define META_NEXT_ID "next_tenant_id"
 #define META_PARTITIONS "partitions"
+#define META_PLACEMENT_EPOCH "placement_epoch"
+#define META_PLACEMENT_SOLVER "placement_solver"
 
 struct ctl_store {
     struct cm_kv *kv;
@@ -475,4 +478,187 @@ ctl_store_put_meta(struct ctl_store *s, uint64_t epoch, uint32_t partitions)
         rc = put_u64(txn, META_PARTITIONS, partitions);
     }
     return finish(txn, rc, "put_meta");
+}
+
+/* ---- the "sms" table ---- */
+
+struct sms_load {
+    size_t n;
+    struct ctl_store_sms *r;
+};
+
+static int
+load_sms_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct sms_load *x = arg;
+    const unsigned char *k = key;
+    struct ctl_store_sms *r;
+
+    if (klen != 5 || (k[0] != 't' && k[0] != 'n')) {
+        CM_ERROR("store bad sms record key");
+        return CM_E_CONFIG;
+    }
+    x->r = cm_realloc(x->r, (x->n + 1) * sizeof(*x->r));
+    r = &x->r[x->n++];
+    r->kind = (char)k[0];
+    r->id = key_id(k + 1, 4);
+    r->text = cm_malloc(vlen + 1);
+    memcpy(r->text, val, vlen);
+    r->text[vlen] = '\0';
+    r->len = vlen;
+    return 0;
+}
+
+int
+ctl_store_load_sms(struct ctl_store *s, struct ctl_store_sms **out, size_t *n)
+{
+    struct sms_load x = {0, NULL};
+    struct cm_kv_txn *txn;
+    int rc = cm_kv_begin(s->kv, 0, &txn);
+
+    if (rc == 0) {
+        rc = cm_kv_scan(txn, T_SMS, NULL, 0, load_sms_cb, &x);
+        cm_kv_abort(txn);
+    }
+    if (rc < 0) {
+        ctl_store_sms_free(x.r, x.n);
+        x.r = NULL;
+        x.n = 0;
+    }
+    *out = x.r;
+    *n = x.n;
+    return rc;
+}
+
+void
+ctl_store_sms_free(struct ctl_store_sms *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(r[i].text);
+    }
+    free(r);
+}
+
+static int
+sms_key_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct cm_buf *keys = arg;
+    unsigned char k[5] = {0};
+
+    (void)val;
+    (void)vlen;
+    memcpy(k, key, klen < sizeof(k) ? klen : sizeof(k));
+    cm_buf_append(keys, k, sizeof(k));
+    return klen == sizeof(k) ? 0 : CM_E_CONFIG;
+}
+
+int
+ctl_store_put_sms(struct ctl_store *s, const struct ctl_store_sms *r, size_t n)
+{
+    struct cm_kv_txn *txn;
+    struct cm_buf keys;
+    unsigned char k[5];
+    int rc = cm_kv_begin(s->kv, 1, &txn);
+
+    if (rc < 0) {
+        return rc;
+    }
+    /* Deletes after the scan: a deletion under LMDB's cursor would move it. */
+    cm_buf_init(&keys);
+    rc = cm_kv_scan(txn, T_SMS, NULL, 0, sms_key_cb, &keys);
+    for (size_t off = 0; rc == 0 && off < keys.len; off += sizeof(k)) {
+        rc = cm_kv_del(txn, T_SMS, keys.p + off, sizeof(k));
+    }
+    cm_buf_fini(&keys);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        k[0] = (unsigned char)r[i].kind;
+        id_key(r[i].id, k + 1);
+        rc = cm_kv_put(txn, T_SMS, k, sizeof(k), r[i].text, r[i].len);
+    }
+    return finish(txn, rc, "put_sms");
+}
+
+/* ---- placement (ctl_pp.c owns the record format) ---- */
+
+int
+ctl_store_put_placement(struct ctl_store *s, const struct ctl_store_prec *r, size_t n,
+                        uint64_t epoch, const char *solver)
+{
+    struct cm_kv_txn *txn;
+    int rc = cm_kv_begin(s->kv, 1, &txn);
+
+    if (rc < 0) {
+        return rc;
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        unsigned char k[4];
+
+        id_key(r[i].tenant, k);
+        rc = r[i].text != NULL ? cm_kv_put(txn, T_PLACEMENT, k, sizeof(k), r[i].text, r[i].len)
+                               : cm_kv_del(txn, T_PLACEMENT, k, sizeof(k));
+        if (rc == CM_E_NOTFOUND) {
+            rc = 0;
+        }
+    }
+    if (rc == 0) {
+        rc = put_u64(txn, META_PLACEMENT_EPOCH, epoch);
+    }
+    if (rc == 0) {
+        rc = cm_kv_put(txn, T_META, META_PLACEMENT_SOLVER, strlen(META_PLACEMENT_SOLVER), solver,
+                       strlen(solver));
+    }
+    return finish(txn, rc, "put_placement");
+}
+
+struct prec_scan {
+    int (*cb)(void *arg, uint32_t tenant, const char *text, size_t len);
+    void *arg;
+};
+
+static int
+load_prec_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    struct prec_scan *ps = arg;
+    uint32_t id = key_id(key, klen);
+
+    if (id == 0) {
+        CM_ERROR("store bad placement record");
+        return CM_E_CONFIG;
+    }
+    return ps->cb(ps->arg, id, val, vlen);
+}
+
+int
+ctl_store_load_placement(struct ctl_store *s, uint64_t *epoch, char *solver, size_t cap,
+                         int (*cb)(void *arg, uint32_t tenant, const char *text, size_t len),
+                         void *arg)
+{
+    struct prec_scan ps = {cb, arg};
+    struct cm_kv_txn *txn = NULL;
+    const void *val;
+    size_t vlen;
+    int rc = cm_kv_begin(s->kv, 0, &txn);
+
+    *epoch = 0;
+    if (cap > 0) {
+        solver[0] = '\0';
+    }
+    if (rc < 0) {
+        return rc;
+    }
+    rc = get_u64(txn, META_PLACEMENT_EPOCH, epoch);
+    if (rc == 0) {
+        rc = cm_kv_get(txn, T_META, META_PLACEMENT_SOLVER, strlen(META_PLACEMENT_SOLVER), &val,
+                       &vlen);
+        if (rc == 0 && vlen < cap) {
+            memcpy(solver, val, vlen);
+            solver[vlen] = '\0';
+        }
+        rc = rc == CM_E_NOTFOUND ? 0 : rc;
+    }
+    if (rc == 0) {
+        rc = cm_kv_scan(txn, T_PLACEMENT, NULL, 0, load_prec_cb, &ps);
+    }
+    cm_kv_abort(txn);
+    return rc;
 }

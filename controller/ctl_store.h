@@ -7,6 +7,12 @@
  *   nodes    node id (u32 big-endian)   -> JSON record
  *   s3keys   access key id (20 chars)   -> JSON record, the secret sealed
  *            (ctl_s3keys.c); deleted with their tenant, in its transaction
+ *   sms      't' or 'n' + id (u32 big-endian) -> JSON record of a tenant's
+ *            cost and window, or of a node's counters (ctl_cost.h); the
+ *            table is rewritten whole, every few seconds and at exit
+ *   placement tenant id (u32 big-endian) -> the tenant's placement rows
+ *            (JSON, ctl_pp.c); meta "placement_epoch" (u64) and
+ *            "placement_solver" (text) change with them
  * Every write is one synced transaction, so a crash leaves either the old
  * or the new state, and a tenant change and its epoch bump land together.
  *
@@ -56,5 +62,39 @@ int ctl_store_put_meta(struct ctl_store *s, uint64_t epoch, uint32_t partitions)
  * gateway sees). */
 int ctl_store_put_s3keys(struct ctl_store *s, const struct ctl_s3key *k, size_t n, uint64_t epoch);
 int ctl_store_del_s3key(struct ctl_store *s, const char *id, uint64_t epoch);
+
+/* One record of the "sms" table. */
+struct ctl_store_sms {
+    char kind; /* 't' tenant, 'n' node */
+    uint32_t id;
+    char *text; /* JSON, NUL-terminated */
+    size_t len;
+};
+
+/* Replaces the whole "sms" table with r[n] (borrowed) in one transaction. */
+int ctl_store_put_sms(struct ctl_store *s, const struct ctl_store_sms *r, size_t n);
+/* Every record, in key order (*out transferred: ctl_store_sms_free). A key
+ * of another shape fails with CM_E_CONFIG. */
+int ctl_store_load_sms(struct ctl_store *s, struct ctl_store_sms **out, size_t *n);
+void ctl_store_sms_free(struct ctl_store_sms *r, size_t n);
+
+/* ---- placement rows (the record format is ctl_pp.c's) ---- */
+
+/* One tenant's record: text[len] borrowed; text NULL deletes the record. */
+struct ctl_store_prec {
+    uint32_t tenant;
+    const char *text;
+    size_t len;
+};
+
+/* Writes r[n] with the placement epoch and solver name in one transaction. */
+int ctl_store_put_placement(struct ctl_store *s, const struct ctl_store_prec *r, size_t n,
+                            uint64_t epoch, const char *solver);
+/* The stored placement epoch (0 when none) and solver name (solver[cap],
+ * "" when none), then cb for every record (text borrowed for the call); a
+ * negative cb return ends the load with it. */
+int ctl_store_load_placement(struct ctl_store *s, uint64_t *epoch, char *solver, size_t cap,
+                             int (*cb)(void *arg, uint32_t tenant, const char *text, size_t len),
+                             void *arg);
 
 #endif

@@ -1,11 +1,14 @@
 /*
- * main.c - shoal-controller: config, token, store, state, HTTP, and the
- * liveness tick.
+ * main.c - shoal-controller: config, token, store, state, weight
+ * allocation, the pools' windows, HTTP, and the tick loop.
  *
- * Threads: main (config, then a signal/tick loop), the cm_http pool
- * (all requests). SIGTERM/SIGINT are blocked in every thread and taken
- * by sigtimedwait in main, which then stops HTTP (in-flight requests
- * finish) and closes the store (every write was already synced).
+ * Threads: main (config, then a signal/tick loop: liveness, the pools'
+ * windows, the cost totals saved every SAVE_MS), the WA thread
+ * (ctl_wa.h), the placement loop (ctl_pp.h), the cm_http pool (all
+ * requests). SIGTERM/SIGINT are blocked in every thread and taken by
+ * sigtimedwait in main, which then stops HTTP (in-flight requests finish),
+ * then placement and WA, saves the cost totals and closes the store
+ * (every other write was already synced).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,11 +27,17 @@
 #include "cm_time.h"
 #include "cm_token.h"
 #include "ctl_api.h"
+#include "ctl_cost.h"
+#include "ctl_pp.h"
 #include "ctl_s3keys.h"
+#include "ctl_sms.h"
 #include "ctl_state.h"
 #include "ctl_store.h"
+#include "ctl_wa.h"
+#include "pol_wa.h"
 
 #define TICK_MS 100
+#define SAVE_MS 10000 /* cost totals and windows go to the store this often */
 
 struct ctl_cfg {
     const char *listen;
@@ -41,7 +50,22 @@ struct ctl_cfg {
     int ec_m;
     int node_timeout_ms;
     int http_threads;
+    const char *wa;
+    int wa_interval_ms;
     const char *log_level;
+    const char *pool;
+    int gc_interval;
+    int active_intervals;
+    int degraded_intervals;
+    int static_instances;
+    const char *prices;
+    const char *pp;
+    int pp_interval_ms;
+    int pp_checks;
+    int pp_cooldown_ms;
+    int pp_budget_ms;
+    double pp_headroom;
+    int pp_latency_ms;
 };
 
 static const struct cm_opt opts[] = {
@@ -61,7 +85,42 @@ static const struct cm_opt opts[] = {
     CM_OPT_INT(struct ctl_cfg, node_timeout_ms, "3000", 100, 3600000,
                "a node not heard from this long is down"),
     CM_OPT_INT(struct ctl_cfg, http_threads, "2", 1, 64, "HTTP server threads"),
+    CM_OPT_STR(struct ctl_cfg, wa, "pisces",
+               "weight allocation: pisces (local weights follow demand) or even (every node "
+               "gets the global weights)"),
+    CM_OPT_INT(struct ctl_cfg, wa_interval_ms, "1000", 100, 60000,
+               "weight allocation runs this often on the nodes' reports"),
     CM_OPT_STR(struct ctl_cfg, log_level, "info", "debug, info, warn or error"),
+    CM_OPT_STR(struct ctl_cfg, pool, POL_SMS_DEFAULT,
+               "elastic memory of the tenants' pools: sms (the sliding window) or static (a "
+               "fixed pool per node)"),
+    CM_OPT_INT(struct ctl_cfg, gc_interval, "600", 1, 86400,
+               "GC interval in seconds: one generation of a pool's window"),
+    CM_OPT_INT(struct ctl_cfg, active_intervals, "6", 1, POL_SMS_INTERVALS_MAX,
+               "intervals an instance stays active (M)"),
+    CM_OPT_INT(struct ctl_cfg, degraded_intervals, "12", 1, POL_SMS_INTERVALS_MAX,
+               "intervals it then stays degraded before it is released (N)"),
+    CM_OPT_INT(struct ctl_cfg, static_instances, "0", 0, CTL_SMS_SLOTS,
+               "--pool static: instances per tenant pool per node; 0: each node's instance "
+               "slots shared evenly by the tenants"),
+    CM_OPT_STR(struct ctl_cfg, prices, NULL,
+               "price table for tenant cost, 'name = value' lines in USD (docs/operations.md); "
+               "default: AWS Lambda and S3 list prices"),
+    CM_OPT_STR(struct ctl_cfg, pp, "milp",
+               "partition placement policy: milp (re-place when a node cannot serve its fair "
+               "share) or hash (never re-place)"),
+    CM_OPT_INT(struct ctl_cfg, pp_interval_ms, "5000", 100, 3600000,
+               "how often placement checks the nodes' fair-share load"),
+    CM_OPT_INT(struct ctl_cfg, pp_checks, "3", 1, 1000,
+               "consecutive checks a node must be over the headroom before a re-placement"),
+    CM_OPT_INT(struct ctl_cfg, pp_cooldown_ms, "60000", 0, 86400000,
+               "quiet time after a re-placement and after its migration finished"),
+    CM_OPT_INT(struct ctl_cfg, pp_budget_ms, "2000", 0, 600000,
+               "time limit of the placement solver"),
+    CM_OPT_DBL(struct ctl_cfg, pp_headroom, "0.9", 0.05, 1.0,
+               "share of a node's capacity placement may fill (u)"),
+    CM_OPT_INT(struct ctl_cfg, pp_latency_ms, "100", 0, 600000,
+               "requests slower than this count as unmet demand (in flight / this; 0: off)"),
 };
 
 /* File scope: cm_config's strings live for the process and stay reachable. */
@@ -94,8 +153,18 @@ main(int argc, char **argv)
 {
     struct ctl_store *store = NULL;
     struct ctl_state *st = NULL;
+    struct ctl_sms *sms = NULL;
     struct ctl_api *api = NULL;
+    struct ctl_pp *pp = NULL;
+    struct ctl_wa *wa = NULL;
     struct ctl_state_cfg scfg;
+    struct ctl_sms_cfg scfg_sms;
+    struct ctl_prices prices;
+    char perr[512];
+    uint64_t saved_ns;
+    int sms_loaded = 0;
+    struct ctl_pp_cfg pcfg;
+    struct ctl_wa_cfg wcfg;
     struct ctl_api_cfg acfg;
     struct ctl_s3master master;
     enum cm_log_level level;
@@ -109,8 +178,33 @@ main(int argc, char **argv)
         fprintf(stderr, "shoal-controller: bad --log-level %s\n", cfg.log_level);
         return 2;
     }
+    if (pol_wa_find(cfg.wa) == NULL) {
+        fprintf(stderr, "shoal-controller: unknown --wa %s (pisces or even)\n", cfg.wa);
+        return 2;
+    }
     if (cfg.data_dir == NULL || cfg.data_dir[0] == '\0') {
         fprintf(stderr, "shoal-controller: --data-dir is required\n");
+        return 2;
+    }
+    if (pol_sms_find(cfg.pool) == NULL) {
+        fprintf(stderr, "shoal-controller: unknown --pool %s (sms or static)\n", cfg.pool);
+        return 2;
+    }
+    ctl_prices_default(&prices);
+    if (cfg.prices != NULL && cfg.prices[0] != '\0' &&
+        ctl_prices_load(cfg.prices, &prices, perr, sizeof(perr)) < 0) {
+        fprintf(stderr, "shoal-controller: --prices: %s\n", perr);
+        return 2;
+    }
+    if (pol_pp_find(cfg.pp) == NULL) {
+        size_t n;
+        const struct pol_pp_ops *const *all = pol_pp_list(&n);
+
+        fprintf(stderr, "shoal-controller: --pp: unknown policy '%s' (known:", cfg.pp);
+        for (size_t i = 0; i < n; i++) {
+            fprintf(stderr, " %s", all[i]->name);
+        }
+        fprintf(stderr, ")\n");
         return 2;
     }
     cm_log_init("controller", level);
@@ -166,16 +260,65 @@ main(int argc, char **argv)
                      : "");
         goto out;
     }
-    acfg.listen = cfg.listen;
-    acfg.threads = (unsigned)cfg.http_threads;
-    acfg.token = token;
-    rc = ctl_api_start(st, &acfg, &api);
-    if (rc < 0) {
+    wcfg.policy = cfg.wa;
+    wcfg.interval_ns = (uint64_t)cfg.wa_interval_ms * 1000000u;
+    rc = ctl_wa_create(st, &wcfg, &wa);
+    if (rc < 0 || (rc = ctl_wa_start(wa)) < 0) {
+        CM_ERROR("weight allocation failed to start wa=%s err=%s", cfg.wa, cm_strerror(rc));
         goto out;
     }
-    CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s version=%s",
-            cfg.listen, cfg.data_dir, token_path, key_path, SHOAL_VERSION);
+    scfg_sms.policy = cfg.pool;
+    scfg_sms.interval_ns = (uint64_t)cfg.gc_interval * 1000000000ull;
+    scfg_sms.active = (uint32_t)cfg.active_intervals;
+    scfg_sms.degraded = (uint32_t)cfg.degraded_intervals;
+    scfg_sms.static_instances = (uint32_t)cfg.static_instances;
+    scfg_sms.node_timeout_ns = scfg.node_timeout_ns;
+    rc = ctl_sms_create(&scfg_sms, &sms);
+    if (rc < 0) {
+        CM_ERROR("pool setup failed pool=%s err=%s", cfg.pool, cm_strerror(rc));
+        goto out;
+    }
+    rc = ctl_sms_load(sms, store, cm_now_ns(), cm_wall_ms());
+    if (rc < 0) {
+        CM_ERROR("pool state load failed dir=%s err=%s", cfg.data_dir, cm_strerror(rc));
+        goto out;
+    }
+    sms_loaded = 1;
+    memset(&pcfg, 0, sizeof(pcfg));
+    pcfg.policy = cfg.pp;
+    pcfg.partitions = (uint32_t)cfg.partitions;
+    pcfg.headroom = cfg.pp_headroom;
+    pcfg.interval_ms = (uint32_t)cfg.pp_interval_ms;
+    pcfg.checks = (uint32_t)cfg.pp_checks;
+    pcfg.cooldown_ms = (uint32_t)cfg.pp_cooldown_ms;
+    pcfg.budget_ms = (uint32_t)cfg.pp_budget_ms;
+    pcfg.gw_timeout_ms = 5000;
+    pcfg.latency_ms = (uint32_t)cfg.pp_latency_ms;
+    pcfg.nominal_ops = 100000;
+    pcfg.nominal_bytes = 1073741824.0;
+    rc = ctl_pp_create(store, st, &pcfg, &pp);
+    if (rc < 0) {
+        CM_ERROR("placement load failed err=%s", cm_strerror(rc));
+        goto out;
+    }
+    acfg.listen = cfg.listen;
+    acfg.pp = pp;
+    acfg.threads = (unsigned)cfg.http_threads;
+    acfg.token = token;
+    acfg.sms = sms;
+    acfg.prices = &prices;
+    acfg.wa = wa;
+    rc = ctl_api_start(st, &acfg, &api);
+    if (rc < 0 || (rc = ctl_pp_start(pp)) < 0) {
+        goto out;
+    }
+    CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s wa=%s pp=%s "
+            "pool=%s gc_interval=%d active_intervals=%d degraded_intervals=%d prices=%s version=%s",
+            cfg.listen, cfg.data_dir, token_path, key_path, cfg.wa, cfg.pp, cfg.pool,
+            cfg.gc_interval, cfg.active_intervals, cfg.degraded_intervals,
+            cfg.prices != NULL && cfg.prices[0] != '\0' ? cfg.prices : "default", SHOAL_VERSION);
 
+    saved_ns = cm_now_ns();
     for (;;) {
         struct timespec ts = {0, TICK_MS * 1000000L};
         int sig = sigtimedwait(&sigs, NULL, &ts);
@@ -185,10 +328,25 @@ main(int argc, char **argv)
             break;
         }
         ctl_state_tick(st, cm_now_ns());
+        ctl_sms_run(sms, cm_now_ns());
+        if (cm_now_ns() - saved_ns >= SAVE_MS * 1000000ull) {
+            saved_ns = cm_now_ns();
+            rc = ctl_sms_save(sms, store, saved_ns, cm_wall_ms());
+            if (rc < 0) {
+                CM_WARN("cost totals not saved err=%s", cm_strerror(rc));
+            }
+        }
     }
     code = 0;
 out:
     ctl_api_stop(api);
+    ctl_pp_destroy(pp);
+    ctl_wa_destroy(wa);
+    if (sms_loaded && (rc = ctl_sms_save(sms, store, cm_now_ns(), cm_wall_ms())) < 0) {
+        CM_ERROR("cost totals not saved at exit err=%s", cm_strerror(rc));
+        code = 1;
+    }
+    ctl_sms_destroy(sms);
     ctl_state_destroy(st);
     ctl_store_close(store);
     explicit_bzero(token, sizeof(token));

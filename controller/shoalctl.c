@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cm_buf.h"
 #include "cm_config.h"
@@ -44,9 +45,17 @@ static const char usage_text[] =
     "  tenant s3-key list NAME           the tenant's S3 access key ids (never secrets)\n"
     "  tenant s3-key delete NAME ACCESS_KEY_ID\n"
     "                                    the key stops working at the gateways' next refresh\n"
-    "  node list                         storage nodes: address, state, capacity, load\n"
+    "  tenant cost NAME                  memory GB-s, invocations, COS requests and bytes, price\n"
+    "  node list                         storage nodes: address, state, capacity, memory, load\n"
+    "  node reclaim NODE (--instance I | --all)\n"
+    "                                    fault injection: the node loses instance I (a slot) or\n"
+    "                                    all its instances at its next heartbeat\n"
     "  placement show                    partition map with its epoch\n"
-    "  fairness                          per-tenant weight, demand, share, served; MMR\n"
+    "  placement rebalance               run partition placement now\n"
+    "  placement status                  placement epoch, solver, migration progress\n"
+    "  fairness                          per-tenant weight, demand, fair share, share; MMR,\n"
+    "                                    Jain's index; local weights per node (allocated\n"
+    "                                    by weight allocation, and applied by the node)\n"
     "\n"
     "options:\n"
     "  --controller URL   controller address (env SHOAL_CONTROLLER,\n"
@@ -56,6 +65,7 @@ static const char usage_text[] =
     "  --config FILE      'name = value' lines: controller, token-file, json\n"
     "                     (flags override the file, the file overrides env)\n"
     "  --weight W         weight for tenant create (default 1)\n"
+    "  --instance I, --all  what node reclaim takes\n"
     "  --help, --version\n"
     "\n"
     "exit codes: 0 ok, 1 controller refused, 2 usage error, 3 controller unreachable\n";
@@ -64,7 +74,9 @@ struct cli {
     const char *url;
     const char *token_file;
     int json;
-    const char *weight; /* --weight, for tenant create */
+    const char *weight;   /* --weight, for tenant create */
+    const char *instance; /* --instance, for node reclaim */
+    int all;              /* --all, for node reclaim */
     int nargs;
     const char *args[MAX_ARGS];
     char token[512];
@@ -203,19 +215,6 @@ fmt_bytes(json_t *o, const char *key)
     return b;
 }
 
-static const char *
-fmt_pct(json_t *o, const char *key)
-{
-    json_t *v = json_object_get(o, key);
-    char *b = ring();
-
-    if (!json_is_number(v)) {
-        return "-";
-    }
-    snprintf(b, 64, "%.1f%%", 100.0 * json_number_value(v));
-    return b;
-}
-
 /* ---- HTTP ---- */
 
 static void
@@ -329,6 +328,29 @@ parse_weight(const char *s, double *w)
     return 0;
 }
 
+/* The pool's rows of tenant show. */
+static void
+show_pool(struct table *t, json_t *p)
+{
+    char *v = ring();
+
+    if (p == NULL) {
+        return;
+    }
+    snprintf(v, 64, "%s, generation %s (%s ms old)", fmt_str(p, "policy"),
+             fmt_num(p, "generation", -1), fmt_num(p, "generation_age_ms", -1));
+    table_row(t, "pool", v);
+    v = ring();
+    snprintf(v, 64, "%s (%s warm, %s active, %s degraded; %s lost) on %s nodes",
+             fmt_num(p, "instances", -1), fmt_num(p, "warm", -1), fmt_num(p, "active", -1),
+             fmt_num(p, "degraded", -1), fmt_num(p, "lost", -1), fmt_num(p, "nodes", -1));
+    table_row(t, "pool instances", v);
+    table_row(t, "pool memory", fmt_bytes(p, "memory_bytes"));
+    table_row(t, "pool chunk bytes", fmt_bytes(p, "used_bytes"));
+    table_row(t, "working set", fmt_bytes(p, "working_set_bytes"));
+    table_row(t, "read last interval", fmt_bytes(p, "read_bytes_last_interval"));
+}
+
 static void
 show_tenant(json_t *j)
 {
@@ -348,10 +370,58 @@ show_tenant(json_t *j)
         table_row(&t, "served req/s", fmt_num(j, "served_requests_per_second", 1));
         table_row(&t, "served bytes/s", fmt_num(j, "served_bytes_per_second", 0));
         table_row(&t, "queued", fmt_num(j, "queued", 0));
-        table_row(&t, "demand req/s", fmt_num(j, "demand", 1));
-        table_row(&t, "share", fmt_pct(j, "allocation"));
+        table_row(&t, "queue wait (s)", fmt_num(j, "queue_wait_seconds", 6));
+        table_row(&t, "demand req/s", fmt_num(j, "demand_requests_per_second", 1));
+        table_row(&t, "demand (nodes)", fmt_num(j, "demand", 4));
+        table_row(&t, "fair share (nodes)", fmt_num(j, "allocation", 4));
+        table_row(&t, "share (nodes)", fmt_num(j, "dominant_share", 4));
     }
+    show_pool(&t, json_object_get(j, "pool"));
     table_print(&t);
+}
+
+/* tenant cost NAME */
+static int
+cmd_cost(struct cli *cli)
+{
+    json_t *j = NULL, *e;
+    size_t i;
+    int code;
+
+    if (cli->nargs != 3) {
+        return usage_error("usage: tenant cost NAME");
+    }
+    code = call_api(cli, "GET", "/v1/tenants/%s/cost", cli->args[2], NULL, &j);
+    if (code == 0 && cli->json) {
+        print_json(j);
+    } else if (code == 0) {
+        struct table t = {5, 0, NULL};
+        time_t since = (time_t)(json_integer_value(json_object_get(j, "since_ms")) / 1000);
+        char when[32], *total = ring();
+        struct tm tm;
+
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&since, &tm));
+        printf("tenant %s (id %s), accounted since %s\n", fmt_str(j, "name"), fmt_num(j, "id", -1),
+               when);
+        table_row(&t, "ITEM", "QUANTITY", "UNIT", "PRICE/UNIT (USD)", "USD");
+        json_array_foreach(json_object_get(j, "breakdown"), i, e)
+        {
+            char *q = ring(), *p = ring(), *u = ring();
+
+            snprintf(q, 64, "%.6g", json_number_value(json_object_get(e, "quantity")));
+            snprintf(p, 64, "%.6g", json_number_value(json_object_get(e, "unit_usd")));
+            snprintf(u, 64, "%.9f", json_number_value(json_object_get(e, "usd")));
+            table_row(&t, fmt_str(e, "item"), q, fmt_str(e, "unit"), p, u);
+        }
+        snprintf(total, 64, "%.9f", json_number_value(json_object_get(j, "usd")));
+        table_row(&t, "total", "", "", "", total);
+        table_print(&t);
+        printf("memory %s GB-s, %s invocations, %s COS requests, %s COS bytes\n",
+               fmt_num(j, "memory_gb_seconds", 6), fmt_num(j, "invocations", -1),
+               fmt_num(j, "cos_requests", -1), fmt_num(j, "cos_bytes", -1));
+    }
+    json_decref(j);
+    return code;
 }
 
 /* tenant s3-key create|list|delete NAME [ACCESS_KEY_ID] */
@@ -431,6 +501,9 @@ cmd_tenant(struct cli *cli)
     }
     if (strcmp(sub, "s3-key") == 0) {
         return cmd_s3key(cli);
+    }
+    if (strcmp(sub, "cost") == 0) {
+        return cmd_cost(cli);
     }
     if (strcmp(sub, "list") == 0) {
         if (cli->nargs != 2) {
@@ -516,6 +589,44 @@ out:
     return code;
 }
 
+/* node reclaim NODE (--instance I | --all) */
+static int
+cmd_reclaim(struct cli *cli)
+{
+    json_t *j = NULL, *e;
+    int64_t slot = 0;
+    size_t i;
+    int code;
+
+    if (cli->nargs != 3 || (cli->instance != NULL) == cli->all) {
+        return usage_error("usage: node reclaim NODE (--instance I | --all)");
+    }
+    if (cli->instance != NULL && (cm_parse_i64(cli->instance, &slot) < 0 || slot < 0)) {
+        return usage_error("--instance must be a slot number, got '%s'", cli->instance);
+    }
+    code = call_api(cli, "POST", "/v1/nodes/%s/reclaim", cli->args[2],
+                    cli->all ? json_pack("{s:b}", "all", 1)
+                             : json_pack("{s:I}", "instance", (json_int_t)slot),
+                    &j);
+    if (code == 0 && cli->json) {
+        print_json(j);
+    } else if (code == 0) {
+        struct table t = {5, 0, NULL};
+
+        printf("node %s reclaims %s at its next heartbeat:\n", cli->args[2],
+               cli->all ? "all its instances" : "one instance");
+        table_row(&t, "SLOT", "TAG", "TENANT", "STATE", "USED");
+        json_array_foreach(json_object_get(j, "instances"), i, e)
+        {
+            table_row(&t, fmt_num(e, "slot", -1), fmt_num(e, "tag", -1), fmt_num(e, "tenant", -1),
+                      fmt_str(e, "state"), fmt_bytes(e, "used"));
+        }
+        table_print(&t);
+    }
+    json_decref(j);
+    return code;
+}
+
 static int
 cmd_node(struct cli *cli)
 {
@@ -523,23 +634,60 @@ cmd_node(struct cli *cli)
     size_t i;
     int code;
 
-    if (cli->nargs != 2 || strcmp(cli->args[1], "list") != 0) {
-        return usage_error("usage: node list");
+    if (cli->nargs >= 2 && strcmp(cli->args[1], "reclaim") == 0) {
+        return cmd_reclaim(cli);
+    }
+    if (cli->nargs != 2 || strcmp(cli->args[1], "list") != 0 || cli->instance != NULL || cli->all) {
+        return usage_error("usage: node list | node reclaim NODE (--instance I | --all)");
     }
     code = call_api(cli, "GET", "/v1/nodes", NULL, NULL, &j);
     if (code == 0 && cli->json) {
         print_json(j);
     } else if (code == 0) {
-        struct table t = {8, 0, NULL};
+        struct table t = {10, 0, NULL};
 
-        table_row(&t, "ID", "ADDR", "METRICS", "STATE", "CAPACITY", "USED", "INCARNATION",
-                  "LOAD(req/s)");
+        table_row(&t, "ID", "ADDR", "METRICS", "STATE", "SCHED", "CAPACITY", "USED", "MEMORY",
+                  "INCARNATION", "LOAD(req/s)");
         json_array_foreach(json_object_get(j, "nodes"), i, e)
         {
             table_row(&t, fmt_num(e, "id", -1), fmt_str(e, "addr"), fmt_str(e, "metrics_addr"),
-                      fmt_str(e, "state"), fmt_bytes(e, "capacity_bytes"),
-                      fmt_bytes(e, "used_bytes"), fmt_num(e, "incarnation", -1),
-                      fmt_num(e, "load", 1));
+                      fmt_str(e, "state"), fmt_str(e, "sched"), fmt_bytes(e, "capacity_bytes"),
+                      fmt_bytes(e, "used_bytes"), fmt_bytes(e, "memory_bytes"),
+                      fmt_num(e, "incarnation", -1), fmt_num(e, "load", 1));
+        }
+        table_print(&t);
+    }
+    json_decref(j);
+    return code;
+}
+
+/* placement rebalance | status: one call, then a two-column table. */
+static int
+cmd_placement_run(struct cli *cli, int rebalance)
+{
+    static const char *const rb[] = {"epoch", "policy", "solver", "changed", "partitions_moved",
+                                     "bytes_moved", "solve_ms", "util_before", "util_after"};
+    static const char *const stf[] = {"epoch", "policy", "solver", "moving_partitions",
+                                      "bytes_to_move", "bytes_moved", "migrating", "gateways",
+                                      "max_util", "replacements", "last_solve_ms"};
+    const char *const *fields = rebalance ? rb : stf;
+    size_t nf = rebalance ? sizeof(rb) / sizeof(rb[0]) : sizeof(stf) / sizeof(stf[0]);
+    struct table t = {2, 0, NULL};
+    json_t *j = NULL;
+    int code = rebalance ? call_api(cli, "POST", "/v1/placement/rebalance", NULL, NULL, &j)
+                         : call_api(cli, "GET", "/v1/placement/status", NULL, NULL, &j);
+
+    if (code == 0 && cli->json) {
+        print_json(j);
+    } else if (code == 0) {
+        table_row(&t, "FIELD", "VALUE");
+        for (size_t i = 0; i < nf; i++) {
+            json_t *v = json_object_get(j, fields[i]);
+
+            table_row(&t, fields[i],
+                      json_is_string(v)   ? fmt_str(j, fields[i])
+                      : json_is_boolean(v) ? (json_is_true(v) ? "yes" : "no")
+                                           : fmt_num(j, fields[i], 3));
         }
         table_print(&t);
     }
@@ -554,15 +702,20 @@ cmd_placement(struct cli *cli)
     size_t i, p, k;
     int code;
 
+    if (cli->nargs == 2 &&
+        (strcmp(cli->args[1], "rebalance") == 0 || strcmp(cli->args[1], "status") == 0)) {
+        return cmd_placement_run(cli, strcmp(cli->args[1], "rebalance") == 0);
+    }
     if (cli->nargs != 2 || strcmp(cli->args[1], "show") != 0) {
-        return usage_error("usage: placement show");
+        return usage_error("usage: placement show|rebalance|status");
     }
     code = call_api(cli, "GET", "/v1/placement", NULL, NULL, &j);
     if (code == 0 && cli->json) {
         print_json(j);
     } else if (code == 0) {
-        printf("epoch %s, %s partitions per tenant\n", fmt_num(j, "epoch", -1),
-               fmt_num(j, "partitions", -1));
+        printf("epoch %s, placement epoch %s (%s, policy %s), %s partitions per tenant\n",
+               fmt_num(j, "epoch", -1), fmt_num(j, "placement_epoch", -1), fmt_str(j, "solver"),
+               fmt_str(j, "policy"), fmt_num(j, "partitions", -1));
         json_array_foreach(json_object_get(j, "tenants"), i, e)
         {
             struct table t = {2, 0, NULL};
@@ -591,6 +744,94 @@ cmd_placement(struct cli *cli)
     return code;
 }
 
+/* The smallest node id above lo in any tenant's map key of a /v1/fairness
+ * answer, or -1. */
+static long long
+next_node(json_t *tenants, const char *key, long long lo)
+{
+    json_t *e, *w;
+    const char *node;
+    size_t i;
+    long long next = -1;
+
+    json_array_foreach(tenants, i, e)
+    {
+        json_object_foreach(json_object_get(e, key), node, w)
+        {
+            long long id = strtoll(node, NULL, 10);
+
+            if (id > lo && (next < 0 || id < next)) {
+                next = id;
+            }
+        }
+    }
+    return next;
+}
+
+/* A weight of map key of tenant e at node nb, or "-". */
+static const char *
+node_weight(json_t *e, const char *key, const char *nb)
+{
+    json_t *w = json_object_get(json_object_get(e, key), nb);
+    char *v;
+
+    if (w == NULL) {
+        return "-";
+    }
+    v = ring();
+    snprintf(v, 64, "%g", json_number_value(w));
+    return v;
+}
+
+/* The local weights of every tenant in a /v1/fairness answer, by node: what
+ * the controller allocates (wa_weights) and what the node applies
+ * (local_weights). */
+static void
+print_local_weights(json_t *j)
+{
+    json_t *tenants = json_object_get(j, "tenants"), *e;
+    struct table t = {4, 0, NULL};
+    size_t i;
+    long long lo = -1;
+
+    /* Node ids are small integers: print them in order, one pass each. */
+    for (;;) {
+        long long a = next_node(tenants, "wa_weights", lo);
+        long long b = next_node(tenants, "local_weights", lo);
+        long long next = a < 0 ? b : b < 0 ? a : a < b ? a : b;
+        char nb[24];
+
+        if (next < 0) {
+            break;
+        }
+        snprintf(nb, sizeof(nb), "%lld", next);
+        json_array_foreach(tenants, i, e)
+        {
+            const char *wa = node_weight(e, "wa_weights", nb);
+            const char *applied = node_weight(e, "local_weights", nb);
+
+            if (strcmp(wa, "-") == 0 && strcmp(applied, "-") == 0) {
+                continue;
+            }
+            if (t.nrows == 0) {
+                table_row(&t, "NODE", "TENANT", "WA WEIGHT", "LOCAL WEIGHT");
+            }
+            table_row(&t, nb, fmt_str(e, "name"), wa, applied);
+        }
+        lo = next;
+    }
+    if (t.nrows == 0) {
+        printf("local weights: none yet\n");
+        return;
+    }
+    printf("\n");
+    table_print(&t);
+    printf("(WA WEIGHT: what weight allocation (%s) gives the tenant at the node; LOCAL WEIGHT: "
+           "what the node reports applying)\n",
+           json_is_string(json_object_get(j, "wa")) ? json_string_value(json_object_get(j, "wa"))
+                                                    : "?");
+}
+
 static int
 cmd_fairness(struct cli *cli)
 {
@@ -605,23 +846,42 @@ cmd_fairness(struct cli *cli)
     if (code == 0 && cli->json) {
         print_json(j);
     } else if (code == 0) {
-        struct table t = {6, 0, NULL};
+        struct table t = {10, 0, NULL};
 
-        table_row(&t, "TENANT", "WEIGHT", "DEMAND(req/s)", "SHARE", "SERVED(req/s)", "SERVED(B/s)");
+        table_row(&t, "TENANT", "WEIGHT", "DEMAND", "FAIR SHARE", "SHARE", "SHARE/WEIGHT",
+                  "COUNTED", "DEMAND(req/s)", "SERVED(req/s)", "SERVED(B/s)");
         json_array_foreach(json_object_get(j, "tenants"), i, e)
         {
-            table_row(&t, fmt_str(e, "name"), fmt_num(e, "weight", -1), fmt_num(e, "demand", 1),
-                      fmt_pct(e, "allocation"), fmt_num(e, "served_requests_per_second", 1),
+            char *pw = ring();
+            double w = json_number_value(json_object_get(e, "weight"));
+
+            snprintf(pw, 64, "%.4f",
+                     w > 0 ? json_number_value(json_object_get(e, "dominant_share")) / w : 0.0);
+            table_row(&t, fmt_str(e, "name"), fmt_num(e, "weight", -1), fmt_num(e, "demand", 4),
+                      fmt_num(e, "allocation", 4), fmt_num(e, "dominant_share", 4), pw,
+                      json_is_true(json_object_get(e, "counted")) ? "yes" : "no",
+                      fmt_num(e, "demand_requests_per_second", 1),
+                      fmt_num(e, "served_requests_per_second", 1),
                       fmt_num(e, "served_bytes_per_second", 0));
         }
         table_print(&t);
-        printf("min-max ratio: %s   jain index: %s   active tenants: %s\n",
+        printf("min-max ratio: %s   jain index: %s   counted tenants: %s   capacity: %s\n",
                json_is_number(json_object_get(j, "min_max_ratio"))
                    ? fmt_num(j, "min_max_ratio", 3)
-                   : "n/a (fewer than 2 active tenants)",
-               json_is_number(json_object_get(j, "jain_index")) ? fmt_num(j, "jain_index", 3)
-                                                                : "n/a",
-               fmt_num(j, "active_tenants", -1));
+                   : "n/a (fewer than 2 counted tenants)",
+               json_is_number(json_object_get(j, "jain")) ? fmt_num(j, "jain", 3) : "n/a",
+               fmt_num(j, "active_tenants", -1), fmt_num(j, "capacity", 3));
+        printf("(demand, shares and capacity: dominant cost per second, in nodes' worth of "
+               "capacity; counted: demand reaches the fair share)\n");
+        if (json_is_object(json_object_get(j, "wa_step"))) {
+            json_t *ws = json_object_get(j, "wa_step");
+
+            printf("weight allocation: %s   steps: %s   last step: weight moved %s, cycles %s, "
+                   "max mismatch %s\n",
+                   fmt_str(j, "wa"), fmt_num(ws, "steps", -1), fmt_num(ws, "moved", 4),
+                   fmt_num(ws, "cycles", -1), fmt_num(ws, "max_mismatch", 3));
+        }
+        print_local_weights(j);
     }
     json_decref(j);
     return code;
@@ -751,6 +1011,12 @@ main(int argc, char **argv)
             if ((cli.token_file = opt_value(argc, argv, &i, "--token-file")) == NULL) {
                 return usage_error("--token-file needs a path");
             }
+        } else if (matches(a, "--instance")) {
+            if ((cli.instance = opt_value(argc, argv, &i, "--instance")) == NULL) {
+                return usage_error("--instance needs a slot number");
+            }
+        } else if (strcmp(a, "--all") == 0) {
+            cli.all = 1;
         } else if (matches(a, "--weight")) {
             if ((cli.weight = opt_value(argc, argv, &i, "--weight")) == NULL) {
                 return usage_error("--weight needs a number");
@@ -779,7 +1045,9 @@ main(int argc, char **argv)
         }
         cli.have_token = 1;
     }
-    if (strcmp(cli.args[0], "tenant") == 0) {
+    if ((cli.instance != NULL || cli.all) && strcmp(cli.args[0], "node") != 0) {
+        code = usage_error("--instance and --all only apply to node reclaim");
+    } else if (strcmp(cli.args[0], "tenant") == 0) {
         code = cmd_tenant(&cli);
     } else if (strcmp(cli.args[0], "node") == 0) {
         code = cmd_node(&cli);

@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libevent-dev libisal-dev libmicrohttpd-dev libs3-dev liblmdb-dev libglpk-dev
       libjansson-dev libcurl4-openssl-dev libssl-dev curl python3 python3-boto3
-      awscli s3cmd rclone nginx wrk redis-server redis-tools rt-tests)
+      awscli s3cmd rclone nginx wrk redis-server redis-tools rt-tests prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -25,7 +25,7 @@ if [ ${#missing[@]} -gt 0 ]; then
         exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
-    # nginx and redis-server are test baselines: the tests start their own on
+    # nginx, redis-server and prometheus are test tools: the tests start their own on
     # loopback, so keep the packages from starting system-wide daemons.
     if [ ! -e /usr/sbin/policy-rc.d ]; then
         printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d

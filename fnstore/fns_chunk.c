@@ -2,6 +2,7 @@
  * fns_chunk.c - refcounted chunks and their COS blob trailer. Any thread.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cm_buf.h"
 #include "cm_bytes.h"
@@ -50,6 +51,22 @@ fns_chunk_from_blob(const struct fns_key *key, void *blob, size_t bloblen, struc
 }
 
 void
+fns_chunk_view_init(struct fns_chunk *v, struct fns_chunk *of,
+                    void (*release)(struct fns_chunk *view))
+{
+    memset(v, 0, sizeof(*v));
+    atomic_init(&v->refs, 1);
+    fns_chunk_ref(of);
+    v->key = of->key;
+    v->len = of->len;
+    v->crc = of->crc;
+    v->data = of->data;
+    v->instance = -1;
+    v->of = of;
+    v->release = release;
+}
+
+void
 fns_chunk_ref(struct fns_chunk *c)
 {
     atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
@@ -62,6 +79,13 @@ fns_chunk_unref(struct fns_chunk *c)
         return;
     }
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) {
+        if (c->release != NULL) {
+            struct fns_chunk *of = c->of;
+
+            c->release(c);
+            fns_chunk_unref(of);
+            return;
+        }
         fns_arena_free(c->data);
         free(c);
     }

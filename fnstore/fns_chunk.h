@@ -10,6 +10,11 @@
  * data has FNS_CHUNK_TAIL spare bytes after len: the COS blob is the chunk
  * bytes followed by an 8-byte trailer (CRC32C LE u32, magic "SHCK" LE u32),
  * written in place so a COS write needs no copy.
+ *
+ * A view (fns_chunk_view_init) shows the bytes of another chunk, which it
+ * keeps referenced, from storage its owner embeds elsewhere: its last unref
+ * calls the owner's release instead of freeing. The node sends answers as
+ * views so it learns when an answer's payload has left the connection.
  */
 #ifndef FNS_CHUNK_H
 #define FNS_CHUNK_H
@@ -19,6 +24,7 @@
 #include <stdint.h>
 
 #include "cm_hmap.h"
+#include "pol_lru.h"
 
 #define FNS_CHUNK_TAIL 8u
 #define FNS_CHUNK_MAGIC 0x4b434853u /* "SHCK" read little-endian */
@@ -37,9 +43,15 @@ struct fns_chunk {
     uint32_t crc;  /* CRC32C of data[0, len) */
     uint8_t *data; /* len + FNS_CHUNK_TAIL bytes, freed with fns_arena_free */
     /* Event-loop thread only: */
-    int persisted;           /* the COS copy of these bytes is durable */
-    struct cm_hnode hn;      /* store index */
-    int instance;            /* store instance, -1 when not in the store */
+    int persisted;                   /* the COS copy of these bytes is durable */
+    struct cm_hnode hn;              /* store index (in an instance, the cache space, or both) */
+    int instance;                    /* the store's instance slot, -1 when in none */
+    uint32_t tag;                    /* the tag of the instance it was last placed in (0: none) */
+    struct fns_chunk *iprev, *inext; /* the chunks of its instance */
+    struct pol_lru_node lru;         /* in the cache space when linked */
+    /* Views only (NULL otherwise): the chunk shown, and the owner's hook. */
+    struct fns_chunk *of;
+    void (*release)(struct fns_chunk *view);
 };
 
 /*
@@ -63,6 +75,14 @@ fns_chunk_blob_len(const struct fns_chunk *c)
     return (size_t)c->len + FNS_CHUNK_TAIL;
 }
 
+/*
+ * Makes v (caller's storage) a view of of's bytes with one reference (the
+ * caller's); of gains a reference, dropped after release(v) runs on the
+ * last unref of v. release runs on the thread of that unref and may free
+ * v's storage.
+ */
+void fns_chunk_view_init(struct fns_chunk *v, struct fns_chunk *of,
+                         void (*release)(struct fns_chunk *view));
 void fns_chunk_ref(struct fns_chunk *c);
 void fns_chunk_unref(struct fns_chunk *c); /* NULL is a no-op; any thread */
 

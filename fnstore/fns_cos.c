@@ -72,6 +72,27 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
     size_t len = 0;
     int rc, i;
 
+    switch (job->op) {
+    case FNS_COS_PUT_OBJ:
+        for (i = 0; i < FNS_COS_WRITE_TRIES; i++) {
+            rc = cm_cos_put(p->cos, job->name, job->buf, job->buflen);
+            if (rc == 0) {
+                break;
+            }
+            CM_WARN("cos write failed name=%s try=%d err=%s", job->name, i + 1, cm_errname(rc));
+            fns_cos_sleep_ms(50 << i);
+        }
+        job->status = rc;
+        return;
+    case FNS_COS_GET_OBJ:
+        job->status = cm_cos_get(p->cos, job->name, &job->buf, &job->buflen);
+        return;
+    case FNS_COS_DEL_OBJ:
+        job->status = cm_cos_delete(p->cos, job->name);
+        return;
+    default:
+        break;
+    }
     rc = fns_key_name(&job->key, name, sizeof(name));
     if (rc != 0) {
         job->status = rc;
@@ -128,6 +149,8 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
         if (rc != 0) {
             CM_WARN("cos delete failed name=%s err=%s", name, cm_errname(rc));
         }
+        break;
+    default:
         break;
     }
     job->status = rc;
@@ -590,6 +613,9 @@ fns_cos_destroy(struct fns_cos *p)
         next = job->next;
         fns_chunk_unref(job->chunk);
         free(job->tomb_targets);
+        if (job->op == FNS_COS_GET_OBJ) {
+            free(job->buf);
+        }
         free(job);
     }
     for (i = 0; i < p->nw; i++) {

@@ -43,6 +43,10 @@ enum fns_cos_op {
     FNS_COS_DELETE, /* key's object, or the whole segment loc.seg */
     FNS_COS_TOMBS,  /* the pending tombstones as a segment of their own (loc.seg
                        != 0 afterwards, with tomb_targets); none pending: no-op */
+    /* Named objects that are not chunks (the insertion log): */
+    FNS_COS_PUT_OBJ, /* buf/buflen (borrowed) -> name; retried like a write */
+    FNS_COS_GET_OBJ, /* name -> buf/buflen (malloc'd, the reaper frees it) */
+    FNS_COS_DEL_OBJ, /* name */
 };
 
 struct fns_cos_job {
@@ -60,6 +64,10 @@ struct fns_cos_job {
      * in (malloc'd, the reaper frees it; see fns_pack_index_hold). */
     uint64_t *tomb_targets;
     size_t ntomb_targets;
+    /* The *_OBJ ops. */
+    char name[64];
+    void *buf;
+    size_t buflen;
 };
 
 /* cos borrowed for the pool's lifetime. nthreads >= 1. */

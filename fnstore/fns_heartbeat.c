@@ -21,8 +21,8 @@
 #include "cm_token.h"
 #include "fns_heartbeat.h"
 #include "fns_node.h"
+#include "pol_sms.h"
 
-#define FNS_HEARTBEAT_MAX_TENANTS 4096
 #define FNS_HEARTBEAT_TIMEOUT_MS 2000
 
 struct fns_heartbeat {
@@ -38,32 +38,87 @@ struct fns_heartbeat {
     int stop;
 };
 
+/* The SMS fields of a heartbeat (docs/internal-api.md), added to root. */
+static void
+fns_heartbeat_sms(struct fns_node *node, const struct fns_node_stats *st, json_t *root)
+{
+    struct fns_node_inst *in;
+    struct fns_node_cost *c;
+    size_t ni = fns_node_instances(node, &in), nc = fns_node_costs(node, &c), i;
+    uint64_t now = cm_now_ns();
+    json_t *ja = json_array(), *jc = json_array();
+
+    for (i = 0; i < ni; i++) {
+        json_array_append_new(
+            ja,
+            json_pack("{s:I, s:I, s:I, s:I, s:s, s:i, s:I, s:I, s:I, s:I, s:I}", "slot",
+                      (json_int_t)in[i].slot, "tag", (json_int_t)in[i].tag, "tenant",
+                      (json_int_t)in[i].tenant, "gen", (json_int_t)in[i].gen, "state",
+                      pol_sms_state_name((enum pol_sms_state)in[i].state), "lost", in[i].lost,
+                      "used", (json_int_t)in[i].used, "put_bytes", (json_int_t)in[i].put_bytes,
+                      "read_bytes", (json_int_t)in[i].read_bytes, "read_chunks",
+                      (json_int_t)in[i].read_chunks, "warm_age_ms",
+                      (json_int_t)(now > in[i].warm_ns ? (now - in[i].warm_ns) / 1000000u : 0)));
+    }
+    for (i = 0; i < nc; i++) {
+        json_array_append_new(
+            jc,
+            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "tenant", (json_int_t)c[i].tenant,
+                      "warmups", (json_int_t)c[i].warmups, "recoveries",
+                      (json_int_t)c[i].recoveries, "cos_puts", (json_int_t)c[i].cos_puts,
+                      "cos_gets", (json_int_t)c[i].cos_gets, "cos_deletes",
+                      (json_int_t)c[i].cos_deletes, "cos_put_bytes", (json_int_t)c[i].cos_put_bytes,
+                      "cos_get_bytes", (json_int_t)c[i].cos_get_bytes));
+    }
+    json_object_set_new(root, "instance_bytes", json_integer((json_int_t)st->sms.inst_bytes));
+    json_object_set_new(root, "memory_bytes", json_integer((json_int_t)st->sms.memory_bytes));
+    json_object_set_new(root, "cache_bytes", json_integer((json_int_t)st->sms.cache_bytes));
+    json_object_set_new(root, "instances", ja);
+    json_object_set_new(root, "sms_cost", jc);
+    json_object_set_new(root, "recovery",
+                        json_pack("{s:I, s:I, s:I, s:I}", "chunks",
+                                  (json_int_t)st->sms.recovery_chunks, "bytes",
+                                  (json_int_t)st->sms.recovery_bytes, "running",
+                                  (json_int_t)st->sms.recovery_running, "helpers",
+                                  (json_int_t)st->sms.recovery_helpers));
+    free(in);
+    free(c);
+}
+
 char *
 fns_heartbeat_json(struct fns_node *node, const char *addr, const char *metrics_addr)
 {
     struct fns_node_stats st;
-    struct fns_node_tenant *t = cm_malloc(FNS_HEARTBEAT_MAX_TENANTS * sizeof(*t));
+    struct fns_node_tenant *t;
     size_t n, i;
     json_t *root, *jn, *jt;
     char *out, id[16];
 
     fns_node_stats(node, &st);
-    n = fns_node_tenants(node, t, FNS_HEARTBEAT_MAX_TENANTS);
-    jn = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "id", (json_int_t)st.id, "addr", addr,
-                   "metrics_addr", metrics_addr, "capacity_bytes", (json_int_t)st.capacity_bytes,
-                   "used_bytes", (json_int_t)st.used_bytes, "instances", (json_int_t)st.instances,
-                   "incarnation", (json_int_t)st.incarnation);
+    n = fns_node_tenants(node, &t);
+    jn = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:f, s:f}", "id", (json_int_t)st.id,
+                   "addr", addr, "metrics_addr", metrics_addr, "capacity_bytes",
+                   (json_int_t)st.capacity_bytes, "used_bytes", (json_int_t)st.used_bytes,
+                   "instances", (json_int_t)st.instances, "incarnation", (json_int_t)st.incarnation,
+                   "sched", st.sched, "cap_ops", st.cap_ops, "cap_bytes", st.cap_bytes);
     jt = json_object();
     for (i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "%u", t[i].tenant);
-        json_object_set_new(jt, id,
-                            json_pack("{s:I, s:I, s:I}", "requests", (json_int_t)t[i].requests,
-                                      "bytes", (json_int_t)t[i].bytes, "queued",
-                                      (json_int_t)t[i].queued));
+        json_object_set_new(
+            jt, id,
+            json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:f, s:f, s:f, s:I}", "requests",
+                      (json_int_t)t[i].requests, "bytes", (json_int_t)t[i].bytes, "queued",
+                      (json_int_t)t[i].queued, "running", (json_int_t)t[i].running, "weight",
+                      t[i].weight, "arrived_requests", (json_int_t)t[i].arrived_requests,
+                      "arrived_bytes", (json_int_t)t[i].arrived_bytes, "arrived_cost",
+                      t[i].arrived_cost, "served_cost", t[i].served_cost, "queue_wait_seconds",
+                      (double)t[i].qwait.sum_ns / 1e9, "queue_waits",
+                      (json_int_t)t[i].qwait.count));
     }
     root = json_object();
     json_object_set_new(root, "node", jn);
     json_object_set_new(root, "tenants", jt);
+    fns_heartbeat_sms(node, &st, root);
     out = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     free(t);
@@ -96,6 +151,145 @@ fns_heartbeat_parse_id(const char *s, uint64_t *out)
     return 0;
 }
 
+/* A non-negative integer member of o no larger than max: 0 and *out (def
+ * when absent), or CM_E_PROTO. */
+static int
+fns_hb_uint(const json_t *o, const char *name, uint64_t max, uint64_t def, uint64_t *out)
+{
+    const json_t *v = json_object_get(o, name);
+
+    if (v == NULL) {
+        *out = def;
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max) {
+        return CM_E_PROTO;
+    }
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+static int
+fns_hb_state(const char *s)
+{
+    for (int i = 0; i < POL_SMS_NSTATES; i++) {
+        if (strcmp(s, pol_sms_state_name((enum pol_sms_state)i)) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* The "sms" block: the policy and its configuration. */
+static int
+fns_hb_sms_cfg(const json_t *j, struct fns_sms_orders *o)
+{
+    const json_t *pol = json_object_get(j, "policy");
+    uint64_t iv, m, nn, wa, wd, a, x;
+
+    if (!json_is_object(j) || (pol != NULL && !json_is_string(pol)) ||
+        fns_hb_uint(j, "interval_ms", 1ull << 40, 0, &iv) != 0 ||
+        fns_hb_uint(j, "active", UINT32_MAX, 0, &m) != 0 ||
+        fns_hb_uint(j, "degraded", UINT32_MAX, 0, &nn) != 0 ||
+        fns_hb_uint(j, "warm_active_ms", 1ull << 40, 0, &wa) != 0 ||
+        fns_hb_uint(j, "warm_degraded_ms", 1ull << 40, 0, &wd) != 0 ||
+        fns_hb_uint(j, "compact_age", UINT32_MAX, 0, &a) != 0 ||
+        fns_hb_uint(j, "max_instances", UINT32_MAX, 0, &x) != 0) {
+        return CM_E_PROTO;
+    }
+    o->has_sms = 1;
+    snprintf(o->policy, sizeof(o->policy), "%s", pol != NULL ? json_string_value(pol) : "sms");
+    o->cfg = (struct pol_sms_cfg){.interval_ns = iv * 1000000u,
+                                  .active_intervals = (uint32_t)m,
+                                  .degraded_intervals = (uint32_t)nn,
+                                  .warm_active_ns = wa * 1000000u,
+                                  .warm_degraded_ns = wd * 1000000u,
+                                  .compact_age = (uint32_t)a,
+                                  .max_instances = (uint32_t)x};
+    return 0;
+}
+
+/* "pools", "decisions" and "reclaim". */
+static int
+fns_hb_sms_lists(const json_t *root, struct fns_sms_orders *o)
+{
+    const json_t *p = json_object_get(root, "pools"), *d = json_object_get(root, "decisions");
+    const json_t *r = json_object_get(root, "reclaim"), *v;
+    size_t i;
+
+    if ((p != NULL && !json_is_array(p)) || (d != NULL && !json_is_array(d)) ||
+        (r != NULL && !json_is_object(r))) {
+        return CM_E_PROTO;
+    }
+    o->pools = cm_calloc(json_array_size(p) + 1, sizeof(*o->pools));
+    json_array_foreach(p, i, v)
+    {
+        uint64_t t, g, age;
+
+        if (!json_is_object(v) || fns_hb_uint(v, "tenant", UINT32_MAX, UINT64_MAX, &t) != 0 ||
+            t == UINT64_MAX || fns_hb_uint(v, "gen", INT64_MAX, 0, &g) != 0 ||
+            fns_hb_uint(v, "gen_age_ms", INT64_MAX, 0, &age) != 0) {
+            return CM_E_PROTO;
+        }
+        o->pools[o->npools++] = (struct fns_sms_pool){(uint32_t)t, g, age};
+    }
+    o->decisions = cm_calloc(json_array_size(d) + 1, sizeof(*o->decisions));
+    json_array_foreach(d, i, v)
+    {
+        const json_t *st = json_object_get(v, "state");
+        uint64_t slot, tag, g, w;
+        int state;
+
+        if (!json_is_object(v) || !json_is_string(st) ||
+            (state = fns_hb_state(json_string_value(st))) < 0 ||
+            fns_hb_uint(v, "slot", 4095, UINT64_MAX, &slot) != 0 || slot == UINT64_MAX ||
+            fns_hb_uint(v, "tag", UINT32_MAX, UINT64_MAX, &tag) != 0 || tag == UINT64_MAX ||
+            fns_hb_uint(v, "gen", INT64_MAX, 0, &g) != 0 ||
+            fns_hb_uint(v, "warm_up", 1, 0, &w) != 0) {
+            return CM_E_PROTO;
+        }
+        o->decisions[o->ndecisions++] =
+            (struct fns_sms_decision){(uint32_t)slot, (uint32_t)tag, state, g, (int)w};
+    }
+    if (r != NULL) {
+        const json_t *all = json_object_get(r, "all"), *slots = json_object_get(r, "slots");
+
+        if ((all != NULL && !json_is_boolean(all)) || (slots != NULL && !json_is_array(slots))) {
+            return CM_E_PROTO;
+        }
+        o->reclaim_all = all != NULL && json_is_true(all);
+        o->reclaim = cm_calloc(json_array_size(slots) + 1, sizeof(*o->reclaim));
+        json_array_foreach(slots, i, v)
+        {
+            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 4095) {
+                return CM_E_PROTO;
+            }
+            o->reclaim[o->nreclaim++] = (uint32_t)json_integer_value(v);
+        }
+    }
+    return 0;
+}
+
+/* The SMS part of an answer, handed to the node when there is one. */
+static int
+fns_heartbeat_apply_sms(struct fns_node *node, const json_t *root)
+{
+    const json_t *sms = json_object_get(root, "sms");
+    struct fns_sms_orders *o;
+
+    if (sms == NULL && json_object_get(root, "pools") == NULL &&
+        json_object_get(root, "decisions") == NULL && json_object_get(root, "reclaim") == NULL) {
+        return 0;
+    }
+    o = cm_calloc(1, sizeof(*o));
+    if ((sms != NULL && fns_hb_sms_cfg(sms, o) != 0) || fns_hb_sms_lists(root, o) != 0) {
+        fns_sms_orders_free(o);
+        return CM_E_PROTO;
+    }
+    fns_node_sms_orders(node, o);
+    return 0;
+}
+
 int
 fns_heartbeat_apply_answer(struct fns_node *node, const char *body)
 {
@@ -109,6 +303,10 @@ fns_heartbeat_apply_answer(struct fns_node *node, const char *body)
 
     if (root == NULL || !json_is_object(root)) {
         rc = CM_E_PROTO;
+        goto out;
+    }
+    rc = fns_heartbeat_apply_sms(node, root);
+    if (rc != 0) {
         goto out;
     }
     w = json_object_get(root, "weights");

@@ -27,6 +27,7 @@
 #include "fns_chunk.h"
 #include "fns_conn.h"
 #include "fns_cos.h"
+#include "fns_ilog.h"
 #include "fns_loop.h"
 #include "fns_node_impl.h"
 #include "fns_pack.h"
@@ -39,8 +40,8 @@
 #define FNS_RATE_BURST_S 0.05
 #define FNS_NODE_ARENA_MIN ((size_t)64 << 10) /* smaller chunks: malloc */
 
-enum { FNS_OP_PUT, FNS_OP_GET, FNS_OP_DEL, FNS_OP_STAT, FNS_NOPS };
-static const char *const fns_op_names[FNS_NOPS] = {"put", "get", "del", "stat"};
+enum { FNS_OP_PUT, FNS_OP_GET, FNS_OP_DEL, FNS_OP_STAT, FNS_OP_META, FNS_NOPS };
+static const char *const fns_op_names[FNS_NOPS] = {"put", "get", "del", "stat", "meta"};
 
 static int
 fns_op_index(uint8_t op)
@@ -54,6 +55,8 @@ fns_op_index(uint8_t op)
         return FNS_OP_DEL;
     case CM_OP_STAT:
         return FNS_OP_STAT;
+    case CM_OP_META:
+        return FNS_OP_META;
     default:
         return -1;
     }
@@ -75,11 +78,43 @@ fns_key_of(const struct cm_wire_hdr *h, struct fns_key *k)
     k->index = h->index;
 }
 
+/* A dispatched request leaves the bound: dispatch resumes if it waited. */
+static void
+fns_node_release(struct fns_node *n, struct fns_req *req)
+{
+    n->disp--;
+    n->disp_bytes -= req->held;
+    if (n->disp_paused) {
+        n->disp_paused = 0;
+        fns_loop_ev_wake(n->ev_dispatch);
+    }
+}
+
+static void
+fns_req_free(struct fns_node *n, struct fns_req *req)
+{
+    if (req->dispatched) {
+        fns_node_release(n, req);
+    }
+    free(req->meta);
+    free(req);
+}
+
+/* req->view's last unref: the connection wrote the payload or dropped it. */
+static void
+fns_node_view_sent(struct fns_chunk *view)
+{
+    struct fns_req *req = CM_CONTAINER_OF(view, struct fns_req, view);
+
+    fns_req_free(req->node, req);
+}
+
 void
 fns_node_answer(struct fns_node *n, struct fns_req *req, int status, uint16_t flags,
                 struct fns_chunk *chunk)
 {
     struct cm_wire_hdr resp = req->hdr;
+    struct fns_conn *conn = req->conn;
     uint64_t now = cm_now_ns();
     uint64_t bytes = 0;
     int opi = fns_op_index(req->hdr.op);
@@ -87,10 +122,21 @@ fns_node_answer(struct fns_node *n, struct fns_req *req, int status, uint16_t fl
     resp.op = (uint8_t)(req->hdr.op | CM_OP_RESPONSE);
     resp.status = status;
     resp.flags = flags;
-    resp.incarnation = n->cfg.incarnation;
+    /* Chunk answers name the instance (0: in none); the rest the node. */
+    switch (req->hdr.op) {
+    case CM_OP_GET:
+        resp.incarnation = chunk != NULL && chunk->instance >= 0 ? chunk->tag : req->tag;
+        break;
+    case CM_OP_PUT:
+    case CM_OP_STAT:
+        resp.incarnation = req->tag;
+        break;
+    default:
+        resp.incarnation = n->cfg.incarnation;
+        break;
+    }
     resp.data_len = chunk != NULL ? chunk->len : 0;
     resp.data_crc = chunk != NULL ? chunk->crc : 0;
-    fns_conn_send(req->conn, &resp, chunk);
 
     if (req->hdr.op == CM_OP_PUT) {
         bytes = req->hdr.data_len;
@@ -102,6 +148,9 @@ fns_node_answer(struct fns_node *n, struct fns_req *req, int status, uint16_t fl
         if (n->limited) {
             fns_rate_charge(&n->rate_bytes, (double)bytes - (double)req->fq.charged_bytes);
         }
+        /* From here the bound holds what the answer really moves. */
+        n->disp_bytes = n->disp_bytes - req->held + bytes;
+        req->held = bytes;
     }
     if (opi >= 0) {
         cm_reqstats_record(n->rs, req->hdr.tenant, opi, status, bytes, now - req->t0);
@@ -110,16 +159,57 @@ fns_node_answer(struct fns_node *n, struct fns_req *req, int status, uint16_t fl
         CM_DEBUG("request failed tenant=%u req=%llx op=%u err=%s", req->hdr.tenant,
                  (unsigned long long)req->hdr.req_id, req->hdr.op, cm_errname(status));
     }
-    fns_conn_unref(req->conn);
     fns_chunk_unref(req->chunk);
-    free(req);
+    req->chunk = NULL;
+    req->conn = NULL;
     n->inflight--;
+    if (req->dispatched && chunk != NULL && chunk->len > 0 && !fns_conn_is_closed(conn)) {
+        /* The payload goes out as a view, so the request stays counted in
+         * the bound until the connection has written it. */
+        fns_chunk_view_init(&req->view, chunk, fns_node_view_sent);
+        fns_conn_send(conn, &resp, &req->view);
+        fns_conn_unref(conn);
+        fns_chunk_unref(&req->view); /* may free req */
+        return;
+    }
+    fns_conn_send(conn, &resp, chunk);
+    fns_conn_unref(conn);
+    fns_req_free(n, req);
 }
 
 static struct fns_req *
 fns_req_of(struct pol_fq_item *it)
 {
-    return (struct fns_req *)(void *)((char *)it - offsetof(struct fns_req, fq));
+    return CM_CONTAINER_OF(it, struct fns_req, fq);
+}
+
+struct fns_tstat *
+fns_node_tstat(struct fns_node *n, uint32_t tenant)
+{
+    uint64_t h = cm_hmix64(tenant);
+    struct cm_hnode *hn;
+    struct fns_tstat *ts;
+
+    for (hn = cm_hmap_first(&n->tstats, h); hn != NULL; hn = cm_hmap_next(hn, h)) {
+        ts = CM_CONTAINER_OF(hn, struct fns_tstat, hn);
+        if (ts->tenant == tenant) {
+            return ts;
+        }
+    }
+    ts = cm_calloc(1, sizeof(*ts));
+    ts->tenant = tenant;
+    ts->est_get = POL_FQ_GET_BYTES_INIT;
+    cm_hmap_add(&n->tstats, &ts->hn, h);
+    return ts;
+}
+
+/* Dominant cost of a request of `bytes`, as the policy counts it. */
+static double
+fns_node_cost(const struct fns_node *n, double bytes)
+{
+    double by_bytes = bytes * n->inv_bytes;
+
+    return n->inv_ops > by_bytes ? n->inv_ops : by_bytes;
 }
 
 /* Runs one dispatched request. */
@@ -128,12 +218,16 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
 {
     struct fns_key key;
     struct fns_chunk *c;
-    int rc;
+    uint32_t slot;
+    int rc, from;
 
     fns_key_of(&req->hdr, &key);
     switch (req->hdr.op) {
     case CM_OP_PUT:
-        rc = fns_store_put(n->store, req->chunk);
+        rc = fns_node_sms_place(n, key.tenant, req->chunk->len, &slot);
+        if (rc == 0) {
+            rc = fns_store_put(n->store, req->chunk, slot);
+        }
         if (rc != 0) {
             CM_WARN("put refused tenant=%u req=%llx len=%u used=%llu err=%s", key.tenant,
                     (unsigned long long)req->hdr.req_id, req->chunk->len,
@@ -141,6 +235,8 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
             fns_node_answer(n, req, rc, 0, NULL);
             return;
         }
+        fns_node_sms_placed(n, req->chunk, slot);
+        req->tag = req->chunk->tag;
         fns_node_publish(n);
         if (req->hdr.flags & CM_WF_COS_SYNC) {
             fns_node_submit(n, FNS_COS_WRITE, &key, req->chunk, req, NULL);
@@ -153,30 +249,63 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
     case CM_OP_GET:
         c = fns_store_get(n->store, &key);
         if (c != NULL) {
+            fns_node_sms_hit(n, c);
             fns_node_answer(n, req, 0, fns_persisted_flag(c), c);
         } else {
-            fns_node_reload(n, req, &key);
+            fns_node_sms_miss(n, req, &key);
         }
         return;
     case CM_OP_DEL:
-        (void)fns_store_del(n->store, &key);
+        (void)fns_store_del(n->store, &key, &from);
         n->del_seq++;
+        fns_node_sms_deleted(n, &key, from);
         fns_node_publish(n);
-        fns_node_forget(n, &key);
+        fns_node_forget(n, &key, (req->hdr.flags & CM_WF_KEEP_COS) != 0);
         fns_node_answer(n, req, 0, 0, NULL);
         return;
     case CM_OP_STAT:
         c = fns_store_get(n->store, &key);
         if (c != NULL) {
+            req->tag = c->instance >= 0 ? c->tag : 0;
             fns_node_answer(n, req, 0, fns_persisted_flag(c), NULL);
         } else {
             fns_node_reload(n, req, &key);
         }
         return;
+    case CM_OP_META: {
+        uint8_t *payload = req->meta;
+
+        req->meta = NULL;
+        fns_node_ilog_meta(n, req, payload);
+        return;
+    }
     default:
         fns_node_answer(n, req, CM_E_PROTO, 0, NULL);
         return;
     }
+}
+
+/* The bound on dispatched work (fns_node_impl.h) is reached. One request
+ * always runs, however big. */
+static int
+fns_node_bound_reached(const struct fns_node *n)
+{
+    return (n->cfg.max_dispatched != 0 && n->disp >= n->cfg.max_dispatched) ||
+           (n->cfg.max_dispatched_bytes != 0 && n->disp > 0 &&
+            n->disp_bytes >= n->cfg.max_dispatched_bytes);
+}
+
+/* Takes a dequeued request out of the scheduler's hands. */
+static struct fns_req *
+fns_node_take(struct fns_node *n, struct pol_fq_item *it)
+{
+    struct fns_req *req = fns_req_of(it);
+
+    req->dispatched = 1;
+    req->held = it->charged_bytes;
+    n->disp++;
+    n->disp_bytes += req->held;
+    return req;
 }
 
 static void
@@ -187,12 +316,19 @@ fns_node_dispatch(void *arg)
     struct pol_fq_item *it;
     struct fns_req *req;
 
-    for (;;) {
+    while (pol_fq_len(n->fq) > 0) {
+        if (fns_node_bound_reached(n)) {
+            if (!n->disp_paused) {
+                n->disp_paused = 1;
+                atomic_fetch_add_explicit(&n->disp_pauses, 1, memory_order_relaxed);
+            }
+            return;
+        }
         if (n->limited &&
             (!fns_rate_ready(&n->rate_ops, now) || !fns_rate_ready(&n->rate_bytes, now))) {
             uint64_t a = fns_rate_wait_ns(&n->rate_ops), b = fns_rate_wait_ns(&n->rate_bytes);
 
-            if (!n->rate_armed && pol_fq_len(n->fq) > 0) {
+            if (!n->rate_armed) {
                 n->rate_armed = 1;
                 fns_loop_ev_after(n->ev_rate, a > b ? a : b);
             }
@@ -202,8 +338,8 @@ fns_node_dispatch(void *arg)
         if (it == NULL) {
             return;
         }
-        req = fns_req_of(it);
-        req->dispatched = 1;
+        req = fns_node_take(n, it);
+        cm_hist_observe(&req->ts->qwait, now > it->enq_ns ? now - it->enq_ns : 0);
         if (n->limited) {
             fns_rate_charge(&n->rate_ops, 1);
             fns_rate_charge(&n->rate_bytes, (double)it->charged_bytes);
@@ -232,14 +368,11 @@ fns_node_frame(void *arg, struct fns_conn *c, const struct cm_wire_hdr *h, uint8
     int rc;
 
     fns_conn_ref(c);
+    req->node = n;
     req->conn = c;
     req->hdr = *h;
     req->t0 = cm_now_ns();
     n->inflight++;
-    if (h->incarnation != 0 && h->incarnation != n->cfg.incarnation) {
-        CM_DEBUG("request for another incarnation tenant=%u req=%llx want=%u have=%u", h->tenant,
-                 (unsigned long long)h->req_id, h->incarnation, n->cfg.incarnation);
-    }
     if (status != 0) {
         free(payload);
         fns_node_answer(n, req, status, 0, NULL);
@@ -256,6 +389,7 @@ fns_node_frame(void *arg, struct fns_conn *c, const struct cm_wire_hdr *h, uint8
         return;
     }
     fns_key_of(h, &key);
+    /* The item as pol_fq.h's caller contract has it. */
     req->fq.tenant = h->tenant;
     if (h->op == CM_OP_PUT) {
         if (payload == NULL) {
@@ -263,13 +397,26 @@ fns_node_frame(void *arg, struct fns_conn *c, const struct cm_wire_hdr *h, uint8
         }
         req->chunk = fns_chunk_adopt(&key, payload, h->data_len, h->data_crc);
         req->fq.est_bytes = h->data_len;
+    } else if (h->op == CM_OP_META) {
+        req->meta = payload; /* a record for the insertion log */
+        req->fq.est_bytes = h->data_len;
     } else {
         free(payload);
-        if (h->op == CM_OP_GET && (cur = fns_store_get(n->store, &key)) != NULL) {
-            req->fq.est_bytes = cur->len;
+        if (h->op == CM_OP_GET) {
+            req->fq.flags = POL_FQ_GET;
+            if ((cur = fns_store_get(n->store, &key)) != NULL) {
+                req->fq.est_bytes = cur->len;
+            } else {
+                req->fq.flags |= POL_FQ_UNSIZED; /* COS knows its size */
+            }
         }
     }
+    req->ts = fns_node_tstat(n, h->tenant);
     rc = n->fq_ops->enqueue(n->fq, &req->fq, req->t0);
+    if (rc == 0 || rc == CM_E_BUSY) {
+        req->ts->arrived_cost += fns_node_cost(
+            n, (req->fq.flags & POL_FQ_UNSIZED) ? req->ts->est_get : (double)req->fq.est_bytes);
+    }
     if (rc != 0) {
         fns_node_answer(n, req, rc, 0, NULL);
         return;
@@ -317,7 +464,9 @@ fns_node_tick(void *arg)
     fns_node_report_tick(n);
     if (n->stopping) {
         fns_node_cos_cb(n);
+        fns_node_ilog_kick(n);
         if (pol_fq_len(n->fq) == 0 && n->inflight == 0 && fns_cos_pending(n->pool) == 0 &&
+            fns_cos_pending(n->logpool) == 0 && fns_ilog_pending(n->ilog) == 0 &&
             fns_conn_list_idle(&n->conns)) {
             CM_INFO("drained, stopping");
             fns_conn_list_close_all(&n->conns);
@@ -334,6 +483,7 @@ fns_node_tick(void *arg)
         fns_loop_ev_after(n->ev_tick, 10u * 1000000u);
         return;
     }
+    fns_node_ilog_kick(n); /* a batch whose write failed goes again */
     fns_loop_ev_after(n->ev_tick, FNS_TICK_NS);
 }
 
@@ -407,6 +557,12 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     n->cfg.sched = NULL;
     n->cos = cos;
     pthread_mutex_init(&n->mu, NULL);
+    cm_hmap_init(&n->tstats, 16);
+    cm_hmap_init(&n->pools, 16);
+    atomic_init(&n->pub_disp, 0);
+    atomic_init(&n->pub_disp_bytes, 0);
+    atomic_init(&n->pub_queued, 0);
+    atomic_init(&n->disp_pauses, 0);
     atomic_init(&n->used, 0);
     atomic_init(&n->segments, 0);
     atomic_init(&n->packed, 0);
@@ -422,11 +578,9 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     fqc.queue_limit = cfg->queue_limit;
     fqc.cap_ops = cfg->cap_ops;
     fqc.cap_bytes = cfg->cap_bytes;
+    n->inv_ops = 1.0 / (cfg->cap_ops > 0 ? cfg->cap_ops : POL_FQ_NOMINAL_OPS);
+    n->inv_bytes = 1.0 / (cfg->cap_bytes > 0 ? cfg->cap_bytes : POL_FQ_NOMINAL_BYTES);
     rc = n->fq_ops->create(&fqc, &n->fq);
-    if (rc != 0) {
-        goto out;
-    }
-    rc = fns_store_create(cfg->capacity, cfg->instances, &n->store);
     if (rc != 0) {
         goto out;
     }
@@ -454,14 +608,33 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
         n->ev_sigint = fns_loop_ev_signal(n->loop, SIGINT, fns_node_stop_cb, n);
     }
     rc = fns_cos_create(cos, cfg->cos_threads, fns_node_cos_notify, n, &n->pool);
+    if (rc == 0) {
+        rc = fns_cos_create(cos, 1, fns_node_cos_notify, n, &n->logpool);
+    }
+    if (rc == 0) {
+        rc = fns_cos_create(cos, cfg->recovery_helpers > 0 ? (int)cfg->recovery_helpers : 1,
+                            fns_node_cos_notify, n, &n->recpool);
+    }
+    if (rc != 0) {
+        goto out;
+    }
+    rc = fns_node_sms_create(n);
     if (rc != 0) {
         goto out;
     }
     n->pack = fns_pack_index_create();
+    fns_ilog_create(cfg->id, &n->ilog);
     rc = fns_node_replay(n);
+    if (rc == 0) {
+        /* Recovery reads name segments by this node's id. */
+        fns_cos_set_packing(n->recpool, cfg->id, 1, 0);
+        rc = fns_node_ilog_replay(n);
+    }
     if (rc != 0) {
         goto out;
     }
+    fns_node_sms_restart(n);
+    fns_node_sms_report(n);
     rc = fns_loop_listen(n->loop, cfg->listen, fns_node_accept, n, &n->port, &n->listener);
     if (rc != 0) {
         CM_ERROR("cannot listen addr=%s err=%s", cfg->listen, cm_errname(rc));
@@ -478,9 +651,14 @@ out:
 int
 fns_node_run(struct fns_node *n)
 {
-    CM_INFO("serving port=%u id=%u incarnation=%u sched=%s capacity=%llu instances=%u", n->port,
-            n->cfg.id, n->cfg.incarnation, n->fq_ops->name, (unsigned long long)n->cfg.capacity,
-            n->cfg.instances);
+    CM_INFO("serving port=%u id=%u incarnation=%u sched=%s capacity=%llu instance_size=%llu "
+            "slots=%u cache_bytes=%llu recovery_helpers=%u max_dispatched=%u "
+            "max_dispatched_bytes=%llu",
+            n->port, n->cfg.id, n->cfg.incarnation, n->fq_ops->name,
+            (unsigned long long)n->cfg.capacity, (unsigned long long)n->cfg.inst_bytes,
+            fns_store_nslots(n->store), (unsigned long long)n->cfg.cache_bytes,
+            n->cfg.recovery_helpers, n->cfg.max_dispatched,
+            (unsigned long long)n->cfg.max_dispatched_bytes);
     fns_loop_ev_after(n->ev_tick, FNS_TICK_NS);
     return fns_loop_run(n->loop);
 }
@@ -491,6 +669,12 @@ fns_node_stop(struct fns_node *n)
     fns_loop_ev_wake(n->ev_stop);
 }
 
+static void
+fns_node_tstat_free(void *arg, struct cm_hnode *hn)
+{
+    free(CM_CONTAINER_OF(hn, struct fns_tstat, hn));
+}
+
 void
 fns_node_destroy(struct fns_node *n)
 {
@@ -499,20 +683,28 @@ fns_node_destroy(struct fns_node *n)
     if (n == NULL) {
         return;
     }
+    n->destroying = 1; /* nothing new goes to the COS pools */
     if (n->pool != NULL) {
         fns_cos_stop(n->pool);
+    }
+    if (n->logpool != NULL) {
+        fns_cos_stop(n->logpool);
+    }
+    if (n->recpool != NULL) {
+        fns_cos_stop(n->recpool);
+    }
+    if (n->pool != NULL) {
         fns_node_cos_cb(n);
     }
     fns_loop_listener_free(n->listener);
     fns_conn_list_close_all(&n->conns);
     /* Anything still queued (deadline passed): answer into closed conns. */
     while (n->fq != NULL && (it = n->fq_ops->dequeue(n->fq, 0)) != NULL) {
-        struct fns_req *req = fns_req_of(it);
-
-        req->dispatched = 1;
-        fns_node_answer(n, req, CM_E_UNAVAIL, 0, NULL);
+        fns_node_answer(n, fns_node_take(n, it), CM_E_UNAVAIL, 0, NULL);
     }
     fns_cos_destroy(n->pool);
+    fns_cos_destroy(n->logpool);
+    fns_cos_destroy(n->recpool);
     fns_loop_ev_free(n->ev_dispatch);
     fns_loop_ev_free(n->ev_rate);
     fns_loop_ev_free(n->ev_cos);
@@ -522,16 +714,21 @@ fns_node_destroy(struct fns_node *n)
     fns_loop_ev_free(n->ev_weights);
     fns_loop_ev_free(n->ev_sigterm);
     fns_loop_ev_free(n->ev_sigint);
+    fns_loop_ev_free(n->ev_orders);
+    fns_loop_ev_free(n->ev_reclaim);
     fns_loop_destroy(n->loop);
     if (n->fq_ops != NULL) {
         n->fq_ops->destroy(n->fq);
     }
-    fns_store_destroy(n->store);
+    fns_node_sms_destroy(n);
+    fns_ilog_destroy(n->ilog);
     fns_pack_index_destroy(n->pack);
     fns_arena_destroy(n->arena); /* chunks still referenced keep it alive */
     if (n->rs != NULL) {
         cm_reqstats_destroy(n->rs);
     }
+    cm_hmap_each(&n->tstats, fns_node_tstat_free, NULL);
+    cm_hmap_free(&n->tstats);
     free(n->notes);
     free(n->snap);
     free(n->w_tenants);

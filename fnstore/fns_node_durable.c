@@ -55,6 +55,9 @@ fns_node_job_free(struct fns_cos_job *job)
     }
     fns_chunk_unref(job->chunk);
     free(job->tomb_targets);
+    if (job->op == FNS_COS_GET_OBJ) {
+        free(job->buf);
+    }
     free(job);
 }
 
@@ -211,7 +214,7 @@ fns_node_notes_flush(struct fns_node *n)
 }
 
 void
-fns_node_forget(struct fns_node *n, const struct fns_key *key)
+fns_node_forget(struct fns_node *n, const struct fns_key *key, int keep_cos)
 {
     uint64_t emptied, packed;
 
@@ -234,7 +237,9 @@ fns_node_forget(struct fns_node *n, const struct fns_key *key)
             next = job->next;
             fns_node_job_free(job);
         }
-        fns_node_submit(n, FNS_COS_DELETE, key, NULL, NULL, NULL);
+        if (!keep_cos) {
+            fns_node_submit(n, FNS_COS_DELETE, key, NULL, NULL, NULL);
+        }
     }
 }
 
@@ -244,7 +249,12 @@ fns_node_read_done(struct fns_node *n, struct fns_cos_job *job)
 {
     struct fns_req *req = job->arg;
     struct fns_chunk *cur = fns_store_get(n->store, &job->key);
+    struct fns_node_cost *cost = fns_node_cost_of(n, job->key.tenant);
 
+    if (job->status == 0) {
+        cost->cos_gets++;
+        cost->cos_get_bytes += fns_chunk_blob_len(job->chunk);
+    }
     if (job->status != 0) {
         if (cur != NULL) {
             /* A PUT landed while we looked in COS: memory is newer. */
@@ -261,11 +271,7 @@ fns_node_read_done(struct fns_node *n, struct fns_cos_job *job)
         return;
     }
     if (cur == NULL && job->tag == n->del_seq) {
-        int rc = fns_store_put(n->store, job->chunk);
-
-        if (rc != 0) {
-            CM_DEBUG("reloaded chunk not kept tenant=%u err=%s", job->key.tenant, cm_errname(rc));
-        }
+        fns_node_sms_reloaded(n, job->chunk, &job->loc);
         fns_node_publish(n);
     }
     if (cur != NULL) {
@@ -301,14 +307,50 @@ fns_node_packed(struct fns_node *n, struct fns_cos_job *job, uint64_t *maybe_emp
     *maybe_empty = job->loc.seg;
 }
 
+/* Counts a persisted chunk write in its tenant's COS cost: a segment once
+ * per tenant in it (its jobs are adjacent), bytes exactly. */
+static void
+fns_node_cost_write(struct fns_node *n, const struct fns_cos_job *job, uint64_t *last_seg,
+                    uint32_t *last_tenant)
+{
+    struct fns_node_cost *cost = fns_node_cost_of(n, job->key.tenant);
+
+    cost->cos_put_bytes += fns_chunk_blob_len(job->chunk);
+    if (job->loc.seg == 0 || job->loc.seg != *last_seg || job->key.tenant != *last_tenant) {
+        cost->cos_puts++;
+    }
+    *last_seg = job->loc.seg;
+    *last_tenant = job->key.tenant;
+}
+
+/* Reaps the jobs of the helpers' and the log's pools. */
+static void
+fns_node_cos_other(struct fns_node *n)
+{
+    struct fns_cos_job *job, *next;
+
+    for (job = fns_cos_reap(n->recpool); job != NULL; job = next) {
+        next = job->next;
+        fns_node_sms_recovered(n, job);
+        fns_node_job_free(job);
+    }
+    for (job = fns_cos_reap(n->logpool); job != NULL; job = next) {
+        next = job->next;
+        fns_node_ilog_reaped(n, job);
+        fns_node_job_free(job);
+    }
+}
+
 void
 fns_node_cos_cb(void *arg)
 {
     struct fns_node *n = arg;
     struct fns_cos_job *job, *next;
-    uint64_t maybe_empty[64];
+    uint64_t maybe_empty[64], last_seg = 0;
+    uint32_t last_tenant = 0;
     size_t nempty = 0;
 
+    fns_node_cos_other(n);
     for (job = fns_cos_reap(n->pool); job != NULL; job = next) {
         next = job->next;
         if (job->ntomb_targets > 0) { /* segment loc.seg carried tombstones */
@@ -328,6 +370,8 @@ fns_node_cos_cb(void *arg)
         case FNS_COS_WRITE:
             if (job->status == 0) {
                 job->chunk->persisted = 1;
+                fns_node_cost_write(n, job, &last_seg, &last_tenant);
+                fns_node_sms_persisted(n, job->chunk, &job->loc, job->tag == n->del_seq);
                 if (job->loc.seg != 0) {
                     uint64_t seg = 0;
 
@@ -367,9 +411,14 @@ fns_node_cos_cb(void *arg)
             fns_node_read_done(n, job);
             break;
         case FNS_COS_DELETE:
+            if (job->loc.seg == 0 && job->status == 0) {
+                fns_node_cost_of(n, job->key.tenant)->cos_deletes++;
+            }
             if (job->arg != NULL) {
                 fns_node_answer(n, job->arg, job->status, 0, NULL);
             }
+            break;
+        default:
             break;
         }
         fns_node_job_free(job);

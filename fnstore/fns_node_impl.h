@@ -10,6 +10,11 @@
  *                       node's COS segments
  *   fns_node_report.c   what heartbeats and /metrics read: stats, per-tenant
  *                       snapshots, and the weights they bring back
+ *   fns_node_sms.c      the SMS window on this node: placement, compaction,
+ *                       the cache space, the controller's decisions, reclaims,
+ *                       releases, and the recovery of lost instances
+ *   fns_node_ilog.c     the insertion log's I/O: batches written in order,
+ *                       META answers, dead objects deleted, the start-up replay
  *
  * struct fns_node owns the event loop, the listener and its connections, the
  * FQ scheduler, the chunk store, the COS pool, and every in-flight request
@@ -17,10 +22,14 @@
  * under `mu` (snapshots and pending weights) and the atomics (stats).
  *
  * Invariants: inflight counts requests created and not yet answered; every
- * request holds a conn reference; a request in the scheduler is answered
- * only after dequeue (dispatched), and complete() is called once per
- * dispatched request. del_seq counts DELs so a COS reload that raced a DEL
- * does not put the deleted chunk back in memory.
+ * unanswered request holds a conn reference; a request in the scheduler is
+ * answered only after dequeue (dispatched), and complete() is called once
+ * per dispatched request. disp / disp_bytes count the dispatched requests
+ * not yet released and their `held` bytes: a request is released when it
+ * is answered, or, when its answer carries a payload, once the connection
+ * has written that payload or dropped it (the last unref of req->view);
+ * a request lives until then. del_seq counts DELs so a COS reload that
+ * raced a DEL does not put the deleted chunk back in memory.
  */
 #ifndef FNS_NODE_IMPL_H
 #define FNS_NODE_IMPL_H
@@ -29,6 +38,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "cm_hmap.h"
+#include "cm_metrics.h"
 #include "cm_wire.h"
 #include "fns_chunk.h"
 #include "fns_conn.h"
@@ -36,16 +47,37 @@
 #include "fns_node.h"
 #include "fns_rate.h"
 #include "pol_fq.h"
+#include "pol_sms.h"
 
 struct fns_notes;
 
+/* What the node keeps per tenant beside the scheduler's figures (loop
+ * thread; records live as long as the node). */
+struct fns_tstat {
+    struct cm_hnode hn;
+    uint32_t tenant;
+    struct fns_node_cost cost; /* SMS cost counters, cumulative */
+    double est_get;            /* the policy's GET-size estimate, copied every tick */
+    double arrived_cost;       /* dominant cost of arrivals, cumulative */
+    struct cm_hist qwait;      /* enqueue to dispatch */
+    double share;              /* EWMA of the served cost per second */
+    double last_cost;          /* served_cost at last_ns */
+    uint64_t last_ns;
+};
+
 struct fns_req {
     struct pol_fq_item fq;
-    struct fns_conn *conn; /* reference */
+    struct fns_node *node;
+    struct fns_conn *conn; /* reference until answered */
+    struct fns_tstat *ts;  /* the tenant's (scheduled requests only) */
     struct cm_wire_hdr hdr;
     struct fns_chunk *chunk; /* PUT payload (reference) */
     uint64_t t0;
+    uint64_t held; /* bytes counted in disp_bytes while dispatched */
     int dispatched;
+    uint32_t tag;          /* PUT, STAT answers: the instance's tag */
+    uint8_t *meta;         /* META payload (malloc'd) until executed */
+    struct fns_chunk view; /* the answer's payload while the connection holds it */
 };
 
 struct fns_node {
@@ -67,6 +99,11 @@ struct fns_node {
     struct cm_reqstats *rs;
     struct fns_rate rate_ops, rate_bytes;
     int limited, rate_armed, stopping;
+    uint32_t disp;             /* dispatched, not released (see the invariants) */
+    uint64_t disp_bytes;       /* their held bytes */
+    int disp_paused;           /* the bound stopped dispatch; a release resumes it */
+    double inv_ops, inv_bytes; /* cost normalization, as the policy's (pol_fq.h) */
+    struct cm_hmap tstats;     /* tenant -> struct fns_tstat */
     uint64_t stop_deadline;
     uint64_t inflight;
     uint64_t del_seq;
@@ -74,13 +111,45 @@ struct fns_node {
     struct fns_notes *notes; /* one per connection with records, during a reap */
     size_t nnotes, capnotes;
 
+    /* SMS (fns_node_sms.c). Until the controller's "sms" block is heard:
+     * static, max_instances = every slot. */
+    const struct pol_sms_ops *sms_ops;
+    struct pol_sms *sms;
+    struct pol_sms_cfg sms_cfg;
+    int sms_heard;
+    struct cm_hmap pools;      /* tenant -> struct fns_pool */
+    struct pol_sms_inst *view; /* scratch for place/on_read: one per slot */
+    uint32_t *view_slot;
+    struct fns_loop_ev *ev_reclaim, *ev_orders;
+    uint64_t rng;
+    struct fns_node_sms_stats sst; /* loop thread; published under mu */
+    struct fns_sms_orders *orders; /* under mu: the last heartbeat answer's */
+
+    /* Recovery (fns_node_sms.c): R helpers on their own COS pool. */
+    struct fns_recover *rec;
+    struct fns_cos *recpool;
+
+    /* The insertion log (fns_node_ilog.c): its batches, deletes and
+     * carries run on their own one-worker COS pool, in order. */
+    struct fns_ilog *ilog;
+    struct fns_cos *logpool;
+    int log_writing, log_carrying;
+    int destroying; /* the COS pools are stopped: submit nothing */
+
     atomic_uint_fast64_t used, nchunks, bad_frames;
-    atomic_uint_fast64_t segments, packed, held; /* of the pack index, per tick */
+    atomic_uint_fast64_t segments, packed, held;               /* of the pack index, per tick */
+    atomic_uint_fast64_t pub_disp, pub_disp_bytes, pub_queued; /* per tick */
+    atomic_uint_fast64_t disp_pauses;
 
     pthread_mutex_t mu;
     struct fns_node_tenant *snap; /* under mu */
     size_t nsnap, capsnap;
-    uint32_t *w_tenants; /* pending weights, under mu */
+    struct fns_node_inst *isnap; /* under mu: instances not free */
+    size_t nisnap;
+    struct fns_node_cost *csnap; /* under mu: every tenant's SMS cost */
+    size_t ncsnap;
+    struct fns_node_sms_stats pub_sst; /* under mu */
+    uint32_t *w_tenants;               /* pending weights, under mu */
     double *w_values;
     size_t nw;
 };
@@ -99,6 +168,8 @@ void fns_node_answer(struct fns_node *n, struct fns_req *req, int status, uint16
                      struct fns_chunk *chunk);
 /* Publishes the store's figures for fns_node_stats. */
 void fns_node_publish(struct fns_node *n);
+/* The tenant's record, created on first use. */
+struct fns_tstat *fns_node_tstat(struct fns_node *n, uint32_t tenant);
 
 /* ---- fns_node_durable.c (loop thread, but cos_notify) ---- */
 
@@ -111,8 +182,10 @@ void fns_node_submit(struct fns_node *n, enum fns_cos_op op, const struct fns_ke
 /* GET or STAT of a chunk not in memory: from its segment, or its object.
  * req transferred (answered when the read is reaped). */
 void fns_node_reload(struct fns_node *n, struct fns_req *req, const struct fns_key *key);
-/* The COS side of a DEL of key (the chunk already left the store). */
-void fns_node_forget(struct fns_node *n, const struct fns_key *key);
+/* The COS side of a DEL of key (the chunk already left the store).
+ * keep_cos (CM_WF_KEEP_COS): a chunk of its own object is left in COS,
+ * where its new holder keeps it under the same name. */
+void fns_node_forget(struct fns_node *n, const struct fns_key *key, int keep_cos);
 /* ev_cos: reaps finished COS jobs, answers their requests, sends notices. */
 void fns_node_cos_cb(void *arg);
 /* The COS pool's notify: wakes ev_cos. Any thread. */
@@ -120,15 +193,71 @@ void fns_node_cos_notify(void *arg);
 /* ev_tombs: writes pending tombstones in a segment of their own. */
 void fns_node_tombs_cb(void *arg);
 
+/* ---- fns_node_sms.c (loop thread) ---- */
+
+/* Creates the SMS state, the store and the recovery helpers (create). */
+int fns_node_sms_create(struct fns_node *n);
+void fns_node_sms_destroy(struct fns_node *n);
+/* The slot a new chunk of len bytes of tenant goes to: 0 and *slot, or
+ * -ENOSPC / CM_E_TOOBIG. */
+int fns_node_sms_place(struct fns_node *n, uint32_t tenant, uint32_t len, uint32_t *slot);
+/* A PUT placed c in slot (counts, WARM -> ACTIVE). */
+void fns_node_sms_placed(struct fns_node *n, struct fns_chunk *c, uint32_t slot);
+/* GET of c found in memory: counts, compaction, re-admission from the cache. */
+void fns_node_sms_hit(struct fns_node *n, struct fns_chunk *c);
+/* GET of key not in memory (req transferred): STALE, a wait on its
+ * recovery, or a reload from COS. */
+void fns_node_sms_miss(struct fns_node *n, struct fns_req *req, const struct fns_key *key);
+/* A chunk reloaded from COS for a GET (c not in the store; loc where it
+ * was read): re-admitted into the pool's current generation, else cached. */
+void fns_node_sms_reloaded(struct fns_node *n, struct fns_chunk *c, const struct fns_pack_loc *loc);
+/* A DEL took c out of slot (-1: none): the log's delete; a static
+ * instance left empty is released. */
+void fns_node_sms_deleted(struct fns_node *n, const struct fns_key *key, int slot);
+/* A chunk write was persisted at loc (seg 0: its own object): its record
+ * in the log, under the instance the chunk is in now (undeleted: no DEL
+ * came since the write was submitted). */
+void fns_node_sms_persisted(struct fns_node *n, struct fns_chunk *c, const struct fns_pack_loc *loc,
+                            int undeleted);
+/* A recovery read finished (job from the helpers' pool). */
+void fns_node_sms_recovered(struct fns_node *n, struct fns_cos_job *job);
+/* Start-up, after the log's replay: lost instances recovered, degraded released. */
+void fns_node_sms_restart(struct fns_node *n);
+/* Per tick: publishes the instance snapshot and the SMS figures (under mu). */
+void fns_node_sms_report(struct fns_node *n);
+/* ev_orders: applies the controller's last answer. ev_reclaim: --reclaim-rate. */
+void fns_node_sms_orders_cb(void *arg);
+void fns_node_sms_reclaim_cb(void *arg);
+/* The tenant's SMS cost counters. */
+struct fns_node_cost *fns_node_cost_of(struct fns_node *n, uint32_t tenant);
+
+/* ---- fns_node_ilog.c (loop thread; replay at create) ---- */
+
+/* Replays the log (create, before the loop); 0 or an error. */
+int fns_node_ilog_replay(struct fns_node *n);
+/* Writes the pending batch if none is in flight; deletes or carries
+ * forward old log objects. Call after adding records. */
+void fns_node_ilog_kick(struct fns_node *n);
+/* A job of the log's pool was reaped. */
+void fns_node_ilog_reaped(struct fns_node *n, struct fns_cos_job *job);
+/* A META request: its payload (transferred) into the log; answered once
+ * durable. */
+void fns_node_ilog_meta(struct fns_node *n, struct fns_req *req, uint8_t *payload);
+
 /* ---- fns_node_replay.c (create, before the loop runs) ---- */
 
+/* This node's numbered objects of kind ("seg", "ilog"), their sequence
+ * numbers sorted (*seqs malloc'd, transferred); a COS not listable yet is
+ * waited for up to a minute. 0 or an error. */
+int fns_node_list_seqs(struct fns_node *n, const char *kind, uint64_t **seqs, size_t *count);
 /* Rebuilds the packed-chunk index from this node's segments, deletes the
  * ones left empty, and turns packing on above the newest. */
 int fns_node_replay(struct fns_node *n);
 
 /* ---- fns_node_report.c (loop thread) ---- */
 
-/* Takes the per-tenant snapshot and the pack index gauges (every tick). */
+/* Takes the per-tenant snapshot and the gauges published per tick
+ * (every tick, and after new weights). */
 void fns_node_report_tick(struct fns_node *n);
 /* ev_weights: applies the weights fns_node_set_weights left. */
 void fns_node_weights_cb(void *arg);

@@ -22,22 +22,23 @@
 #include "fns_node_impl.h"
 #include "fns_pack.h"
 
-/* Listings of this node's segments tried at start (one a second) before it gives up. */
+/* Listings of this node's objects tried at start (one a second) before it gives up. */
 #define FNS_REPLAY_LIST_TRIES 60
 
-struct seg_list {
+struct seq_list {
+    const char *kind;
     uint32_t node;
     uint64_t *seqs;
     size_t n, cap;
 };
 
 static int
-fns_node_seg_found(void *arg, const char *name)
+fns_node_seq_found(void *arg, const char *name)
 {
-    struct seg_list *l = arg;
+    struct seq_list *l = arg;
     uint64_t seq;
 
-    if (fns_pack_parse_name(name, l->node, &seq) == 0) {
+    if (cm_cos_seq_parse(name, l->kind, l->node, &seq) == 0) {
         if (l->n == l->cap) {
             l->cap = l->cap ? 2 * l->cap : 64;
             l->seqs = cm_realloc(l->seqs, l->cap * sizeof(*l->seqs));
@@ -53,6 +54,41 @@ fns_node_cmp_u64(const void *a, const void *b)
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
     return x < y ? -1 : x > y;
+}
+
+int
+fns_node_list_seqs(struct fns_node *n, const char *kind, uint64_t **seqs, size_t *count)
+{
+    struct seq_list l = {.kind = kind, .node = n->cfg.id};
+    char prefix[64];
+    int rc;
+
+    snprintf(prefix, sizeof(prefix), "%s/n%u/", kind, n->cfg.id);
+    /* A COS that is down or restarting while the node starts is waited for
+     * (the backend already retried each call): the node must not come up
+     * without its indexes, nor give up on an outage. */
+    for (int attempt = 1;; attempt++) {
+        l.n = 0;
+        rc = cm_cos_list(n->cos, prefix, fns_node_seq_found, &l);
+        if (rc == 0 || rc == CM_E_NOTFOUND || rc == CM_E_BADARG || rc == -EACCES ||
+            attempt >= FNS_REPLAY_LIST_TRIES) {
+            break;
+        }
+        CM_WARN("cos objects not listable yet, waiting prefix=%s attempt=%d err=%s", prefix,
+                attempt, cm_errname(rc));
+        sleep(1);
+    }
+    if (rc != 0 && rc != CM_E_NOTFOUND) {
+        CM_ERROR("cannot list cos objects prefix=%s err=%s", prefix, cm_errname(rc));
+        free(l.seqs);
+        return rc;
+    }
+    if (l.n > 1) {
+        qsort(l.seqs, l.n, sizeof(*l.seqs), fns_node_cmp_u64);
+    }
+    *seqs = l.seqs;
+    *count = l.n;
+    return 0;
 }
 
 static void
@@ -114,41 +150,20 @@ fns_node_replay_one(struct fns_node *n, uint64_t seq)
 int
 fns_node_replay(struct fns_node *n)
 {
-    struct seg_list l = {.node = n->cfg.id};
-    char prefix[FNS_PACK_NAME_MAX];
-    size_t i;
-    int rc;
+    uint64_t *seqs = NULL;
+    size_t count = 0, i;
+    int rc = fns_node_list_seqs(n, "seg", &seqs, &count);
 
-    snprintf(prefix, sizeof(prefix), "seg/n%u/", n->cfg.id);
-    /* A COS that is down or restarting while the node starts is waited for
-     * (the backend already retried each call): the node must not come up
-     * without the index of its packed chunks, nor give up on an outage. */
-    for (int attempt = 1;; attempt++) {
-        l.n = 0;
-        rc = cm_cos_list(n->cos, prefix, fns_node_seg_found, &l);
-        if (rc == 0 || rc == CM_E_NOTFOUND || rc == CM_E_BADARG || rc == -EACCES ||
-            attempt >= FNS_REPLAY_LIST_TRIES) {
-            break;
-        }
-        CM_WARN("cos segments not listable yet, waiting prefix=%s attempt=%d err=%s", prefix,
-                attempt, cm_errname(rc));
-        sleep(1);
-    }
-    if (rc != 0 && rc != CM_E_NOTFOUND) {
-        CM_ERROR("cannot list cos segments prefix=%s err=%s", prefix, cm_errname(rc));
-        free(l.seqs);
+    if (rc != 0) {
         return rc;
     }
-    if (l.n > 1) {
-        qsort(l.seqs, l.n, sizeof(*l.seqs), fns_node_cmp_u64);
-    }
-    for (i = 0; i < l.n; i++) {
-        fns_node_replay_one(n, l.seqs[i]);
+    for (i = 0; i < count; i++) {
+        fns_node_replay_one(n, seqs[i]);
     }
     fns_pack_index_drop_empty(n->pack, fns_node_delete_seg_now, n);
-    CM_INFO("cos segments replayed segments=%zu live=%zu chunks=%zu", l.n,
+    CM_INFO("cos segments replayed segments=%zu live=%zu chunks=%zu", count,
             fns_pack_index_segments(n->pack), fns_pack_index_chunks(n->pack));
-    fns_cos_set_packing(n->pool, n->cfg.id, l.n ? l.seqs[l.n - 1] + 1 : 1, n->cfg.cos_linger_ms);
-    free(l.seqs);
+    fns_cos_set_packing(n->pool, n->cfg.id, count ? seqs[count - 1] + 1 : 1, n->cfg.cos_linger_ms);
+    free(seqs);
     return 0;
 }

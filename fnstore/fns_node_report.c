@@ -8,6 +8,7 @@
  * stats are atomics published by the loop thread. fns_node_report_tick and
  * fns_node_weights_cb run on the loop thread, the public functions on any.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -15,13 +16,20 @@
 
 #include "cm_buf.h"
 #include "cm_log.h"
+#include "cm_time.h"
 #include "fns_cos.h"
 #include "fns_loop.h"
 #include "fns_node_impl.h"
 #include "fns_pack.h"
 
+/* The time constant of a tenant's share (served cost per second), and the
+ * shortest interval a share is measured over. */
+#define FNS_SHARE_TAU_S 1.0
+#define FNS_SHARE_MIN_DT_NS (100u * 1000000u)
+
 struct fns_snap_ctx {
     struct fns_node *n;
+    uint64_t now;
     size_t i;
 };
 
@@ -30,22 +38,45 @@ fns_node_snap_cb(void *arg, const struct pol_fq_tenant_info *ti)
 {
     struct fns_snap_ctx *ctx = arg;
     struct fns_node *n = ctx->n;
+    struct fns_tstat *ts = fns_node_tstat(n, ti->tenant);
+    struct fns_node_tenant *o;
 
     if (ctx->i == n->capsnap) {
         n->capsnap = n->capsnap ? n->capsnap * 2 : 16;
         n->snap = cm_realloc(n->snap, n->capsnap * sizeof(*n->snap));
     }
-    n->snap[ctx->i].tenant = ti->tenant;
-    n->snap[ctx->i].requests = ti->served_requests;
-    n->snap[ctx->i].bytes = ti->served_bytes;
-    n->snap[ctx->i].queued = ti->queued;
-    ctx->i++;
+    ts->est_get = ti->est_get_bytes;
+    if (ts->last_ns == 0) {
+        ts->last_ns = ctx->now;
+        ts->last_cost = ti->served_cost;
+    } else if (ctx->now - ts->last_ns >= FNS_SHARE_MIN_DT_NS) {
+        double dt = (double)(ctx->now - ts->last_ns) / 1e9;
+        double rate = (ti->served_cost - ts->last_cost) / dt;
+
+        ts->share += (1.0 - exp(-dt / FNS_SHARE_TAU_S)) * (rate - ts->share);
+        ts->last_ns = ctx->now;
+        ts->last_cost = ti->served_cost;
+    }
+    o = &n->snap[ctx->i++];
+    memset(o, 0, sizeof(*o));
+    o->tenant = ti->tenant;
+    o->requests = ti->served_requests;
+    o->bytes = ti->served_bytes;
+    o->queued = ti->queued;
+    o->running = ti->running;
+    o->weight = ti->weight;
+    o->arrived_requests = ti->arrived_requests;
+    o->arrived_bytes = ti->arrived_bytes;
+    o->arrived_cost = ts->arrived_cost;
+    o->served_cost = ti->served_cost;
+    o->share = ts->share;
+    o->qwait = ts->qwait;
 }
 
 void
 fns_node_report_tick(struct fns_node *n)
 {
-    struct fns_snap_ctx ctx = {n, 0};
+    struct fns_snap_ctx ctx = {n, cm_now_ns(), 0};
 
     pthread_mutex_lock(&n->mu);
     pol_fq_foreach_tenant(n->fq, fns_node_snap_cb, &ctx);
@@ -54,6 +85,10 @@ fns_node_report_tick(struct fns_node *n)
     atomic_store(&n->segments, fns_pack_index_segments(n->pack));
     atomic_store(&n->packed, fns_pack_index_chunks(n->pack));
     atomic_store(&n->held, fns_pack_index_held(n->pack));
+    atomic_store(&n->pub_disp, n->disp);
+    atomic_store(&n->pub_disp_bytes, n->disp_bytes);
+    atomic_store(&n->pub_queued, pol_fq_len(n->fq));
+    fns_node_sms_report(n);
 }
 
 void
@@ -79,6 +114,7 @@ fns_node_weights_cb(void *arg)
     }
     free(t);
     free(w);
+    fns_node_report_tick(n); /* reports show the new weights now, not a tick later */
 }
 
 void
@@ -88,7 +124,13 @@ fns_node_stats(struct fns_node *n, struct fns_node_stats *out)
     out->port = n->port;
     out->id = n->cfg.id;
     out->incarnation = n->cfg.incarnation;
-    out->instances = n->cfg.instances;
+    pthread_mutex_lock(&n->mu);
+    out->sms = n->pub_sst;
+    pthread_mutex_unlock(&n->mu);
+    out->sms.recovery_seconds = (double)out->sms.recovery_ns / 1e9;
+    out->instances =
+        (uint32_t)(out->sms.instances[POL_SMS_WARM] + out->sms.instances[POL_SMS_ACTIVE] +
+                   out->sms.instances[POL_SMS_DEGRADED]);
     out->capacity_bytes = n->cfg.capacity;
     out->used_bytes = atomic_load(&n->used);
     out->chunks = atomic_load(&n->nchunks);
@@ -98,10 +140,20 @@ fns_node_stats(struct fns_node *n, struct fns_node_stats *out)
     }
     out->cos_pending = fns_cos_pending(n->pool);
     out->cos_writes_total = fns_cos_writes_total(n->pool);
-    out->cos_reloads_total = fns_cos_reloads_total(n->pool);
+    /* Recoveries reload chunks from COS too. */
+    out->cos_reloads_total = fns_cos_reloads_total(n->pool) + fns_cos_reloads_total(n->recpool);
     out->cos_segments = atomic_load(&n->segments);
     out->cos_packed_chunks = atomic_load(&n->packed);
     out->cos_segments_held = atomic_load(&n->held);
+    out->sched = n->fq_ops->name;
+    out->cap_ops = n->cfg.cap_ops;
+    out->cap_bytes = n->cfg.cap_bytes;
+    out->max_dispatched = n->cfg.max_dispatched;
+    out->max_dispatched_bytes = n->cfg.max_dispatched_bytes;
+    out->dispatched = atomic_load(&n->pub_disp);
+    out->dispatched_bytes = atomic_load(&n->pub_disp_bytes);
+    out->dispatch_pauses_total = atomic_load(&n->disp_pauses);
+    out->queued = atomic_load(&n->pub_queued);
 }
 
 struct cm_reqstats *
@@ -111,14 +163,16 @@ fns_node_reqstats(struct fns_node *n)
 }
 
 size_t
-fns_node_tenants(struct fns_node *n, struct fns_node_tenant *out, size_t cap)
+fns_node_tenants(struct fns_node *n, struct fns_node_tenant **out)
 {
     size_t cnt;
 
+    *out = NULL;
     pthread_mutex_lock(&n->mu);
-    cnt = n->nsnap < cap ? n->nsnap : cap;
+    cnt = n->nsnap;
     if (cnt > 0) {
-        memcpy(out, n->snap, cnt * sizeof(*out));
+        *out = cm_malloc(cnt * sizeof(**out));
+        memcpy(*out, n->snap, cnt * sizeof(**out));
     }
     pthread_mutex_unlock(&n->mu);
     return cnt;

@@ -11,6 +11,7 @@
 
 #include "cm_buf.h"
 #include "cm_bytes.h"
+#include "cm_cos.h"
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_hmap.h"
@@ -124,34 +125,13 @@ fns_pack_decode(const uint8_t *buf, size_t len, uint64_t seg_len, struct fns_pac
 void
 fns_pack_name(char *buf, size_t cap, uint32_t node, uint64_t seq)
 {
-    snprintf(buf, cap, "seg/n%" PRIu32 "/%016" PRIx64, node, seq);
+    cm_cos_seq_name(buf, cap, "seg", node, seq);
 }
 
 int
 fns_pack_parse_name(const char *name, uint32_t node, uint64_t *seq)
 {
-    char want[FNS_PACK_NAME_MAX];
-    size_t pl;
-    uint64_t v = 0;
-
-    snprintf(want, sizeof(want), "seg/n%" PRIu32 "/", node);
-    pl = strlen(want);
-    if (strncmp(name, want, pl) != 0 || strlen(name + pl) != 16) {
-        return CM_E_BADARG;
-    }
-    for (const char *c = name + pl; *c; c++) {
-        int d = cm_hexval(*c);
-
-        if (d < 0 || (*c >= 'A' && *c <= 'F')) { /* names are lower case */
-            return CM_E_BADARG;
-        }
-        v = v << 4 | (uint64_t)d;
-    }
-    if (v == 0) {
-        return CM_E_BADARG;
-    }
-    *seq = v;
-    return 0;
+    return cm_cos_seq_parse(name, "seg", node, seq);
 }
 
 /* ---- index ------------------------------------------------------------- */

@@ -31,13 +31,18 @@ struct fns_cfg {
     const char *cos;
     const char *data_dir;
     uint64_t capacity;
-    int instances;
+    uint64_t instance_size;
+    const char *cache_bytes;
+    double reclaim_rate;
+    int recovery_helpers;
     int cos_threads;
     int cos_linger_ms;
     const char *sched;
     int queue_limit;
     double cap_ops;
     uint64_t cap_bytes;
+    int max_dispatched;
+    uint64_t max_dispatched_bytes;
     uint64_t max_chunk;
     const char *log_level;
     int heartbeat_ms;
@@ -58,17 +63,34 @@ static const struct cm_opt fns_opts[] = {
                "&tls=0|1 (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY) (required)"),
     CM_OPT_STR(struct fns_cfg, data_dir, "",
                "node state directory (incarnation); empty keeps it in the COS"),
-    CM_OPT_U64(struct fns_cfg, capacity, "1GiB", 1, 1ull << 44, "chunk memory in bytes"),
-    CM_OPT_INT(struct fns_cfg, instances, "16", 1, 65536,
-               "function instances hosted (capacity split evenly)"),
+    CM_OPT_U64(struct fns_cfg, capacity, "1GiB", 1, 1ull << 44,
+               "instance memory in bytes: capacity / instance-size instance slots (1 to 4096)"),
+    CM_OPT_U64(struct fns_cfg, instance_size, "64MiB", 4096, 1ull << 40,
+               "memory of one function instance (its storage partition); larger chunks are "
+               "refused"),
+    CM_OPT_STR(struct fns_cfg, cache_bytes, "",
+               "cache space for late reads and hot copies, apart from --capacity "
+               "(empty: capacity / 8; 0: none)"),
+    CM_OPT_DBL(struct fns_cfg, reclaim_rate, "0", 0, 1e6,
+               "instances reclaimed per minute at random, as a FaaS provider would (0 = none)"),
+    CM_OPT_INT(struct fns_cfg, recovery_helpers, "4", 1, 256,
+               "threads that recover a lost instance from COS in parallel"),
     CM_OPT_INT(struct fns_cfg, cos_threads, "4", 1, 256, "COS worker threads"),
     CM_OPT_INT(struct fns_cfg, cos_linger_ms, "20", 0, 10000,
                "how long small chunk writes gather into one COS segment (ms)"),
-    CM_OPT_STR(struct fns_cfg, sched, "fifo", "fair-queue scheduler (fifo)"),
+    CM_OPT_STR(struct fns_cfg, sched, POL_FQ_DEFAULT,
+               "fair-queue scheduler: drfq (DRR token-based DRF over requests and bytes), "
+               "drr (DRR on request count) or fifo"),
     CM_OPT_INT(struct fns_cfg, queue_limit, "1024", 0, 1 << 24,
                "queued requests per tenant before CM_E_BUSY (0 = unlimited)"),
     CM_OPT_DBL(struct fns_cfg, cap_ops, "0", 0, 1e9, "emulated requests/s cap (0 = off)"),
     CM_OPT_U64(struct fns_cfg, cap_bytes, "0", 0, 1ull << 40, "emulated bytes/s cap (0 = off)"),
+    CM_OPT_INT(struct fns_cfg, max_dispatched, "64", 0, 1 << 24,
+               "requests dispatched and not yet answered (answers count until written); "
+               "more wait in the fair queue (0 = no bound)"),
+    CM_OPT_U64(struct fns_cfg, max_dispatched_bytes, "8MiB", 0, 1ull << 40,
+               "bytes of the requests dispatched and not yet answered, answers until written "
+               "(0 = no bound)"),
     CM_OPT_U64(struct fns_cfg, max_chunk, "64MiB", 1, CM_WIRE_MAX_DATA, "largest chunk accepted"),
     CM_OPT_STR(struct fns_cfg, log_level, "info", "debug | info | warn | error"),
     CM_OPT_INT(struct fns_cfg, heartbeat_ms, "1000", 10, 600000, "heartbeat interval"),
@@ -85,6 +107,23 @@ fns_usage_error(const char *msg)
     exit(2);
 }
 
+/* Exits 2 naming the schedulers there are. */
+static void
+fns_sched_error(const char *name)
+{
+    struct cm_buf b;
+    size_t n;
+    const struct pol_fq_ops *const *l = pol_fq_list(&n);
+
+    cm_buf_init(&b);
+    cm_buf_printf(&b, "--sched: unknown scheduler '%s' (one of:", name);
+    for (size_t i = 0; i < n; i++) {
+        cm_buf_printf(&b, " %s", l[i]->name);
+    }
+    cm_buf_printf(&b, ")");
+    fns_usage_error(b.p);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -98,6 +137,7 @@ main(int argc, char **argv)
     struct fns_node_stats st;
     enum cm_log_level level;
     uint32_t incarnation = 0;
+    uint64_t cache_bytes = 0;
     char addr[96], errbuf[256];
     int rc, status = 1;
 
@@ -113,10 +153,18 @@ main(int argc, char **argv)
         fns_usage_error(errbuf);
     }
     if (pol_fq_find(cfg.sched) == NULL) {
-        fns_usage_error("--sched: unknown scheduler");
+        fns_sched_error(cfg.sched);
     }
     if (cfg.arena_segment % FNS_ARENA_SLAB_UNIT != 0) {
         fns_usage_error("--arena-segment must be a multiple of 2MiB");
+    }
+    if (cfg.capacity / cfg.instance_size < 1 || cfg.capacity / cfg.instance_size > 4096) {
+        fns_usage_error("--capacity / --instance-size must be 1 to 4096 instances");
+    }
+    if (cfg.cache_bytes[0] == '\0') {
+        cache_bytes = cfg.capacity / 8;
+    } else if (cm_parse_u64(cfg.cache_bytes, &cache_bytes) != 0) {
+        fns_usage_error("--cache-bytes must be a size such as 128MiB");
     }
     cm_log_init("fnstore", level);
     signal(SIGPIPE, SIG_IGN);
@@ -135,11 +183,16 @@ main(int argc, char **argv)
     ncfg.id = (uint32_t)cfg.id;
     ncfg.listen = cfg.listen;
     ncfg.capacity = cfg.capacity;
-    ncfg.instances = (uint32_t)cfg.instances;
+    ncfg.inst_bytes = cfg.instance_size;
+    ncfg.cache_bytes = cache_bytes;
+    ncfg.reclaim_rate = cfg.reclaim_rate;
+    ncfg.recovery_helpers = (uint32_t)cfg.recovery_helpers;
     ncfg.max_chunk = (uint32_t)cfg.max_chunk;
     ncfg.queue_limit = (uint32_t)cfg.queue_limit;
     ncfg.cap_ops = cfg.cap_ops;
     ncfg.cap_bytes = (double)cfg.cap_bytes;
+    ncfg.max_dispatched = (uint32_t)cfg.max_dispatched;
+    ncfg.max_dispatched_bytes = cfg.max_dispatched_bytes;
     ncfg.sched = cfg.sched;
     ncfg.cos_threads = cfg.cos_threads;
     ncfg.cos_linger_ms = cfg.cos_linger_ms;

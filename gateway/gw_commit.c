@@ -52,7 +52,7 @@ gw_commit_queue(struct gw_commit *cm, struct gw_commit_op *op)
     pthread_mutex_lock(&cm->mu);
     op->next = NULL;
     cm->queued++;
-    cm->waited += op->kind != COMMIT_UPDATE;
+    cm->waited += op->kind != COMMIT_UPDATE && op->kind != COMMIT_MOVE;
     if (cm->tail != NULL) {
         cm->tail->next = op;
     } else {
@@ -64,15 +64,16 @@ gw_commit_queue(struct gw_commit *cm, struct gw_commit_op *op)
 }
 
 int
-gw_commit_update(struct gw_commit *cm, const struct gw_layout *layout)
+gw_commit_update(struct gw_commit *cm, const struct gw_layout *layout, enum gw_report what)
 {
     struct gw_commit_op *op = calloc(1, sizeof(*op));
 
-    if (op == NULL) {
+    if (op == NULL || gw_layout_copy(&op->lay, layout) != 0) {
+        free(op);
         return -ENOMEM;
     }
     op->kind = COMMIT_UPDATE;
-    op->lay = *layout;
+    op->report = what;
     gw_commit_queue(cm, op);
     return 0;
 }
@@ -91,14 +92,19 @@ apply(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_snap *s)
             op->rc = GW_COMMIT_TENANT_GONE;
             return 0;
         }
-        op->rc = gw_meta_put(b, op->key, op->klen, &op->lay, NULL, &op->old);
+        op->attrs.mtime_ms = gw_meta_batch_time(b);
+        op->rc = gw_meta_put(b, op->key, op->klen, &op->lay, &op->attrs, &op->old);
         return op->rc;
     case COMMIT_DELETE:
         rc = gw_meta_delete(b, op->tenant, op->key, op->klen, &op->old);
         op->rc = rc;
         return rc == CM_E_NOTFOUND ? 0 : rc;
     case COMMIT_UPDATE:
-        op->rc = gw_meta_update(b, &op->lay, &stale);
+        op->rc = gw_meta_update(b, &op->lay, op->report, &stale);
+        return op->rc;
+    case COMMIT_MOVE:
+        op->rc = gw_meta_move(b, op->key, op->klen, &op->lay, &stale);
+        op->moved = op->rc == 0 && !stale;
         return op->rc;
     case COMMIT_CALL:
         op->rc = 0;
@@ -154,7 +160,7 @@ commit_list(struct gw_commit *cm, struct gw_state *st, struct gw_commit_op *list
 
 /* After the commit: a PUT's or DELETE's done; an update is the committer's
  * own, and a failed one is only logged (a restarted gateway learns the
- * layout again by STAT). */
+ * layout again by STAT, and sends a META record still pending again). */
 static void
 complete(struct gw_commit_op *op)
 {
@@ -163,9 +169,11 @@ complete(struct gw_commit_op *op)
         return;
     }
     if (op->rc != 0) {
-        CM_WARN("layout update failed object=%016llx tenant=%u err=%s",
-                (unsigned long long)op->lay.object, op->lay.tenant, cm_errname(op->rc));
+        CM_WARN("layout update failed object=%016llx tenant=%u report=%d err=%s",
+                (unsigned long long)op->lay.object, op->lay.tenant, (int)op->report,
+                cm_errname(op->rc));
     }
+    gw_layout_fini(&op->lay);
     free(op);
 }
 

@@ -7,8 +7,8 @@
  *       then each op's done (answers, deletes of old versions)
  *
  * Ops are applied in queue order, so an object's layout updates, queued
- * from the engine thread after its PUT, follow its commit. Updates alone
- * wait up to 100 ms for a PUT or DELETE to share their flush. An op that
+ * from the engine thread after its PUT, follow its commit. Updates and
+ * moves alone wait up to 100 ms for a PUT or DELETE to share their flush. An op that
  * breaks the transaction is retried alone, so it fails alone.
  *
  * Threads: every function from any thread; done runs on the committer.
@@ -31,7 +31,8 @@ struct gw_commit;
 enum gw_commit_kind {
     COMMIT_PUT,    /* a new version of key */
     COMMIT_DELETE, /* a tombstone for key */
-    COMMIT_UPDATE, /* a layout's holders or persisted bits, if still live */
+    COMMIT_UPDATE, /* an engine report (enum gw_report): holders, tags, done */
+    COMMIT_MOVE,   /* a migrated version's holders and tags, if key still holds lay.object */
     COMMIT_CALL,   /* the op's own apply (the S3 front door's writes) */
 };
 
@@ -40,9 +41,16 @@ enum gw_commit_kind {
 struct gw_commit_op {
     enum gw_commit_kind kind;
     uint32_t tenant; /* DELETE */
-    const char *key; /* PUT, DELETE: borrowed until done */
+    const char *key; /* PUT, DELETE, MOVE: borrowed until done */
     size_t klen;
-    struct gw_layout lay; /* PUT: the version (lay.tenant set) */
+    /* PUT, MOVE: the version (lay.tenant set; a PUT's tags owned by the op,
+     * freed by its owner); UPDATE: the report's */
+    struct gw_layout lay;
+    /* PUT: what the version keeps beside its layout (hdrs borrowed until
+     * done); the commit sets mtime_ms, which done hands on to
+     * gw_engine_committed with the layout */
+    struct gw_meta_attrs attrs;
+    enum gw_report report; /* UPDATE */
     /*
      * CALL: applies the op in b, on the committer; s is the state snapshot
      * (NULL before the state is set). Returns 0 with op->rc its own result
@@ -53,9 +61,12 @@ struct gw_commit_op {
     int (*apply)(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_snap *s);
     /* Set before done: rc 0, CM_E_NOTFOUND (DELETE of nothing),
      * GW_COMMIT_TENANT_GONE (PUT) or the error; the version the op
-     * replaced or deleted, when old.had (its parts owned by the op until
-     * done takes them: gw_meta_old_reset). */
+     * replaced or deleted, when old.had (its parts and key owned by the op
+     * until done hands them to gw_front_retire, or gw_meta_old_reset).
+     * MOVE: moved = the live version was lay.object and now has its
+     * holders (0: stale, nothing stored). */
     int rc;
+    int moved;
     struct gw_meta_old old;
     void (*done)(struct gw_commit_op *op); /* on the committer thread */
     struct gw_commit_op *next;             /* the queue's */
@@ -67,8 +78,9 @@ int gw_commit_create(struct gw_meta *meta, struct gw_commit **out);
 void gw_commit_set_state(struct gw_commit *cm, struct gw_state *st);
 /* op is borrowed until its done has run. */
 void gw_commit_queue(struct gw_commit *cm, struct gw_commit_op *op);
-/* A layout update (copied). 0, or -ENOMEM: not queued. */
-int gw_commit_update(struct gw_commit *cm, const struct gw_layout *layout);
+/* An engine report (layout copied, tags included). 0, or -ENOMEM: not
+ * queued. */
+int gw_commit_update(struct gw_commit *cm, const struct gw_layout *layout, enum gw_report what);
 /* Commits what is queued without the update wait; returns once the queue
  * is empty and no commit runs. */
 void gw_commit_quiesce(struct gw_commit *cm);

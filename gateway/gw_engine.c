@@ -6,6 +6,7 @@
  *   put():    etag, layout, encode, CRCs ──post──▶ gw_pbuf_put_start
  *   get():    range check, result buffer ──post──▶ gw_read_start
  *   delete(), track(), set_nodes()       ──post──▶ gw_pbuf / gw_net
+ *   committed(), tombstone()             ──post──▶ gw_pbuf / gw_mlog
  *
  * Threads: the public functions run on any thread and touch nothing the
  * loop thread owns; the cm_ec cache is shared (lock); stats are atomics.
@@ -75,8 +76,9 @@ put_prepare(struct gw_engine *e, struct gw_obj *o, uint64_t cap)
     if (rc < 0 || l->nstripes == 0) {
         return rc;
     }
-    o->persisted = calloc((size_t)l->nstripes * gw_stripe_n(l), 1);
-    return o->persisted ? 0 : -ENOMEM;
+    o->persisted = calloc(gw_layout_nchunks(l), 1);
+    l->tags = calloc(gw_layout_nchunks(l), sizeof(*l->tags)); /* the PUT answers fill them */
+    return o->persisted && l->tags ? 0 : -ENOMEM;
 }
 
 void
@@ -125,13 +127,18 @@ void
 gw_engine_get(struct gw_engine *e, const struct gw_layout *layout, uint64_t off, uint64_t len,
               gw_get_cb cb, void *arg)
 {
-    struct gw_get *g = calloc(1, sizeof(*g));
+    size_t ntags = layout->tags ? gw_layout_nchunks(layout) : 0;
+    struct gw_get *g = calloc(1, sizeof(*g) + ntags * sizeof(g->tags[0]));
     if (!g) {
         cb(arg, -ENOMEM, NULL, 0);
         return;
     }
     g->e = e;
     g->lay = *layout;
+    if (ntags) {
+        memcpy(g->tags, layout->tags, ntags * sizeof(g->tags[0]));
+        g->lay.tags = g->tags;
+    }
     g->off = off;
     g->len = len;
     g->cb = cb;
@@ -164,6 +171,7 @@ gw_engine_delete(struct gw_engine *e, const struct gw_layout *layout, int delay_
     }
     d->e = e;
     d->lay = *layout;
+    d->lay.tags = NULL; /* a DEL names no instance */
     d->delay_ms = delay_ms;
     if (gw_net_post(e->net, gw_pbuf_delete_start, d) < 0) {
         CM_ERROR("gateway delete dropped tenant=%u object=%016llx err=ENOMEM", layout->tenant,
@@ -173,24 +181,148 @@ gw_engine_delete(struct gw_engine *e, const struct gw_layout *layout, int delay_
 }
 
 void
-gw_engine_track(struct gw_engine *e, const struct gw_layout *layout)
+gw_engine_track(struct gw_engine *e, const struct gw_layout *layout,
+                const struct gw_meta_attrs *attrs, const char *key, size_t klen)
 {
-    if (layout->nstripes == 0 ||
-        (layout->persisted & gw_stripe_all(layout)) == gw_stripe_all(layout) || layout->k < 1 ||
-        layout->k > CM_EC_MAX_K || layout->m > CM_EC_MAX_M) {
+    if (layout->k == 0) {
+        gw_engine_committed(e, layout, attrs, key, klen);
+        return;
+    }
+    if (layout->k > CM_EC_MAX_K || layout->m > CM_EC_MAX_M || klen == 0) {
         return;
     }
     struct gw_obj *o = obj_new(e);
     if (o) {
         o->state = OBJ_TRACKED;
-        o->lay = *layout;
-        o->persisted = calloc((size_t)layout->nstripes * gw_stripe_n(layout), 1);
-        if (o->persisted && gw_net_post(e->net, gw_pbuf_track_start, o) == 0) {
-            return;
+        (void)gw_layout_copy(&o->lay, layout); /* out of memory: tags unknown */
+        if (!o->lay.tags && gw_layout_nchunks(layout) > 0) {
+            /* a record without tags: what is stored again learns its tags */
+            o->lay.tags = calloc(gw_layout_nchunks(layout), sizeof(*o->lay.tags));
+        }
+        o->committed = 1;
+        o->key = malloc(klen);
+        o->klen = klen;
+        /* one byte at least: an empty object has no chunks */
+        o->persisted = calloc(gw_layout_nchunks(layout) + 1, 1);
+        if (o->key && o->persisted &&
+            (attrs == NULL || gw_meta_attrs_dup(attrs, &o->attrs, &o->attrs_mem) == 0)) {
+            memcpy(o->key, key, klen);
+            if (gw_net_post(e->net, gw_pbuf_track_start, o) == 0) {
+                return;
+            }
         }
         gw_obj_unref(o);
     }
     CM_ERROR("gateway track dropped tenant=%u object=%016llx err=ENOMEM", layout->tenant,
+             (unsigned long long)layout->object);
+}
+
+void
+gw_engine_move(struct gw_engine *e, const struct gw_layout *layout, uint64_t mask,
+               const uint32_t *to, gw_move_cb cb, void *arg)
+{
+    uint64_t all = gw_stripe_all(layout);
+    if (layout->nstripes == 0 || mask == 0 || (mask & ~all) != 0 || layout->k < 1 ||
+        layout->k > CM_EC_MAX_K || layout->m > CM_EC_MAX_M) {
+        cb(arg, CM_E_BADARG, NULL);
+        return;
+    }
+    struct gw_obj *o = obj_new(e);
+    if (o) {
+        o->state = OBJ_TRACKED;
+        (void)gw_layout_copy(&o->lay, layout); /* out of memory: tags unknown */
+        if (!o->lay.tags && gw_layout_nchunks(layout) > 0) {
+            o->lay.tags = calloc(gw_layout_nchunks(layout), sizeof(*o->lay.tags));
+        }
+        for (uint32_t j = 0; j < gw_stripe_n(layout); j++) {
+            if (mask & GW_BIT(j)) {
+                o->lay.holders[j] = to[j];
+                for (uint32_t s = 0; o->lay.tags && s < layout->nstripes; s++) {
+                    o->lay.tags[gw_stripe_index(layout, s, j)] = 0; /* the PUTs' answers tell */
+                }
+            }
+            o->place[j] = o->lay.holders[j];
+        }
+        o->nplace = gw_stripe_n(layout);
+        o->lay.persisted = all & ~mask;
+        o->move_mask = mask;
+        o->move_cb = cb;
+        o->move_arg = arg;
+        o->src = malloc(sizeof(*o->src));
+        o->persisted = calloc((size_t)layout->nstripes * gw_stripe_n(layout), 1);
+        if (o->src && o->persisted) {
+            *o->src = *layout;
+            o->src->tags = NULL; /* the caller's; reads from the old holders ask "any" */
+            if (gw_net_post(e->net, gw_pbuf_move_start, o) == 0) {
+                return;
+            }
+        }
+        o->move_cb = NULL;
+        gw_obj_unref(o);
+    }
+    cb(arg, -ENOMEM, NULL);
+}
+
+void
+gw_engine_drop(struct gw_engine *e, const struct gw_layout *layout, uint64_t mask)
+{
+    struct gw_del *d = calloc(1, sizeof(*d));
+    if (d) {
+        d->e = e;
+        d->lay = *layout;
+        d->mask = mask;
+        if (gw_net_post(e->net, gw_pbuf_drop_start, d) == 0) {
+            return;
+        }
+        free(d);
+    }
+    CM_ERROR("gateway drop lost tenant=%u object=%016llx err=ENOMEM", layout->tenant,
+             (unsigned long long)layout->object);
+}
+
+void
+gw_engine_committed(struct gw_engine *e, const struct gw_layout *layout,
+                    const struct gw_meta_attrs *attrs, const char *key, size_t klen)
+{
+    if (gw_layout_record_only(layout)) {
+        struct gw_mjob *j = gw_mlog_record_new(e, layout, attrs, key, klen);
+        if (j && gw_net_post(e->net, gw_mlog_start, j) == 0) {
+            return;
+        }
+        gw_mlog_cancel(j);
+        CM_ERROR("gateway record dropped tenant=%u object=%016llx err=ENOMEM", layout->tenant,
+                 (unsigned long long)layout->object);
+        return;
+    }
+    struct committed_cmd *c = calloc(1, sizeof(*c) + klen);
+    if (c && (attrs == NULL || gw_meta_attrs_dup(attrs, &c->attrs, &c->attrs_mem) == 0)) {
+        c->e = e;
+        c->tenant = layout->tenant;
+        c->object = layout->object;
+        c->version = layout->version;
+        c->klen = klen;
+        memcpy(c->key, key, klen);
+        if (gw_net_post(e->net, gw_pbuf_committed, c) == 0) {
+            return;
+        }
+        free(c->attrs_mem);
+    }
+    free(c);
+    /* Pending keeps the version: the next start sends its record. */
+    CM_ERROR("gateway commit notice dropped tenant=%u object=%016llx err=ENOMEM", layout->tenant,
+             (unsigned long long)layout->object);
+}
+
+void
+gw_engine_tombstone(struct gw_engine *e, const struct gw_layout *layout, const char *key,
+                    size_t klen)
+{
+    struct gw_mjob *j = gw_mlog_tomb_new(e, layout, key, klen);
+    if (j && gw_net_post(e->net, gw_mlog_start, j) == 0) {
+        return;
+    }
+    gw_mlog_cancel(j);
+    CM_ERROR("gateway tombstone dropped tenant=%u object=%016llx err=ENOMEM", layout->tenant,
              (unsigned long long)layout->object);
 }
 
@@ -236,6 +368,11 @@ gw_engine_stats(struct gw_engine *e, struct gw_engine_stats *out)
     out->parity_reads = atomic_load(&e->parity_reads);
     out->persist_notes = atomic_load(&e->persist_notes);
     out->persist_stats = atomic_load(&e->persist_stats);
+    out->stale_chunks = atomic_load(&e->stale_chunks);
+    out->late_reads = atomic_load(&e->late_reads);
+    out->meta_records = atomic_load(&e->meta_records);
+    out->meta_unlogged = atomic_load(&e->meta_unlogged);
+    out->meta_waiting = atomic_load(&e->meta_waiting);
 }
 
 /* The per (tenant, node) RS figures, one family of the snapshot. */
@@ -299,6 +436,7 @@ engine_fin(void *arg)
     e->stopping = 1;
     gw_read_stop(e);
     gw_pbuf_stop(e);
+    gw_mlog_stop(e);
     gw_timer_destroy(e->poll);
     gw_timer_destroy(e->kick);
     e->poll = e->kick = NULL;

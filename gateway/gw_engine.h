@@ -38,8 +38,11 @@
 #ifndef GW_ENGINE_H
 #define GW_ENGINE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cm_ec.h"
 
@@ -56,7 +59,54 @@ struct gw_layout {
     uint32_t nstripes; /* 0 for an empty object */
     uint32_t holders[GW_MAX_HOLDERS]; /* node ids, k + m of them */
     uint64_t persisted; /* bit j: every chunk of position j is in COS */
+    /* The instance tag (CM_WIRE_TAG) each chunk was placed in, by wire
+     * index: gw_layout_nchunks() of them, 0 = unknown; NULL: all unknown.
+     * Reads send them so that a node answers STALE at once for a chunk
+     * whose instance is gone. A layout value does not own the array: a
+     * struct copy shares it and must not outlive its owner. A layout that
+     * holds an array of its own (gw_layout_copy, gw_meta_decode_tags)
+     * releases it with gw_layout_fini. */
+    uint32_t *tags;
 };
+
+/* Chunks of the version: nstripes * (k + m). */
+static inline size_t
+gw_layout_nchunks(const struct gw_layout *l)
+{
+    return (size_t)l->nstripes * ((size_t)l->k + l->m);
+}
+
+/* The tag of wire index idx (< gw_layout_nchunks), 0 when unknown. */
+static inline uint32_t
+gw_layout_tag(const struct gw_layout *l, uint32_t idx)
+{
+    return l->tags != NULL ? l->tags[idx] : 0;
+}
+
+/* *dst = *src, with a tag array of dst's own (NULL when src has none).
+ * 0, or -ENOMEM: then dst is a copy whose tags are unknown (NULL). */
+static inline int
+gw_layout_copy(struct gw_layout *dst, const struct gw_layout *src)
+{
+    *dst = *src;
+    if (src->tags == NULL) {
+        return 0;
+    }
+    dst->tags = malloc(gw_layout_nchunks(src) * sizeof(*src->tags));
+    if (dst->tags == NULL) {
+        return -ENOMEM;
+    }
+    memcpy(dst->tags, src->tags, gw_layout_nchunks(src) * sizeof(*src->tags));
+    return 0;
+}
+
+/* Frees the tag array l owns; tags become unknown. */
+static inline void
+gw_layout_fini(struct gw_layout *l)
+{
+    free(l->tags);
+    l->tags = NULL;
+}
 
 struct gw_node {
     uint32_t id;
@@ -79,10 +129,22 @@ struct gw_engine_cfg {
 
 struct gw_engine;
 
-/* Layout changed in a way a restarted gateway needs: a holder replaced,
- * or every chunk now persisted. The front stores it if (tenant, object) is
- * still a live version. */
-typedef void (*gw_layout_cb)(void *arg, const struct gw_layout *layout);
+/* What a layout report says. */
+enum gw_report {
+    /* Holders or tags changed (a position moved or was stored again): the
+     * front stores them if (tenant, object) is still a live version. */
+    GW_REPORT_CHANGED,
+    /* The version left the persistent buffer: every chunk is persisted and
+     * its META record is logged. The front stores holders and tags if they
+     * changed, and drops the version from pending. */
+    GW_REPORT_DONE,
+    /* The tombstone META record of (tenant, object, version) is logged:
+     * the front drops it from pending. Only those fields are set. */
+    GW_REPORT_TOMB,
+};
+
+/* layout is borrowed for the call, its tags included. */
+typedef void (*gw_layout_cb)(void *arg, const struct gw_layout *layout, enum gw_report what);
 
 /* cfg is copied. 0, -ENOMEM, or the loop's failure to start. */
 int gw_engine_create(const struct gw_engine_cfg *cfg, gw_layout_cb on_layout, void *arg,
@@ -114,8 +176,11 @@ void gw_engine_put(struct gw_engine *e, uint32_t tenant, const uint32_t *placeme
 
 /*
  * Reads bytes [off, off + len) of the object (len may be 0). Fetches data
- * chunks from their holders, replacing a holder that errs or is slower than
- * slow_ms by parity (decode). cb runs once with a buffer of len bytes
+ * chunks from their holders, replacing a holder that errs, answers STALE
+ * (the chunk's instance is gone) or is slower than slow_ms by parity
+ * (decode) or another copy. Stale holders are asked again, flagged
+ * CM_WF_COS_OK (reload from COS), only when too few other chunks are left.
+ * layout is borrowed for the call (its tags are copied). cb runs once with a buffer of len bytes
  * (TRANSFERRED: release with cm_free_big), or a negative status
  * (CM_E_UNAVAIL, CM_E_BUSY, -ENOMEM).
  */
@@ -127,9 +192,67 @@ void gw_engine_get(struct gw_engine *e, const struct gw_layout *layout, uint64_t
  * old layout can finish). Best effort; fire and forget. */
 void gw_engine_delete(struct gw_engine *e, const struct gw_layout *layout, int delay_ms);
 
-/* After a restart: keep polling a layout whose persisted mask is not full,
- * rebuilding (by decoding from other holders) chunks whose holder is gone. */
-void gw_engine_track(struct gw_engine *e, const struct gw_layout *layout);
+/*
+ * META records (gw_meta.h, gw_mrec): what a gateway that lost its metadata
+ * rebuilds it from (shoal-gateway --rebuild-meta). A version's record goes out once
+ * it is committed and every chunk is persisted, a tombstone once a DELETE
+ * is committed, each to m + 1 distinct nodes (the version's holders in
+ * position order first, then other usable nodes), which log it in COS
+ * before they answer. A node that stays unreachable for redrive_after_ms
+ * is replaced; other failures are sent again at the next poll. A node that
+ * answers CM_E_PROTO keeps no log: the record counts as sent there
+ * (meta_unlogged).
+ */
+
+/*
+ * The front committed layout (tenant, object, version set) as the live
+ * version of key, with attrs (what the version record keeps beside the
+ * layout, gw_meta.h; may be NULL); all copied. The version stays in the
+ * persistent buffer until its META record is logged, then it is reported
+ * GW_REPORT_DONE. A record-only version (k = 0: a composite, a bucket, an
+ * upload, which the buffer never held) has its record sent at once, and
+ * is reported GW_REPORT_DONE once it is logged.
+ */
+struct gw_meta_attrs;
+void gw_engine_committed(struct gw_engine *e, const struct gw_layout *layout,
+                         const struct gw_meta_attrs *attrs, const char *key, size_t klen);
+
+/* A DELETE of key was committed; layout is the deleted version (tenant,
+ * object, version, m, holders; borrowed). Sends its tombstone record and
+ * reports GW_REPORT_TOMB once it is logged. Also used at start for the
+ * tombstones still pending (holders unknown: nstripes and k 0). */
+void gw_engine_tombstone(struct gw_engine *e, const struct gw_layout *layout, const char *key,
+                         size_t klen);
+
+/* After a restart: a committed version still pending (layout, attrs and
+ * key copied). Keeps polling it until every chunk is persisted, rebuilding
+ * (by decoding from other holders) chunks whose holder is gone, then sends
+ * its META record and reports GW_REPORT_DONE. A record-only version: as
+ * gw_engine_committed. */
+void gw_engine_track(struct gw_engine *e, const struct gw_layout *layout,
+                     const struct gw_meta_attrs *attrs, const char *key, size_t klen);
+
+/*
+ * Migration: moves the positions in mask of a stored version (layout
+ * borrowed for the call; all its chunks persisted) to the nodes to[j], j
+ * in mask. Each moving chunk is read from its current holder (rebuilt by
+ * decoding when that read fails), PUT to its new holder and tracked until
+ * persisted there, as the persistent buffer tracks a version after a
+ * restart; a new holder that becomes unreachable is replaced (holder
+ * policy). cb runs once: 0 with the new layout (borrowed for the call:
+ * holders, every persisted bit set) once every moved chunk is in COS;
+ * -EBUSY (the version is still buffered or already moving), CM_E_UNAVAIL
+ * (a new holder is not usable), -ECANCELED (its delete came first, or the
+ * engine stopped) or -ENOMEM. Nothing is committed or deleted: that is
+ * the caller's. CM_E_BADARG (a bad layout or mask) on the caller's thread.
+ */
+typedef void (*gw_move_cb)(void *arg, int status, const struct gw_layout *layout);
+void gw_engine_move(struct gw_engine *e, const struct gw_layout *layout, uint64_t mask,
+                    const uint32_t *to, gw_move_cb cb, void *arg);
+/* Deletes the chunks of the positions in mask from layout's holders but
+ * not their COS objects (CM_WF_KEEP_COS): what a moved version left on the
+ * nodes it moved away from. Fire and forget. */
+void gw_engine_drop(struct gw_engine *e, const struct gw_layout *layout, uint64_t mask);
 
 struct gw_engine_stats {
     uint64_t buffered_bytes;   /* persistent buffer */
@@ -138,6 +261,11 @@ struct gw_engine_stats {
     uint64_t parity_reads;     /* total GET stripes served by decoding */
     uint64_t persist_notes;    /* total chunks a node announced persisted */
     uint64_t persist_stats;    /* total STATs sent (notices lost or late) */
+    uint64_t stale_chunks;     /* total chunk GETs answered STALE */
+    uint64_t late_reads;       /* total chunk GETs sent again with CM_WF_COS_OK */
+    uint64_t meta_records;     /* total META records logged by a node */
+    uint64_t meta_unlogged;    /* total META records refused by a node without a log */
+    uint64_t meta_waiting;     /* versions and tombstones whose record is not logged yet */
 };
 void gw_engine_stats(struct gw_engine *e, struct gw_engine_stats *out);
 

@@ -6,6 +6,8 @@
  *   gw_read.c    stripe fetches (RS policy, hedging, decode) and GETs
  *   gw_pbuf.c    the persistent buffer: PUT completion, persisted tracking,
  *                STAT polling, redrive, rebuild by decoding, delayed deletes
+ *   gw_mlog.c    META records: a version's once it is committed and
+ *                persisted, tombstones; their nodes, sends and retries
  *
  * Threads: every record here lives on the gw_net loop thread once posted;
  * only the ec cache (lock) and the stats (atomics) are touched elsewhere.
@@ -20,6 +22,7 @@
 #include "cm_ec.h"
 #include "cm_hmap.h"
 #include "gw_engine.h"
+#include "gw_meta.h"
 #include "gw_stripe.h"
 #include "pol_rs.h"
 
@@ -28,6 +31,7 @@ struct gw_net;
 struct gw_net_req;
 struct gw_timer;
 struct gw_op;
+struct gw_mjob;
 struct pol_holders;
 struct pol_holders_ops;
 
@@ -76,6 +80,8 @@ struct gw_sfetch {
     uint8_t *bufs[GW_MAX_HOLDERS]; /* caller's buffers (NULL: own[i]) */
     uint8_t *own[GW_MAX_HOLDERS];
     struct pol_rs_view v;
+    uint64_t stale; /* positions answered STALE (also in v.failed until late) */
+    uint64_t late;  /* stale positions asked again with CM_WF_COS_OK */
     uint64_t asked_ns[GW_MAX_HOLDERS];
     struct gw_net_req *reqs[GW_MAX_HOLDERS];
     struct gw_sfetch_ctx ctx[GW_MAX_HOLDERS];
@@ -130,11 +136,24 @@ struct gw_obj {
     struct gw_position pos[GW_MAX_HOLDERS];
     struct gw_op *ops;
     struct gw_sfetch *fetches;
-    uint64_t reported;
-    uint64_t stat_at;  /* ns: STAT unpersisted chunks from then on */
-    uint64_t stat_gap; /* ns: wait for notices this long before STATs */
+    int dirty;     /* holders or tags changed since the last report */
+    int committed; /* the front committed it (version, key and attrs set) */
+    int meta_done; /* its META record is logged: it may leave */
+    char *key;     /* once committed */
+    size_t klen;
+    struct gw_meta_attrs attrs; /* what its record keeps beside the layout */
+    void *attrs_mem;            /* attrs' strings (owned) */
+    struct gw_mjob *mjob; /* its META record on its way */
+    uint64_t stat_at;     /* ns: STAT unpersisted chunks from then on */
+    uint64_t stat_gap;    /* ns: wait for notices this long before STATs */
     gw_put_cb cb;
     void *cb_arg;
+    /* A migration (gw_engine_move): the version's layout before the move,
+     * which its moving chunks are read from, and whom to tell once. */
+    struct gw_layout *src;
+    uint64_t move_mask;
+    gw_move_cb move_cb;
+    void *move_arg;
 };
 
 struct gw_get {
@@ -149,12 +168,14 @@ struct gw_get {
     int inflight;
     int status;
     struct gw_sfetch *fetches;
+    uint32_t tags[]; /* lay.tags points here (allocated with the get) */
 };
 
 struct gw_del {
     struct gw_del *prev, *next;
     struct gw_engine *e;
     struct gw_layout lay;
+    uint64_t mask; /* a drop (gw_engine_drop): its positions */
     int delay_ms;
     struct gw_timer *t;
 };
@@ -187,10 +208,13 @@ struct gw_engine {
     struct cm_hmap objmap; /* the same by (tenant, object) */
     struct gw_get *gets;
     struct gw_del *dels;
+    struct gw_mjob *mjobs; /* META records on their way */
     struct gw_timer *poll;
     int stopping;
+    int warned_unlogged; /* a node without an insertion log was logged once */
     _Atomic uint64_t buffered_bytes, buffered_objects, redriven_chunks, parity_reads;
-    _Atomic uint64_t persist_notes, persist_stats;
+    _Atomic uint64_t persist_notes, persist_stats, stale_chunks, late_reads;
+    _Atomic uint64_t meta_records, meta_unlogged, meta_waiting;
 };
 
 /* gw_engine.c: the code for (k, m), created on first use; NULL when out of
@@ -211,13 +235,52 @@ void gw_read_start(void *get);            /* posted by gw_engine_get */
 void gw_read_kick(void *engine);          /* the kick timer */
 void gw_read_stop(struct gw_engine *e);   /* fails every read (shutdown) */
 
+/* The front's commit notice, as gw_engine_committed posts it. */
+struct committed_cmd {
+    struct gw_engine *e;
+    uint32_t tenant;
+    uint64_t object, version;
+    struct gw_meta_attrs attrs;
+    void *attrs_mem; /* attrs' strings (owned; the object takes them) */
+    size_t klen;
+    char key[];
+};
+
 /* gw_pbuf.c: posted functions, timers, and shutdown. */
 void gw_pbuf_put_start(void *obj);
 void gw_pbuf_track_start(void *obj);
+void gw_pbuf_committed(void *cmd);        /* posted by gw_engine_committed */
+void gw_pbuf_meta_done(struct gw_obj *o); /* its META record is logged */
 void gw_pbuf_delete_start(void *del);
+void gw_pbuf_move_start(void *obj);
+void gw_pbuf_drop_start(void *del);
 void gw_pbuf_poll(void *engine);
 void gw_pbuf_on_note(void *engine, uint32_t node, const struct cm_wire_note *note);
 void gw_pbuf_stop(struct gw_engine *e); /* fails every object, drops deletes */
 void gw_obj_unref(struct gw_obj *o);
+
+/*
+ * gw_mlog.c. gw_mlog_version starts the META record of o (committed, every
+ * chunk persisted): 0, or -ENOMEM (try again at the next poll);
+ * gw_pbuf_meta_done runs once it is logged. gw_mlog_cancel drops one (its
+ * object is finishing). gw_mlog_start is posted by gw_engine_tombstone and
+ * gw_engine_committed (a record-only version); gw_mlog_poll (every persist
+ * poll) resends, replaces nodes gone for redrive_after_ms and fills the
+ * node set; gw_mlog_stop drops every record (pending keeps them for the
+ * next start).
+ */
+int gw_mlog_version(struct gw_obj *o);
+void gw_mlog_cancel(struct gw_mjob *j);
+void gw_mlog_start(void *job);
+void gw_mlog_poll(struct gw_engine *e);
+void gw_mlog_stop(struct gw_engine *e);
+/* The record of a tombstone, or of a record-only version (reported
+ * GW_REPORT_DONE once logged), for gw_engine_tombstone and
+ * gw_engine_committed to post; NULL when out of memory. Everything copied
+ * (holders: the nodes to try first). */
+struct gw_mjob *gw_mlog_tomb_new(struct gw_engine *e, const struct gw_layout *l, const char *key,
+                                 size_t klen);
+struct gw_mjob *gw_mlog_record_new(struct gw_engine *e, const struct gw_layout *l,
+                                   const struct gw_meta_attrs *a, const char *key, size_t klen);
 
 #endif

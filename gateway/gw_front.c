@@ -46,7 +46,9 @@
 #include "cm_metrics.h"
 #include "cm_time.h"
 #include "gw_front_impl.h"
+#include "gw_demand.h"
 #include "gw_grace.h"
+#include "gw_migrate.h"
 #include "gw_meta.h"
 #include "gw_s3_route.h"
 #include "gw_state.h"
@@ -116,6 +118,11 @@ req_done(struct req *q, int status, const char *error)
     }
     if (q->grace != NULL) {
         gw_grace_exit(f->grace, q->grace);
+    }
+    gw_layout_fini(&q->lay);
+    gw_layout_fini(&q->commit.lay);
+    for (uint32_t i = 0; q->parts != NULL && i < q->nparts; i++) {
+        gw_layout_fini(&q->parts[i]);
     }
     free(q->parts);
     free(q);
@@ -403,6 +410,13 @@ front_headers(void *arg, struct cm_http_req *r)
     X(parity_reads_total, "counter", "GET stripes served by decoding parity")                      \
     X(persist_notices_total, "counter", "Chunks a node announced persisted in COS")                \
     X(persist_stats_total, "counter", "STATs sent because a persisted notice was late or lost")    \
+    X(stale_chunks_total, "counter",                                                               \
+      "Chunk GETs answered STALE (their instance is gone): read around")                           \
+    X(late_reads_total, "counter",                                                                 \
+      "Chunk GETs asked again allowed to reload from COS, too few others being left")              \
+    X(meta_records_total, "counter", "META records a node logged in COS (versions, tombstones)")   \
+    X(meta_unlogged_total, "counter", "META records refused by nodes that keep no insertion log")  \
+    X(meta_waiting, "gauge", "Versions and tombstones whose META record is not logged yet")        \
     X(buffer_cache_bytes, "gauge", "Freed big buffers kept for reuse (--buffer-cache)")            \
     X(buffer_cache_hits_total, "counter", "Big buffers taken from the cache")                      \
     X(buffer_cache_misses_total, "counter", "Big buffers allocated because none cached fit")       \
@@ -445,6 +459,11 @@ handle_metrics(struct req *q)
     v.parity_reads_total = es.parity_reads;
     v.persist_notices_total = es.persist_notes;
     v.persist_stats_total = es.persist_stats;
+    v.stale_chunks_total = es.stale_chunks;
+    v.late_reads_total = es.late_reads;
+    v.meta_records_total = es.meta_records;
+    v.meta_unlogged_total = es.meta_unlogged;
+    v.meta_waiting = es.meta_waiting;
     struct cm_big_cache_stats bc;
     cm_big_cache_stats(&bc);
     v.buffer_cache_bytes = bc.bytes;
@@ -475,6 +494,12 @@ handle_metrics(struct req *q)
     GW_FRONT_METRICS(GW_FM_EXPOSE_)
 #undef GW_FM_EXPOSE_
     gw_engine_metrics(f->engine, &b);
+    if (f->demand != NULL) {
+        gw_demand_metrics(f->demand, &b);
+    }
+    if (f->migrate != NULL) {
+        gw_migrate_metrics(f->migrate, &b);
+    }
     cm_prom_family(&b, "shoal_gateway_commit_duration_seconds", "histogram",
                    "Time of one metadata write transaction, fsyncs included");
     cm_prom_hist(&b, "shoal_gateway_commit_duration_seconds", NULL, &cs.time);
@@ -605,11 +630,15 @@ gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_
 }
 
 static void
-track_one(void *arg, const struct gw_layout *l)
+track_one(void *arg, const struct gw_pending *p)
 {
     struct gw_front *f = arg;
 
-    gw_engine_track(f->engine, l);
+    if (p->tomb) {
+        gw_engine_tombstone(f->engine, p->lay, p->key, p->klen);
+    } else {
+        gw_engine_track(f->engine, p->lay, p->attrs, p->key, p->klen);
+    }
 }
 
 void
@@ -624,6 +653,25 @@ gw_front_attach(struct gw_front *f, struct gw_engine *e, struct gw_state *st)
     if (rc != 0) {
         CM_WARN("cannot scan pending objects err=%s", cm_errname(rc));
     }
+}
+
+void
+gw_front_attach_pp(struct gw_front *f, struct gw_demand *d, struct gw_migrate *m)
+{
+    f->demand = d;
+    f->migrate = m;
+}
+
+struct gw_commit *
+gw_front_committer(struct gw_front *f)
+{
+    return f->commit;
+}
+
+struct gw_grace *
+gw_front_grace(struct gw_front *f)
+{
+    return f->grace;
 }
 
 void

@@ -29,10 +29,18 @@ struct gw_front_cfg {
  * only allocations that end the process are the start-up's. */
 int gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_front **out);
 /* The engine's on_layout callback; arg is the front. */
-void gw_front_on_layout(void *arg, const struct gw_layout *layout);
+void gw_front_on_layout(void *arg, const struct gw_layout *layout, enum gw_report what);
 /* Wires the engine and state (borrowed) and hands every pending layout to
  * gw_engine_track. Before serving. */
 void gw_front_attach(struct gw_front *f, struct gw_engine *e, struct gw_state *st);
+/* Partition placement's parts (borrowed; may be NULL): demand counts
+ * from every GET and PUT, both in /metrics. Before serving. */
+struct gw_demand;
+struct gw_migrate;
+void gw_front_attach_pp(struct gw_front *f, struct gw_demand *d, struct gw_migrate *m);
+/* The committer and the grace periods the front owns (borrowed). */
+struct gw_commit *gw_front_committer(struct gw_front *f);
+struct gw_grace *gw_front_grace(struct gw_front *f);
 /* The cm_http handlers; their arg is the front. */
 extern const struct cm_http_handlers gw_front_handlers;
 

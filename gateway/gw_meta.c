@@ -16,29 +16,42 @@
  * scan, and all operations stay O(group size), which is 1 except for many
  * long keys sharing their first 480 bytes.
  *
- * Version record (value in objects), little-endian. Format 2 (written):
- *   0 fmt=2 u8 | 1 k u8 | 2 m u8 | 3 flags u8 | 4 tenant u32 |
+ * Version record (value in objects), little-endian. Format 3 (written):
+ *   0 fmt=3 u8 | 1 k u8 | 2 m u8 | 3 sections u8 | 4 tenant u32 |
  *   8 chunk_size u32 | 12 nstripes u32 | 16 object | 24 version | 32 size |
- *   40 etag | 48 persisted | 56 mtime_ms (u64 each) | 64 holders u32[k+m] |
- *   [md5 16 bytes: flags bit 0] | [nparts u32: k == 0, composite] |
- *   [hlen u16 | hdrs[hlen]: flags bit 1]
- * Format 1 (read only) is the first 56 bytes of format 2 followed by the
- * holders: no commit time and nothing else. A composite version (k = m =
- * 0) has no chunks; composite[(object, i)] holds the layout of part i
- * (a format 2 record), i = 0..nparts-1.
+ *   40 etag | 48 persisted | 56 mtime_ms (u64 each) |
+ *   64 holders u32[k+m] (none when k = 0: a record-only version) |
+ *   then, for each bit of sections in this order, len u16 | body[len]:
+ *     bit 0 tags    u32[nstripes*(k+m)] by wire index (0 = unknown); k > 0
+ *     bit 1 md5     16 bytes
+ *     bit 2 hdrs    "name\0value\0"..., 1..GW_META_HDRS_MAX bytes
+ *     bit 3 parts   upload id (32 hex) | part numbers u16[n], ascending,
+ *                   1..GW_META_PARTS_MAX of them: a composite; k = 0
+ *     bit 4 target  the key an upload makes, 1..GW_KEY_MAX bytes; k = 0
+ * A record-only version has chunk_size, nstripes and persisted 0, and
+ * parts, target or neither (a bucket). Format 1 (read only) is the first
+ * 56 bytes followed by the holders: k > 0, no tags, no commit time.
+ * Format 2 (read only) is either of two records written before format 3
+ * joined them (see fmt2_tags): format 1 and the tags, or the 64 bytes
+ * above, the holders, an MD5 and stored headers. The decoder takes
+ * nothing else: unknown formats or section bits, lengths that do not
+ * match, trailing bytes.
  *
  * Threads: see gw_meta.h. Invariants: pending holds exactly the objects
- * that are a live version of their key and not fully persisted, cpending
- * exactly the parts of live composite versions that are not (stale
- * entries are tolerated on read and dropped on update). A record's
- * persisted bits count only while its object is pending: an object leaves
- * pending without its record being rewritten, so a record outside pending
- * may still show the bits it was written with. A composite's entries live
- * exactly as long as its record.
+ * that are a live version of their key and that the engine has not
+ * reported done (every chunk persisted and the META record logged; stale
+ * entries are tolerated on read and dropped on update), and the deletes
+ * whose tombstone record is not logged. A record's persisted bits count
+ * only while its object is pending: an object leaves pending without its
+ * record being rewritten, so a record outside pending may still show the
+ * bits it was written with. A live composite's parts are live at their
+ * keys (gw_meta_put's caller checks; nothing but a delete or a
+ * replacement of the composite, or a purge, removes them).
  */
 #include "gw_meta.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,25 +65,9 @@
 
 #define GW_META_INLINE 480
 #define GROUP_KEY_MAX (4 + GW_META_INLINE)
-#define AUX_KEY_MAX (4 + GW_META_AUX_NAME_MAX)
-#define REC_V1_FIXED 56
-#define REC_FIXED 64
-#define REC_F_MD5 1
-#define REC_F_HDRS 2
 
-enum {
-    T_OBJECTS,
-    T_TOMBS,
-    T_PENDING,
-    T_STATE,
-    T_COMPOSITE,
-    T_CPENDING,
-    T_BUCKETS,
-    T_UPLOADS,
-    T_COUNT
-};
-static const char *const table_names[T_COUNT] = {"objects",   "tombs",    "pending", "state",
-                                                 "composite", "cpending", "buckets", "uploads"};
+enum { T_OBJECTS, T_TOMBS, T_PENDING, T_STATE, T_COUNT };
+static const char *const table_names[T_COUNT] = {"objects", "tombs", "pending", "state"};
 
 struct gw_meta {
     struct cm_kv *kv;
@@ -87,66 +84,207 @@ get_be64(const uint8_t *p)
     return (uint64_t)cm_get_be32(p) << 32 | cm_get_be32(p + 4);
 }
 
-static int
-aux_table(enum gw_meta_aux t)
+/* ---- internal keys ---- */
+
+size_t
+gw_meta_bucket_key(const char *name, size_t nlen, char *out)
 {
-    return t == GW_META_BUCKETS ? T_BUCKETS : T_UPLOADS;
+    out[0] = '\0';
+    out[1] = 'b';
+    memcpy(out + 2, name, nlen);
+    return 2 + nlen;
+}
+
+size_t
+gw_meta_upload_key(const char *id, char *out)
+{
+    out[0] = '\0';
+    out[1] = 'u';
+    memcpy(out + 2, id, GW_META_UPLOAD_ID_LEN);
+    return 2 + GW_META_UPLOAD_ID_LEN;
+}
+
+size_t
+gw_meta_part_key(const char *id, unsigned n, char *out)
+{
+    char num[8];
+
+    out[0] = '\0';
+    out[1] = 'p';
+    memcpy(out + 2, id, GW_META_UPLOAD_ID_LEN);
+    snprintf(num, sizeof(num), "/%05u", n % 100000);
+    memcpy(out + 2 + GW_META_UPLOAD_ID_LEN, num, 6);
+    return GW_META_PART_KEY_LEN;
+}
+
+/* Keys named by an upload id: never written again once deleted. */
+static int
+once_key(const char *key, size_t klen)
+{
+    return klen >= 2 && key[0] == '\0' && (key[1] == 'u' || key[1] == 'p');
 }
 
 /* ---- records ---- */
 
+#define REC_HDR1 56 /* format 1, format 2 with tags */
+#define REC_HDR 64  /* format 3, format 2 with attributes */
+
+enum {
+    SEC_TAGS = 1,
+    SEC_MD5 = 2,
+    SEC_HDRS = 4,
+    SEC_PARTS = 8,
+    SEC_TARGET = 16,
+    SEC_ALL = 31,
+};
+
+static unsigned
+rec_holders(const struct gw_layout *l)
+{
+    return l->k == 0 ? 0 : (unsigned)l->k + l->m;
+}
+
+/* The record's length and its sections: the tags only when they fit. */
+static size_t
+rec_plan(const struct gw_layout *l, const struct gw_meta_attrs *a, uint8_t *secs)
+{
+    size_t len = REC_HDR + 4 * (size_t)rec_holders(l);
+    uint8_t s = 0;
+
+    if (a != NULL && a->has_md5) {
+        s |= SEC_MD5;
+        len += 2 + 16;
+    }
+    if (a != NULL && a->hdrs_len > 0) {
+        s |= SEC_HDRS;
+        len += 2 + a->hdrs_len;
+    }
+    if (a != NULL && l->k == 0 && a->nparts > 0) {
+        s |= SEC_PARTS;
+        len += 2 + GW_META_UPLOAD_ID_LEN + 2 * (size_t)a->nparts;
+    }
+    if (a != NULL && l->k == 0 && a->target_len > 0) {
+        s |= SEC_TARGET;
+        len += 2 + a->target_len;
+    }
+    if (l->tags != NULL && l->k > 0 && gw_layout_nchunks(l) > 0 &&
+        gw_layout_nchunks(l) <= (GW_META_REC_LIMIT - 2 - len) / 4) {
+        s |= SEC_TAGS;
+        len += 2 + 4 * gw_layout_nchunks(l);
+    }
+    *secs = s;
+    return len;
+}
+
+size_t
+gw_meta_rec_len(const struct gw_layout *l, const struct gw_meta_attrs *a)
+{
+    uint8_t secs;
+
+    return rec_plan(l, a, &secs);
+}
+
+static size_t
+sec_put(uint8_t *buf, size_t p, const void *body, size_t len)
+{
+    cm_put_le16(buf + p, (uint16_t)len);
+    memcpy(buf + p + 2, body, len);
+    return p + 2 + len;
+}
+
 size_t
 gw_meta_encode(const struct gw_layout *l, const struct gw_meta_attrs *a, uint8_t *buf)
 {
-    unsigned n = (unsigned)l->k + l->m;
-    uint8_t flags = 0;
-    size_t p;
+    uint8_t secs;
+    size_t len = rec_plan(l, a, &secs), p = REC_HDR;
+    int ro = gw_layout_record_only(l);
 
-    if (n > GW_MAX_HOLDERS) {
-        n = GW_MAX_HOLDERS;
-    }
-    memset(buf, 0, REC_FIXED);
-    buf[0] = 2;
+    memset(buf, 0, REC_HDR);
+    buf[0] = 3;
     buf[1] = l->k;
-    buf[2] = l->k == 0 ? 0 : l->m;
+    buf[2] = l->m;
+    buf[3] = secs;
     cm_put_le32(buf + 4, l->tenant);
-    cm_put_le32(buf + 8, l->chunk_size);
-    cm_put_le32(buf + 12, l->nstripes);
+    cm_put_le32(buf + 8, ro ? 0 : l->chunk_size);
+    cm_put_le32(buf + 12, ro ? 0 : l->nstripes);
     cm_put_le64(buf + 16, l->object);
     cm_put_le64(buf + 24, l->version);
     cm_put_le64(buf + 32, l->size);
     cm_put_le64(buf + 40, l->etag);
-    cm_put_le64(buf + 48, l->persisted);
+    cm_put_le64(buf + 48, ro ? 0 : l->persisted);
     cm_put_le64(buf + 56, a != NULL ? a->mtime_ms : 0);
-    p = REC_FIXED;
-    for (unsigned j = 0; l->k != 0 && j < n; j++, p += 4) {
+    for (unsigned j = 0; j < rec_holders(l) && j < GW_MAX_HOLDERS; j++, p += 4) {
         cm_put_le32(buf + p, l->holders[j]);
     }
-    if (a != NULL && a->has_md5) {
-        flags |= REC_F_MD5;
-        memcpy(buf + p, a->md5, 16);
-        p += 16;
+    if (secs & SEC_TAGS) {
+        cm_put_le16(buf + p, (uint16_t)(4 * gw_layout_nchunks(l)));
+        p += 2;
+        for (size_t i = 0; i < gw_layout_nchunks(l); i++, p += 4) {
+            cm_put_le32(buf + p, l->tags[i]);
+        }
     }
-    if (l->k == 0) {
-        cm_put_le32(buf + p, a != NULL ? a->nparts : 0);
-        p += 4;
+    if (secs & SEC_MD5) {
+        p = sec_put(buf, p, a->md5, 16);
     }
-    if (a != NULL && a->hdrs_len > 0) {
-        size_t hl = a->hdrs_len < GW_META_HDRS_MAX ? a->hdrs_len : GW_META_HDRS_MAX;
-
-        flags |= REC_F_HDRS;
-        cm_put_le16(buf + p, (uint16_t)hl);
-        memcpy(buf + p + 2, a->hdrs, hl);
-        p += 2 + hl;
+    if (secs & SEC_HDRS) {
+        p = sec_put(buf, p, a->hdrs, a->hdrs_len);
     }
-    buf[3] = flags;
+    if (secs & SEC_PARTS) {
+        cm_put_le16(buf + p, (uint16_t)(GW_META_UPLOAD_ID_LEN + 2 * (size_t)a->nparts));
+        memcpy(buf + p + 2, a->upload, GW_META_UPLOAD_ID_LEN);
+        memcpy(buf + p + 2 + GW_META_UPLOAD_ID_LEN, a->parts, 2 * (size_t)a->nparts);
+        p += 2 + GW_META_UPLOAD_ID_LEN + 2 * (size_t)a->nparts;
+    }
+    if (secs & SEC_TARGET) {
+        p = sec_put(buf, p, a->target, a->target_len);
+    }
+    (void)len; /* p == len */
     return p;
+}
+
+/* Stored headers: name\0value\0 pairs. */
+static int
+hdrs_ok(const uint8_t *h, size_t len)
+{
+    size_t nuls = 0;
+
+    if (len == 0 || len > GW_META_HDRS_MAX || h[len - 1] != '\0') {
+        return 0;
+    }
+    for (size_t i = 0; i < len; i++) {
+        nuls += h[i] == '\0';
+    }
+    return nuls % 2 == 0;
+}
+
+static int
+parts_ok(const uint8_t *b, size_t len)
+{
+    unsigned prev = 0;
+
+    if (len < GW_META_UPLOAD_ID_LEN + 2 || (len - GW_META_UPLOAD_ID_LEN) % 2 != 0 ||
+        (len - GW_META_UPLOAD_ID_LEN) / 2 > GW_META_PARTS_MAX) {
+        return 0;
+    }
+    for (size_t i = 0; i < GW_META_UPLOAD_ID_LEN; i++) {
+        if (!((b[i] >= '0' && b[i] <= '9') || (b[i] >= 'a' && b[i] <= 'f'))) {
+            return 0;
+        }
+    }
+    for (size_t i = GW_META_UPLOAD_ID_LEN; i < len; i += 2) {
+        unsigned n = cm_get_le16(b + i);
+
+        if (n <= prev || n > GW_META_PARTS_MAX) {
+            return 0;
+        }
+        prev = n;
+    }
+    return 1;
 }
 
 static void
 decode_fixed(const uint8_t *p, struct gw_layout *out)
 {
-    memset(out, 0, sizeof(*out));
     out->k = p[1];
     out->m = p[2];
     out->tenant = cm_get_le32(p + 4);
@@ -159,77 +297,332 @@ decode_fixed(const uint8_t *p, struct gw_layout *out)
     out->persisted = cm_get_le64(p + 48);
 }
 
-int
-gw_meta_decode_attrs(const void *buf, size_t len, struct gw_layout *out,
-                     struct gw_meta_attrs *attrs)
+/* The sections of a format 3 record after its holders (at pos): 0 with
+ * *a filled and *tags_at the tags' offset (0: none), or CM_E_PROTO. */
+static int
+decode_sections(const uint8_t *p, size_t len, size_t pos, const struct gw_layout *l,
+                struct gw_meta_attrs *a, size_t *tags_at)
+{
+    uint8_t secs = p[3];
+
+    *tags_at = 0;
+    for (unsigned bit = 1; bit <= SEC_TARGET; bit <<= 1) {
+        const uint8_t *body;
+        size_t sl;
+
+        if (!(secs & bit)) {
+            continue;
+        }
+        if (len - pos < 2) {
+            return CM_E_PROTO;
+        }
+        sl = cm_get_le16(p + pos);
+        pos += 2;
+        if (len - pos < sl) {
+            return CM_E_PROTO;
+        }
+        body = p + pos;
+        switch (bit) {
+        case SEC_TAGS:
+            if (gw_layout_nchunks(l) == 0 || sl != 4 * gw_layout_nchunks(l)) {
+                return CM_E_PROTO;
+            }
+            *tags_at = pos;
+            break;
+        case SEC_MD5:
+            if (sl != 16) {
+                return CM_E_PROTO;
+            }
+            a->has_md5 = 1;
+            memcpy(a->md5, body, 16);
+            break;
+        case SEC_HDRS:
+            if (!hdrs_ok(body, sl)) {
+                return CM_E_PROTO;
+            }
+            a->hdrs = (const char *)body;
+            a->hdrs_len = sl;
+            break;
+        case SEC_PARTS:
+            if (!parts_ok(body, sl)) {
+                return CM_E_PROTO;
+            }
+            a->upload = (const char *)body;
+            a->parts = body + GW_META_UPLOAD_ID_LEN;
+            a->nparts = (uint32_t)((sl - GW_META_UPLOAD_ID_LEN) / 2);
+            break;
+        default: /* SEC_TARGET */
+            if (sl == 0 || sl > GW_KEY_MAX) {
+                return CM_E_PROTO;
+            }
+            a->target = (const char *)body;
+            a->target_len = sl;
+            break;
+        }
+        pos += sl;
+    }
+    return pos == len ? 0 : CM_E_PROTO;
+}
+
+/*
+ * Format 2 was written twice: after format 1's holders, the tags (the
+ * tags reading, REC_HDR1), or from a 64-byte header with the commit time,
+ * the holders, then flag 1 md5 | flag 2 hlen u16, hdrs (the attributes
+ * reading, REC_HDR; its composites kept their parts in a table this store
+ * no longer has, so only k > 0 reads). Each returns 0 when buf has
+ * exactly that shape: *tags_at set, or *a filled. The attributes reading
+ * always had a commit time, in 2020..2100; at 56 the tags reading has two
+ * node ids, which make one only when the second is 367 or more: so a record
+ * that fits both shapes (no flags, nstripes * (k + m) = 2) is told, and
+ * how a cut tags record is not taken for the other.
+ */
+#define FMT2_MS_MIN 1577836800000ULL
+#define FMT2_MS_MAX 4102444800000ULL
+
+static int
+fmt2_tags(const uint8_t *p, size_t len, size_t *tags_at)
+{
+    unsigned n = (unsigned)p[1] + p[2];
+    uint64_t chunks = (uint64_t)cm_get_le32(p + 12) * n;
+
+    if (p[1] == 0 || p[3] != 0 || n > GW_MAX_HOLDERS || chunks == 0 ||
+        len != REC_HDR1 + 4 * (uint64_t)n + 4 * chunks) {
+        return CM_E_PROTO;
+    }
+    *tags_at = REC_HDR1 + 4 * (size_t)n;
+    return 0;
+}
+
+static int
+fmt2_attrs(const uint8_t *p, size_t len, struct gw_meta_attrs *a)
+{
+    unsigned n = (unsigned)p[1] + p[2];
+    size_t pos = REC_HDR + 4 * (size_t)n, hl;
+
+    memset(a, 0, sizeof(*a));
+    if (len < pos || p[1] == 0 || n > GW_MAX_HOLDERS || (p[3] & ~3) != 0) {
+        return CM_E_PROTO;
+    }
+    a->mtime_ms = cm_get_le64(p + 56);
+    if (a->mtime_ms < FMT2_MS_MIN || a->mtime_ms >= FMT2_MS_MAX) {
+        return CM_E_PROTO;
+    }
+    if (p[3] & 1) {
+        if (len - pos < 16) {
+            return CM_E_PROTO;
+        }
+        a->has_md5 = 1;
+        memcpy(a->md5, p + pos, 16);
+        pos += 16;
+    }
+    if (p[3] & 2) {
+        if (len - pos < 2) {
+            return CM_E_PROTO;
+        }
+        hl = cm_get_le16(p + pos);
+        pos += 2;
+        if (len - pos < hl || !hdrs_ok(p + pos, hl)) {
+            return CM_E_PROTO;
+        }
+        a->hdrs = (const char *)p + pos;
+        a->hdrs_len = hl;
+        pos += hl;
+    }
+    return pos == len ? 0 : CM_E_PROTO;
+}
+
+/* Decodes a record: attrs (may be NULL) into buf; with_tags: the tags
+ * into a malloc'd array. */
+static int
+decode(const void *buf, size_t len, struct gw_layout *out, struct gw_meta_attrs *attrs,
+       int with_tags)
 {
     const uint8_t *p = buf;
     struct gw_meta_attrs a;
-    size_t pos;
+    size_t base, tags_at = 0;
     unsigned n;
 
+    memset(out, 0, sizeof(*out));
     memset(&a, 0, sizeof(a));
-    if (len < REC_V1_FIXED || (p[0] != 1 && p[0] != 2)) {
+    if (len < REC_HDR1 || len > GW_META_REC_LIMIT) {
         return CM_E_PROTO;
     }
+    decode_fixed(p, out);
     n = (unsigned)p[1] + p[2];
     if (p[0] == 1) {
-        if (p[1] == 0 || n > GW_MAX_HOLDERS || len != REC_V1_FIXED + 4 * (size_t)n) {
-            return CM_E_PROTO;
+        if (p[1] == 0 || p[3] != 0 || n > GW_MAX_HOLDERS || len != REC_HDR1 + 4 * (size_t)n) {
+            goto bad;
         }
-        pos = REC_V1_FIXED;
-    } else {
-        if (len < REC_FIXED || n > GW_MAX_HOLDERS || (p[1] == 0 && p[2] != 0) ||
-            (p[3] & ~(REC_F_MD5 | REC_F_HDRS)) != 0 || len < REC_FIXED + 4 * (size_t)n) {
-            return CM_E_PROTO;
+        base = REC_HDR1;
+    } else if (p[0] == 2) {
+        if (fmt2_attrs(p, len, &a) == 0) {
+            base = REC_HDR;
+        } else if (fmt2_tags(p, len, &tags_at) == 0) {
+            memset(&a, 0, sizeof(a));
+            base = REC_HDR1;
+        } else {
+            goto bad;
+        }
+    } else if (p[0] == 3 && len >= REC_HDR && (p[3] & ~SEC_ALL) == 0 &&
+               !((p[3] & SEC_PARTS) && (p[3] & SEC_TARGET))) {
+        if (p[1] == 0) {
+            n = 0;
+            if (p[2] > CM_EC_MAX_M || out->chunk_size != 0 || out->nstripes != 0 ||
+                out->persisted != 0 || (p[3] & SEC_TAGS)) {
+                goto bad;
+            }
+        } else if (n > GW_MAX_HOLDERS || (p[3] & (SEC_PARTS | SEC_TARGET))) {
+            goto bad;
+        }
+        base = REC_HDR;
+        if (len - base < 4 * (size_t)n) {
+            goto bad;
         }
         a.mtime_ms = cm_get_le64(p + 56);
-        pos = REC_FIXED + 4 * (size_t)n;
-        if (p[3] & REC_F_MD5) {
-            if (len - pos < 16) {
-                return CM_E_PROTO;
-            }
-            a.has_md5 = 1;
-            memcpy(a.md5, p + pos, 16);
-            pos += 16;
+        if (decode_sections(p, len, base + 4 * (size_t)n, out, &a, &tags_at) != 0) {
+            goto bad;
         }
-        if (p[1] == 0) {
-            if (len - pos < 4 || (a.nparts = cm_get_le32(p + pos)) == 0) {
-                return CM_E_PROTO;
-            }
-            pos += 4;
-        }
-        if (p[3] & REC_F_HDRS) {
-            if (len - pos < 2) {
-                return CM_E_PROTO;
-            }
-            a.hdrs_len = cm_get_le16(p + pos);
-            pos += 2;
-            if (a.hdrs_len == 0 || a.hdrs_len > GW_META_HDRS_MAX || len - pos < a.hdrs_len) {
-                return CM_E_PROTO;
-            }
-            a.hdrs = (const char *)p + pos;
-            pos += a.hdrs_len;
-        }
-        if (pos != len) {
-            return CM_E_PROTO;
-        }
-        pos = REC_FIXED;
+    } else {
+        goto bad;
     }
-    decode_fixed(p, out);
     for (unsigned j = 0; j < n; j++) {
-        out->holders[j] = cm_get_le32(p + pos + 4 * j);
+        out->holders[j] = cm_get_le32(p + base + 4 * j);
     }
     if (attrs != NULL) {
         *attrs = a;
     }
+    if (with_tags && tags_at != 0) {
+        out->tags = malloc(gw_layout_nchunks(out) * sizeof(*out->tags));
+        if (out->tags == NULL) {
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < gw_layout_nchunks(out); i++) {
+            out->tags[i] = cm_get_le32(p + tags_at + 4 * i);
+        }
+    }
     return 0;
+bad:
+    memset(out, 0, sizeof(*out));
+    return CM_E_PROTO;
 }
 
 int
 gw_meta_decode(const void *buf, size_t len, struct gw_layout *out)
 {
-    return gw_meta_decode_attrs(buf, len, out, NULL);
+    return decode(buf, len, out, NULL, 0);
+}
+
+int
+gw_meta_decode_tags(const void *buf, size_t len, struct gw_layout *out)
+{
+    return decode(buf, len, out, NULL, 1);
+}
+
+int
+gw_meta_decode_attrs(const void *buf, size_t len, struct gw_layout *out,
+                     struct gw_meta_attrs *attrs)
+{
+    return decode(buf, len, out, attrs, 0);
+}
+
+int
+gw_meta_attrs_dup(const struct gw_meta_attrs *a, struct gw_meta_attrs *out, void **mem)
+{
+    size_t np = 2 * (size_t)a->nparts, up = a->nparts > 0 ? GW_META_UPLOAD_ID_LEN : 0;
+    size_t total = a->hdrs_len + up + np + a->target_len;
+    char *m;
+
+    *out = *a;
+    *mem = NULL;
+    if (total == 0) {
+        return 0;
+    }
+    m = malloc(total);
+    if (m == NULL) {
+        return -ENOMEM;
+    }
+    *mem = m;
+    if (a->hdrs_len > 0) {
+        memcpy(m, a->hdrs, a->hdrs_len);
+        out->hdrs = m;
+        m += a->hdrs_len;
+    }
+    if (a->nparts > 0) {
+        memcpy(m, a->upload, up);
+        out->upload = m;
+        memcpy(m + up, a->parts, np);
+        out->parts = (const uint8_t *)m + up;
+        m += up + np;
+    }
+    if (a->target_len > 0) {
+        memcpy(m, a->target, a->target_len);
+        out->target = m;
+    }
+    return 0;
+}
+
+/* ---- META records ---- */
+
+size_t
+gw_mrec_len(const struct gw_mrec *m)
+{
+    return 1 + 4 + 2 + m->klen + 8 + (m->kind == GW_MREC_VERSION ? 4 + m->rec_len : 0);
+}
+
+void
+gw_mrec_encode(const struct gw_mrec *m, uint8_t *out)
+{
+    out[0] = m->kind;
+    cm_put_le32(out + 1, m->tenant);
+    cm_put_le16(out + 5, (uint16_t)m->klen);
+    memcpy(out + 7, m->key, m->klen);
+    out += 7 + m->klen;
+    cm_put_le64(out, m->version);
+    if (m->kind == GW_MREC_VERSION) {
+        cm_put_le32(out + 8, (uint32_t)m->rec_len);
+        if (m->rec_len > 0) {
+            memcpy(out + 12, m->rec, m->rec_len);
+        }
+    }
+}
+
+int
+gw_mrec_decode(const void *buf, size_t len, struct gw_mrec *out)
+{
+    const uint8_t *p = buf;
+    size_t klen, at;
+
+    memset(out, 0, sizeof(*out));
+    if (len < 7 || (p[0] != GW_MREC_VERSION && p[0] != GW_MREC_TOMB)) {
+        return CM_E_PROTO;
+    }
+    klen = cm_get_le16(p + 5);
+    if (klen == 0 || len - 7 < klen + 8) {
+        return CM_E_PROTO;
+    }
+    at = 7 + klen + 8;
+    if (p[0] == GW_MREC_TOMB ? at != len : len - at < 4 || len - at - 4 != cm_get_le32(p + at)) {
+        return CM_E_PROTO;
+    }
+    out->kind = p[0];
+    out->tenant = cm_get_le32(p + 1);
+    out->key = (const char *)p + 7;
+    out->klen = klen;
+    out->version = cm_get_le64(p + 7 + klen);
+    if (out->kind == GW_MREC_VERSION) {
+        out->rec = p + at + 4;
+        out->rec_len = len - at - 4;
+    }
+    return 0;
+}
+
+int
+gw_mrec_newer(const struct gw_mrec *a, const struct gw_mrec *b)
+{
+    if (a->version != b->version) {
+        return a->version > b->version;
+    }
+    return a->kind == GW_MREC_TOMB && b->kind != GW_MREC_TOMB;
 }
 
 int
@@ -245,6 +638,7 @@ void
 gw_meta_old_reset(struct gw_meta_old *old)
 {
     free(old->parts);
+    free(old->key);
     memset(old, 0, sizeof(*old));
 }
 
@@ -405,119 +799,6 @@ out:
     return rc;
 }
 
-/* ---- composite parts ---- */
-
-static void
-part_key(uint64_t cid, uint32_t idx, uint8_t k[12])
-{
-    cm_put_be64(k, cid);
-    cm_put_be32(k + 8, idx);
-}
-
-struct parts_ctx {
-    uint64_t cid;
-    uint32_t n, want;
-    struct gw_layout *v;
-    int err;
-};
-
-static int
-parts_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
-{
-    struct parts_ctx *c = arg;
-
-    if (klen != 12 || get_be64(k) != c->cid) {
-        return 1;
-    }
-    if (c->n == c->want || cm_get_be32((const uint8_t *)k + 8) != c->n ||
-        gw_meta_decode(v, vlen, &c->v[c->n]) != 0 || gw_layout_composite(&c->v[c->n])) {
-        c->err = CM_E_PROTO;
-        return 1;
-    }
-    c->n++;
-    return 0;
-}
-
-/* The n parts of composite cid, in order, into *out (malloc'd): 0,
- * CM_E_PROTO (missing or torn), -ENOMEM. */
-static int
-parts_read(struct cm_kv_txn *txn, uint64_t cid, uint32_t n, struct gw_layout **out)
-{
-    struct parts_ctx c = {cid, 0, n, NULL, 0};
-    uint8_t k[12];
-    int rc;
-
-    c.v = malloc((size_t)n * sizeof(*c.v));
-    if (c.v == NULL) {
-        return -ENOMEM;
-    }
-    part_key(cid, 0, k);
-    rc = cm_kv_scan(txn, T_COMPOSITE, k, sizeof(k), parts_one, &c);
-    if (rc >= 0) {
-        rc = c.err != 0 ? c.err : c.n != n ? CM_E_PROTO : 0;
-    }
-    if (rc != 0) {
-        free(c.v);
-        return rc;
-    }
-    *out = c.v;
-    return 0;
-}
-
-static int
-pending_del(struct cm_kv_txn *txn, uint64_t object)
-{
-    uint8_t k[8];
-    int rc;
-
-    cm_put_be64(k, object);
-    rc = cm_kv_del(txn, T_PENDING, k, 8);
-    return rc == CM_E_NOTFOUND ? 0 : rc;
-}
-
-static int
-cpending_del(struct cm_kv_txn *txn, uint64_t object)
-{
-    uint8_t k[8];
-    int rc;
-
-    cm_put_be64(k, object);
-    rc = cm_kv_del(txn, T_CPENDING, k, 8);
-    return rc == CM_E_NOTFOUND ? 0 : rc;
-}
-
-/* The version rec (decoded as l) leaves the store: its pending entry, and
- * for a composite its parts and their cpending entries, which go to *old
- * with l. */
-static int
-version_drop(struct cm_kv_txn *txn, const struct gw_layout *l, const struct gw_meta_attrs *a,
-             struct gw_meta_old *old)
-{
-    int rc;
-
-    gw_meta_old_reset(old);
-    old->had = 1;
-    old->lay = *l;
-    if (!gw_layout_composite(l)) {
-        return pending_del(txn, l->object);
-    }
-    rc = parts_read(txn, l->object, a->nparts, &old->parts);
-    if (rc != 0) {
-        return rc;
-    }
-    old->nparts = a->nparts;
-    for (uint32_t i = 0; i < a->nparts && rc == 0; i++) {
-        uint8_t k[12];
-
-        part_key(l->object, i, k);
-        rc = cm_kv_del(txn, T_COMPOSITE, k, sizeof(k));
-        if (rc == 0) {
-            rc = cpending_del(txn, old->parts[i].object);
-        }
-    }
-    return rc;
-}
-
 /* ---- open / close ---- */
 
 int
@@ -560,9 +841,44 @@ gw_meta_get(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen, st
     }
     rc = group_get(txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
     if (rc == 0) {
-        rc = gw_meta_decode(v, vlen, out);
+        rc = gw_meta_decode_tags(v, vlen, out);
     }
     cm_kv_abort(txn);
+    return rc;
+}
+
+/* The layouts of the parts a (a composite's) names, tags included, into
+ * *out (calloc'd): 0, CM_E_PROTO (a part missing), -ENOMEM. */
+static int
+parts_read(struct cm_kv_txn *txn, uint32_t tenant, const struct gw_meta_attrs *a,
+           struct gw_layout **out)
+{
+    struct gw_layout *v = calloc(a->nparts, sizeof(*v));
+    int rc = v == NULL ? -ENOMEM : 0;
+
+    for (uint32_t i = 0; rc == 0 && i < a->nparts; i++) {
+        char pk[GW_META_PART_KEY_LEN];
+        size_t pklen = gw_meta_part_key(a->upload, gw_meta_part_no(a, i), pk);
+        const uint8_t *pv;
+        size_t pvlen;
+
+        rc = group_get(txn, T_OBJECTS, tenant, pk, pklen, &pv, &pvlen);
+        if (rc == 0) {
+            rc = gw_meta_decode_tags(pv, pvlen, &v[i]);
+        }
+        if (rc == 0 && gw_layout_record_only(&v[i])) {
+            rc = CM_E_PROTO;
+        }
+        rc = rc == CM_E_NOTFOUND ? CM_E_PROTO : rc;
+    }
+    if (rc != 0 && v != NULL) {
+        for (uint32_t i = 0; i < a->nparts; i++) {
+            gw_layout_fini(&v[i]);
+        }
+        free(v);
+        v = NULL;
+    }
+    *out = v;
     return rc;
 }
 
@@ -575,6 +891,8 @@ gw_meta_get_obj(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen
     size_t vlen;
     int rc;
 
+    memset(&out->lay, 0, sizeof(out->lay));
+    memset(&out->a, 0, sizeof(out->a));
     out->parts = NULL;
     rc = cm_kv_begin(m->kv, 0, &txn);
     if (rc != 0) {
@@ -582,15 +900,21 @@ gw_meta_get_obj(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen
     }
     rc = group_get(txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
     if (rc == 0) {
-        rc = gw_meta_decode_attrs(v, vlen, &out->lay, &out->a);
+        rc = decode(v, vlen, &out->lay, &out->a, 1);
+    }
+    if (rc == 0 && out->a.nparts > 0) {
+        rc = parts_read(txn, tenant, &out->a, &out->parts);
     }
     if (rc == 0 && out->a.hdrs != NULL) {
         memcpy(out->hdrs, out->a.hdrs, out->a.hdrs_len);
         out->a.hdrs = out->hdrs;
     }
-    if (rc == 0 && gw_layout_composite(&out->lay)) {
-        rc = parts_read(txn, out->lay.object, out->a.nparts, &out->parts);
+    if (rc == 0 && out->a.target != NULL) {
+        memcpy(out->target, out->a.target, out->a.target_len);
+        out->a.target = out->target;
     }
+    out->a.upload = NULL; /* they point into the transaction's pages */
+    out->a.parts = NULL;
     cm_kv_abort(txn);
     return rc;
 }
@@ -598,6 +922,10 @@ gw_meta_get_obj(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen
 void
 gw_meta_obj_fini(struct gw_meta_obj *o)
 {
+    gw_layout_fini(&o->lay);
+    for (uint32_t i = 0; o->parts != NULL && i < o->a.nparts; i++) {
+        gw_layout_fini(&o->parts[i]);
+    }
     free(o->parts);
     o->parts = NULL;
 }
@@ -702,6 +1030,7 @@ list_one(void *arg, const char *key, size_t klen, const struct gw_layout *l,
 {
     struct list_ctx *c = arg;
 
+    (void)a;
     if (c->n == c->limit) {
         c->more = 1;
         return 1;
@@ -726,8 +1055,9 @@ gw_meta_list(struct gw_meta *m, uint32_t tenant, const char *prefix, size_t plen
 
 struct pending_ctx {
     struct cm_kv_txn *txn;
-    void (*cb)(void *arg, const struct gw_layout *l);
+    void (*cb)(void *arg, const struct gw_pending *p);
     void *arg;
+    int err;
 };
 
 static int
@@ -737,49 +1067,84 @@ pending_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     const uint8_t *rec;
     size_t rlen;
     struct gw_layout l;
+    struct gw_meta_attrs a;
+    struct gw_pending p = {0};
+    int rc;
 
-    if (klen != 8 || vlen < 5) {
+    if (klen == 16 && vlen >= 6) { /* a tombstone */
+        memset(&l, 0, sizeof(l));
+        l.object = get_be64(k);
+        l.version = get_be64((const uint8_t *)k + 8);
+        l.tenant = cm_get_be32(v);
+        l.m = ((const uint8_t *)v)[4];
+        p.tomb = 1;
+        p.key = (const char *)v + 5;
+        p.klen = vlen - 5;
+        p.lay = &l;
+        c->cb(c->arg, &p);
         return 0;
     }
-    if (group_get(c->txn, T_OBJECTS, cm_get_be32(v), (const char *)v + 4, vlen - 4, &rec, &rlen) !=
-            0 ||
-        gw_meta_decode(rec, rlen, &l) != 0 || l.object != get_be64(k) || gw_layout_composite(&l)) {
+    if (klen != 8 || vlen < 5 ||
+        group_get(c->txn, T_OBJECTS, cm_get_be32(v), (const char *)v + 4, vlen - 4, &rec, &rlen) !=
+            0) {
         return 0;
     }
-    c->cb(c->arg, &l);
-    return 0;
-}
-
-static int
-cpending_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
-{
-    struct pending_ctx *c = arg;
-    const void *rec;
-    size_t rlen;
-    struct gw_layout l;
-
-    if (klen != 8 || vlen != 12 || cm_kv_get(c->txn, T_COMPOSITE, v, 12, &rec, &rlen) != 0 ||
-        gw_meta_decode(rec, rlen, &l) != 0 || l.object != get_be64(k)) {
-        return 0;
+    rc = decode(rec, rlen, &l, &a, 1);
+    if (rc == -ENOMEM) {
+        c->err = rc;
+        return 1;
     }
-    c->cb(c->arg, &l);
+    if (rc == 0 && l.object == get_be64(k)) {
+        p.key = (const char *)v + 4;
+        p.klen = vlen - 4;
+        p.lay = &l;
+        p.attrs = &a;
+        c->cb(c->arg, &p);
+    }
+    gw_layout_fini(&l);
     return 0;
 }
 
 int
-gw_meta_scan_pending(struct gw_meta *m, void (*cb)(void *arg, const struct gw_layout *l), void *arg)
+gw_meta_scan_pending(struct gw_meta *m, void (*cb)(void *arg, const struct gw_pending *p),
+                     void *arg)
 {
-    struct pending_ctx c = {NULL, cb, arg};
+    struct pending_ctx c = {NULL, cb, arg, 0};
     int rc = cm_kv_begin(m->kv, 0, &c.txn);
 
     if (rc != 0) {
         return rc;
     }
     rc = cm_kv_scan(c.txn, T_PENDING, NULL, 0, pending_one, &c);
-    if (rc >= 0) {
-        rc = cm_kv_scan(c.txn, T_CPENDING, NULL, 0, cpending_one, &c);
-    }
     cm_kv_abort(c.txn);
+    return rc < 0 ? rc : c.err;
+}
+
+static int
+any_row(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+    (void)k;
+    (void)klen;
+    (void)v;
+    (void)vlen;
+    *(int *)arg = 1;
+    return 1;
+}
+
+int
+gw_meta_is_empty(struct gw_meta *m, int *empty)
+{
+    struct cm_kv_txn *txn;
+    int rc = cm_kv_begin(m->kv, 0, &txn), any = 0;
+
+    if (rc != 0) {
+        return rc;
+    }
+    for (int t = T_OBJECTS; t <= T_PENDING && rc >= 0 && !any; t++) {
+        rc = cm_kv_scan(txn, t, NULL, 0, any_row, &any);
+    }
+    cm_kv_abort(txn);
+    *empty = !any;
     return rc < 0 ? rc : 0;
 }
 
@@ -793,6 +1158,8 @@ first_tenant(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
 {
     struct tenant_ctx *c = arg;
 
+    (void)v;
+    (void)vlen;
     if (klen >= 4) {
         c->found = cm_get_be32(k);
         c->any = 1;
@@ -800,15 +1167,11 @@ first_tenant(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     return 1;
 }
 
-/* The tables keyed by tenant first. */
-static const int tenant_tables[] = {T_OBJECTS, T_TOMBS, T_BUCKETS, T_UPLOADS};
-#define NTENANT_TABLES (sizeof(tenant_tables) / sizeof(tenant_tables[0]))
-
 int
 gw_meta_tenants(struct gw_meta *m, void (*cb)(void *arg, uint32_t tenant), void *arg)
 {
     struct cm_kv_txn *txn;
-    uint32_t next[NTENANT_TABLES] = {0};
+    uint32_t next[2] = {0, 0};
     int rc = cm_kv_begin(m->kv, 0, &txn);
 
     if (rc != 0) {
@@ -818,14 +1181,14 @@ gw_meta_tenants(struct gw_meta *m, void (*cb)(void *arg, uint32_t tenant), void 
     for (;;) {
         uint32_t best = 0;
         int have = 0;
-        for (size_t t = 0; t < NTENANT_TABLES; t++) {
+        for (int t = 0; t < 2; t++) {
             struct tenant_ctx c = {0, 0};
             uint8_t gk[4];
             if (next[t] == UINT32_MAX) {
                 continue;
             }
             cm_put_be32(gk, next[t]);
-            rc = cm_kv_scan(txn, tenant_tables[t], gk, 4, first_tenant, &c);
+            rc = cm_kv_scan(txn, t == 0 ? T_OBJECTS : T_TOMBS, gk, 4, first_tenant, &c);
             if (rc < 0) {
                 goto out;
             }
@@ -844,9 +1207,8 @@ gw_meta_tenants(struct gw_meta *m, void (*cb)(void *arg, uint32_t tenant), void 
         if (best == UINT32_MAX) {
             break;
         }
-        for (size_t t = 0; t < NTENANT_TABLES; t++) {
-            next[t] = next[t] == UINT32_MAX ? UINT32_MAX : best + 1;
-        }
+        next[0] = next[0] == UINT32_MAX ? UINT32_MAX : best + 1;
+        next[1] = next[1] == UINT32_MAX ? UINT32_MAX : best + 1;
     }
     rc = 0;
 out:
@@ -894,136 +1256,45 @@ gw_meta_state_save(struct gw_meta *m, const char *json, size_t len)
     return cm_kv_commit(txn);
 }
 
-/* ---- buckets and uploads ---- */
-
-static int
-aux_key(uint32_t tenant, const char *name, size_t nlen, uint8_t *out, size_t *outlen)
-{
-    if (nlen > GW_META_AUX_NAME_MAX) {
-        return CM_E_BADARG;
-    }
-    cm_put_be32(out, tenant);
-    memcpy(out + 4, name, nlen);
-    *outlen = 4 + nlen;
-    return 0;
-}
-
 int
-gw_meta_aux_get(struct gw_meta *m, enum gw_meta_aux t, uint32_t tenant, const char *name,
-                size_t nlen, struct cm_buf *val)
+gw_meta_mark_get(struct gw_meta *m, const char *name, uint64_t *v)
 {
     struct cm_kv_txn *txn;
-    uint8_t k[AUX_KEY_MAX];
-    size_t klen;
-    const void *v;
+    const void *val;
     size_t vlen;
-    int rc = aux_key(tenant, name, nlen, k, &klen);
-
-    if (rc != 0 || (rc = cm_kv_begin(m->kv, 0, &txn)) != 0) {
-        return rc;
-    }
-    rc = cm_kv_get(txn, aux_table(t), k, klen, &v, &vlen);
-    if (rc == 0) {
-        cm_buf_append(val, v, vlen);
-    }
-    cm_kv_abort(txn);
-    return rc;
-}
-
-struct aux_ctx {
-    uint32_t tenant;
-    gw_meta_aux_cb cb;
-    void *arg;
-};
-
-static int
-aux_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
-{
-    struct aux_ctx *c = arg;
-
-    if (klen < 4 || cm_get_be32(k) != c->tenant) {
-        return 1;
-    }
-    return c->cb(c->arg, (const char *)k + 4, klen - 4, v, vlen) != 0;
-}
-
-static int
-aux_scan_txn(struct cm_kv_txn *txn, enum gw_meta_aux t, uint32_t tenant, gw_meta_aux_cb cb,
-             void *arg)
-{
-    struct aux_ctx c = {tenant, cb, arg};
-    uint8_t k[4];
-    int rc;
-
-    cm_put_be32(k, tenant);
-    rc = cm_kv_scan(txn, aux_table(t), k, 4, aux_one, &c);
-    return rc < 0 ? rc : 0;
-}
-
-int
-gw_meta_aux_scan(struct gw_meta *m, enum gw_meta_aux t, uint32_t tenant, gw_meta_aux_cb cb,
-                 void *arg)
-{
-    struct cm_kv_txn *txn;
     int rc = cm_kv_begin(m->kv, 0, &txn);
 
     if (rc != 0) {
         return rc;
     }
-    rc = aux_scan_txn(txn, t, tenant, cb, arg);
+    rc = cm_kv_get(txn, T_STATE, name, strlen(name), &val, &vlen);
+    if (rc == 0) {
+        rc = vlen == 8 ? 0 : CM_E_PROTO;
+    }
+    if (rc == 0) {
+        *v = cm_get_le64(val);
+    }
     cm_kv_abort(txn);
     return rc;
 }
 
 int
-gw_meta_batch_aux_scan(struct gw_meta_batch *b, enum gw_meta_aux t, uint32_t tenant,
-                       gw_meta_aux_cb cb, void *arg)
+gw_meta_mark_set(struct gw_meta *m, const char *name, uint64_t v)
 {
-    return aux_scan_txn(b->txn, t, tenant, cb, arg);
-}
-
-int
-gw_meta_batch_aux_get(struct gw_meta_batch *b, enum gw_meta_aux t, uint32_t tenant,
-                      const char *name, size_t nlen, const void **val, size_t *vlen)
-{
-    uint8_t k[AUX_KEY_MAX];
-    size_t klen;
-    int rc = aux_key(tenant, name, nlen, k, &klen);
-
-    return rc != 0 ? rc : cm_kv_get(b->txn, aux_table(t), k, klen, val, vlen);
-}
-
-int
-gw_meta_batch_aux_put(struct gw_meta_batch *b, enum gw_meta_aux t, uint32_t tenant,
-                      const char *name, size_t nlen, const void *val, size_t vlen, int replace)
-{
-    uint8_t k[AUX_KEY_MAX];
-    size_t klen;
-    const void *v;
-    size_t vl;
-    int rc = aux_key(tenant, name, nlen, k, &klen);
+    struct cm_kv_txn *txn;
+    uint8_t b[8];
+    int rc = cm_kv_begin(m->kv, 1, &txn);
 
     if (rc != 0) {
         return rc;
     }
-    if (!replace) {
-        rc = cm_kv_get(b->txn, aux_table(t), k, klen, &v, &vl);
-        if (rc != CM_E_NOTFOUND) {
-            return rc == 0 ? CM_E_EXISTS : rc;
-        }
+    cm_put_le64(b, v);
+    rc = cm_kv_put(txn, T_STATE, name, strlen(name), b, sizeof(b));
+    if (rc != 0) {
+        cm_kv_abort(txn);
+        return rc;
     }
-    return cm_kv_put(b->txn, aux_table(t), k, klen, val, vlen);
-}
-
-int
-gw_meta_batch_aux_del(struct gw_meta_batch *b, enum gw_meta_aux t, uint32_t tenant,
-                      const char *name, size_t nlen)
-{
-    uint8_t k[AUX_KEY_MAX];
-    size_t klen;
-    int rc = aux_key(tenant, name, nlen, k, &klen);
-
-    return rc != 0 ? rc : cm_kv_del(b->txn, aux_table(t), k, klen);
+    return cm_kv_commit(txn);
 }
 
 /* ---- writes ---- */
@@ -1097,6 +1368,106 @@ pending_set(struct cm_kv_txn *txn, uint64_t object, uint32_t tenant, const char 
     return cm_kv_put(txn, T_PENDING, k, 8, v, 4 + klen);
 }
 
+static int
+pending_del(struct cm_kv_txn *txn, uint64_t object)
+{
+    uint8_t k[8];
+    int rc;
+
+    cm_put_be64(k, object);
+    rc = cm_kv_del(txn, T_PENDING, k, 8);
+    return rc == CM_E_NOTFOUND ? 0 : rc;
+}
+
+/* A deleted version whose tombstone record is to go: (object, version). */
+static int
+tomb_set(struct cm_kv_txn *txn, const struct gw_layout *old, const char *key, size_t klen)
+{
+    uint8_t k[16], v[5 + GW_KEY_MAX];
+
+    cm_put_be64(k, old->object);
+    cm_put_be64(k + 8, old->version);
+    cm_put_be32(v, old->tenant);
+    v[4] = old->m;
+    memcpy(v + 5, key, klen);
+    return cm_kv_put(txn, T_PENDING, k, 16, v, 5 + klen);
+}
+
+/* Stores l's record (with a, which may point into the pages this write
+ * replaces: it is encoded first) under key in objects. */
+static int
+record_set(struct cm_kv_txn *txn, const char *key, size_t klen, const struct gw_layout *l,
+           const struct gw_meta_attrs *a)
+{
+    size_t rlen = gw_meta_rec_len(l, a);
+    uint8_t *rec = malloc(rlen);
+    int rc;
+
+    if (rec == NULL) {
+        return -ENOMEM;
+    }
+    gw_meta_encode(l, a, rec);
+    rc = group_set(txn, T_OBJECTS, l->tenant, key, klen, rec, rlen);
+    free(rec);
+    return rc;
+}
+
+/*
+ * The version l (decoded with a, whose strings point into the pages the
+ * writes below may move) leaves the store: its pending entry, and for a
+ * composite its parts with theirs, which go to *old with l.
+ */
+static int
+version_drop(struct cm_kv_txn *txn, const struct gw_layout *l, const struct gw_meta_attrs *a,
+             struct gw_meta_old *old)
+{
+    char id[GW_META_UPLOAD_ID_LEN];
+    uint8_t *nums = NULL;
+    uint32_t n = a->nparts;
+    int rc = 0;
+
+    gw_meta_old_reset(old);
+    old->had = 1;
+    old->lay = *l;
+    old->lay.tags = NULL;
+    if (n > 0) {
+        memcpy(id, a->upload, sizeof(id));
+        nums = malloc(2 * (size_t)n);
+        old->parts = calloc(n, sizeof(*old->parts));
+        if (nums == NULL || old->parts == NULL) {
+            free(nums);
+            return -ENOMEM;
+        }
+        memcpy(nums, a->parts, 2 * (size_t)n);
+    }
+    rc = pending_del(txn, l->object);
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        char pk[GW_META_PART_KEY_LEN];
+        size_t pklen = gw_meta_part_key(id, cm_get_le16(nums + 2 * (size_t)i), pk);
+        const uint8_t *pv;
+        size_t pvlen;
+        struct gw_layout *p = &old->parts[old->nparts];
+
+        rc = group_get(txn, T_OBJECTS, l->tenant, pk, pklen, &pv, &pvlen);
+        if (rc == CM_E_NOTFOUND) {
+            rc = 0; /* not in a consistent store: nothing to give back */
+            continue;
+        }
+        if (rc == 0) {
+            rc = gw_meta_decode(pv, pvlen, p);
+        }
+        if (rc == 0) {
+            old->nparts++;
+            rc = group_set(txn, T_OBJECTS, l->tenant, pk, pklen, NULL, 0);
+        }
+        if (rc == 0) {
+            rc = pending_del(txn, p->object);
+        }
+    }
+    free(nums);
+    return rc;
+}
+
 /* The version key had before a put (to *old) and the new version number:
  * the current one's, or the tombstone's (then dropped), plus one. */
 static int
@@ -1136,104 +1507,25 @@ put_prepare(struct cm_kv_txn *txn, uint32_t tenant, const char *key, size_t klen
     return rc;
 }
 
-static int
-record_put(struct gw_meta_batch *b, const char *key, size_t klen, const struct gw_layout *l,
-           const struct gw_meta_attrs *attrs, uint32_t nparts)
-{
-    uint8_t *rec = malloc(GW_META_REC_MAX);
-    struct gw_meta_attrs a;
-    size_t rlen;
-    int rc;
-
-    if (rec == NULL) {
-        return -ENOMEM;
-    }
-    memset(&a, 0, sizeof(a));
-    if (attrs != NULL) {
-        a = *attrs;
-    }
-    a.mtime_ms = b->now_ms;
-    a.nparts = nparts;
-    rlen = gw_meta_encode(l, &a, rec);
-    rc = group_set(b->txn, T_OBJECTS, l->tenant, key, klen, rec, rlen);
-    free(rec);
-    return rc;
-}
-
 int
 gw_meta_put(struct gw_meta_batch *b, const char *key, size_t klen, struct gw_layout *l,
             const struct gw_meta_attrs *attrs, struct gw_meta_old *old)
 {
     int rc;
 
-    if (gw_layout_composite(l)) {
-        return CM_E_BADARG;
+    if (gw_layout_record_only(l)) {
+        l->chunk_size = l->nstripes = 0;
+        l->persisted = 0;
+        while (l->object == 0) {
+            l->object = cm_random_u64();
+        }
     }
     rc = put_prepare(b->txn, l->tenant, key, klen, old, &l->version);
     if (rc == 0) {
-        rc = record_put(b, key, klen, l, attrs, 0);
+        rc = record_set(b->txn, key, klen, l, attrs);
     }
-    if (rc == 0 && !gw_layout_persisted(l)) {
+    if (rc == 0) {
         rc = pending_set(b->txn, l->object, l->tenant, key, klen);
-    }
-    return rc;
-}
-
-int
-gw_meta_put_composite(struct gw_meta_batch *b, const char *key, size_t klen, struct gw_layout *l,
-                      const struct gw_meta_attrs *attrs, const char *const *pkeys,
-                      const size_t *pklens, uint32_t n, struct gw_meta_old *old)
-{
-    uint8_t rec[REC_FIXED + 4 * GW_MAX_HOLDERS];
-    int rc;
-
-    if (n == 0) {
-        return CM_E_BADARG;
-    }
-    memset(l->holders, 0, sizeof(l->holders));
-    l->k = l->m = 0;
-    l->chunk_size = l->nstripes = 0;
-    l->persisted = 0;
-    do {
-        l->object = cm_random_u64();
-    } while (l->object == 0);
-    rc = put_prepare(b->txn, l->tenant, key, klen, old, &l->version);
-    for (uint32_t i = 0; rc == 0 && i < n; i++) {
-        struct gw_layout p;
-        uint8_t k[12], pk[8], cv[12];
-
-        rc = gw_meta_batch_get(b, l->tenant, pkeys[i], pklens[i], &p, NULL);
-        if (rc == 0 && (gw_layout_composite(&p) || pklens[i] == 0 || pkeys[i][0] != '\0')) {
-            rc = CM_E_BADARG;
-        }
-        if (rc != 0) {
-            break;
-        }
-        part_key(l->object, i, k);
-        rc = cm_kv_put(b->txn, T_COMPOSITE, k, sizeof(k), rec, gw_meta_encode(&p, NULL, rec));
-        if (rc == 0) {
-            rc = group_set(b->txn, T_OBJECTS, l->tenant, pkeys[i], pklens[i], NULL, 0);
-        }
-        if (rc == 0) {
-            /* Persisting goes on; its reports now find the part here. */
-            const void *pv;
-            size_t pvlen;
-
-            cm_put_be64(pk, p.object);
-            rc = cm_kv_get(b->txn, T_PENDING, pk, 8, &pv, &pvlen);
-            if (rc == 0) {
-                rc = cm_kv_del(b->txn, T_PENDING, pk, 8);
-                memcpy(cv, k, sizeof(cv));
-                if (rc == 0) {
-                    rc = cm_kv_put(b->txn, T_CPENDING, pk, 8, cv, sizeof(cv));
-                }
-            } else if (rc == CM_E_NOTFOUND) {
-                rc = 0;
-            }
-        }
-    }
-    if (rc == 0) {
-        rc = record_put(b, key, klen, l, attrs, n);
     }
     return rc;
 }
@@ -1255,88 +1547,83 @@ gw_meta_delete(struct gw_meta_batch *b, uint32_t tenant, const char *key, size_t
         return rc;
     }
     rc = gw_meta_decode_attrs(v, vlen, &cur, &a);
-    if (rc != 0) {
-        return rc;
+    if (rc == 0) {
+        rc = version_drop(b->txn, &cur, &a, old);
     }
-    rc = version_drop(b->txn, &cur, &a, old);
     if (rc == 0) {
         rc = group_set(b->txn, T_OBJECTS, tenant, key, klen, NULL, 0);
     }
-    if (rc == 0 && klen > 0 && key[0] != '\0') {
+    if (rc == 0 && !once_key(key, klen)) {
         cm_put_le64(ver, cur.version);
         rc = group_set(b->txn, T_TOMBS, tenant, key, klen, ver, 8);
+    }
+    if (rc == 0) {
+        rc = tomb_set(b->txn, &cur, key, klen);
+    }
+    if (rc == 0) {
+        old->key = malloc(klen);
+        if (old->key == NULL) {
+            return -ENOMEM;
+        }
+        memcpy(old->key, key, klen);
+        old->klen = klen;
     }
     return rc;
 }
 
-/* A layout report for a part of a composite version (in cpending). */
 static int
-update_part(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
+same_tags(const struct gw_layout *a, const struct gw_layout *b)
 {
-    uint8_t pk[8], ck[12], rec[REC_FIXED + 4 * GW_MAX_HOLDERS];
-    const void *v;
-    size_t vlen;
-    struct gw_layout cur;
+    if (b->tags == NULL) {
+        return 1; /* nothing new to store */
+    }
+    return a->tags != NULL &&
+           memcmp(a->tags, b->tags, gw_layout_nchunks(a) * sizeof(*a->tags)) == 0;
+}
+
+/* cur (decoded with a from key's record) with l's holders, persisted bits
+ * and, when l has them, tags, stored again. */
+static int
+record_relayout(struct cm_kv_txn *txn, const char *key, size_t klen, struct gw_layout *cur,
+                const struct gw_meta_attrs *a, const struct gw_layout *l)
+{
+    uint32_t *own = cur->tags;
     int rc;
 
-    cm_put_be64(pk, l->object);
-    rc = cm_kv_get(b->txn, T_CPENDING, pk, 8, &v, &vlen);
-    if (rc == CM_E_NOTFOUND) {
-        return 0; /* replaced, deleted or already fully persisted */
+    memcpy(cur->holders, l->holders, sizeof(cur->holders));
+    cur->persisted = l->persisted;
+    if (l->tags != NULL) {
+        cur->tags = l->tags; /* borrowed for the encode */
     }
-    if (rc != 0) {
-        return rc;
-    }
-    if (vlen != sizeof(ck)) {
-        return cpending_del(b->txn, l->object);
-    }
-    memcpy(ck, v, sizeof(ck));
-    rc = cm_kv_get(b->txn, T_COMPOSITE, ck, sizeof(ck), &v, &vlen);
-    if (rc == 0) {
-        rc = gw_meta_decode(v, vlen, &cur);
-    }
-    if (rc == CM_E_NOTFOUND || (rc == 0 && cur.object != l->object)) {
-        return cpending_del(b->txn, l->object);
-    }
-    if (rc != 0) {
-        return rc;
-    }
-    if (l->k != cur.k || l->m != cur.m) {
-        return CM_E_BADARG;
-    }
-    if (!gw_layout_persisted(l) ||
-        memcmp(cur.holders, l->holders, sizeof(cur.holders[0]) * (cur.k + cur.m)) != 0) {
-        memcpy(cur.holders, l->holders, sizeof(cur.holders));
-        cur.persisted = l->persisted;
-        rc = cm_kv_put(b->txn, T_COMPOSITE, ck, sizeof(ck), rec, gw_meta_encode(&cur, NULL, rec));
-    }
-    if (rc == 0 && gw_layout_persisted(l)) {
-        rc = cpending_del(b->txn, l->object);
-    }
-    if (rc == 0) {
-        *stale = 0;
-    }
+    rc = record_set(txn, key, klen, cur, a);
+    cur->tags = own;
     return rc;
 }
 
 int
-gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
+gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, enum gw_report what, int *stale)
 {
-    uint8_t pk[8];
+    uint8_t pk[16];
     char key[GW_KEY_MAX];
     const void *pv;
     const uint8_t *v;
     size_t pvlen, vlen, klen;
     uint32_t tenant;
-    struct gw_layout cur;
+    struct gw_layout cur = {0};
     struct gw_meta_attrs a;
     int rc;
 
     *stale = 1;
     cm_put_be64(pk, l->object);
+    if (what == GW_REPORT_TOMB) {
+        cm_put_be64(pk + 8, l->version);
+        rc = cm_kv_del(b->txn, T_PENDING, pk, 16);
+        *stale = rc == CM_E_NOTFOUND;
+        return rc == CM_E_NOTFOUND ? 0 : rc;
+    }
     rc = cm_kv_get(b->txn, T_PENDING, pk, 8, &pv, &pvlen);
     if (rc == CM_E_NOTFOUND) {
-        return update_part(b, l, stale);
+        return 0; /* replaced, deleted or done already */
     }
     if (rc != 0) {
         return rc;
@@ -1349,45 +1636,110 @@ gw_meta_update(struct gw_meta_batch *b, const struct gw_layout *l, int *stale)
     memcpy(key, (const char *)pv + 4, klen);
     rc = group_get(b->txn, T_OBJECTS, tenant, key, klen, &v, &vlen);
     if (rc == 0) {
-        rc = gw_meta_decode_attrs(v, vlen, &cur, &a);
+        rc = decode(v, vlen, &cur, &a, 1);
     }
     if (rc == CM_E_NOTFOUND || (rc == 0 && cur.object != l->object)) {
+        gw_layout_fini(&cur);
         return pending_del(b->txn, l->object);
     }
     if (rc != 0) {
         return rc;
     }
-    if (l->k != cur.k || l->m != cur.m) {
+    if (l->k != cur.k || l->m != cur.m || l->nstripes != cur.nstripes) {
+        gw_layout_fini(&cur);
         return CM_E_BADARG;
     }
-    if (gw_layout_persisted(l) &&
-        memcmp(cur.holders, l->holders, sizeof(cur.holders[0]) * (cur.k + cur.m)) == 0) {
-        /* The usual report: wholly in COS, holders unchanged. Leaving
-         * pending says it all; the record is not rewritten. */
-        rc = pending_del(b->txn, l->object);
-        *stale = rc != 0;
-        return rc;
+    /* DONE with holders and tags as written: leaving pending says it all
+     * (the record's persisted bits count only while pending). A
+     * record-only version has nothing to store. */
+    if (!gw_layout_record_only(&cur) &&
+        (what == GW_REPORT_CHANGED || !same_tags(&cur, l) ||
+         memcmp(cur.holders, l->holders, sizeof(cur.holders[0]) * (cur.k + cur.m)) != 0)) {
+        rc = record_relayout(b->txn, key, klen, &cur, &a, l);
     }
-    memcpy(cur.holders, l->holders, sizeof(cur.holders));
-    cur.persisted = l->persisted;
-    {
-        uint8_t *rec = malloc(GW_META_REC_MAX);
-
-        if (rec == NULL) {
-            return -ENOMEM;
-        }
-        /* a.hdrs points into the page the write replaces: encode first */
-        size_t rlen = gw_meta_encode(&cur, &a, rec);
-        rc = group_set(b->txn, T_OBJECTS, tenant, key, klen, rec, rlen);
-        free(rec);
-    }
-    if (rc == 0 && gw_layout_persisted(&cur)) {
+    gw_layout_fini(&cur);
+    if (rc == 0 && what == GW_REPORT_DONE) {
         rc = pending_del(b->txn, l->object);
     }
     if (rc == 0) {
         *stale = 0;
     }
     return rc;
+}
+
+int
+gw_meta_move(struct gw_meta_batch *b, const char *key, size_t klen, const struct gw_layout *l,
+             int *stale)
+{
+    const uint8_t *v;
+    size_t vlen;
+    struct gw_layout cur;
+    struct gw_meta_attrs a;
+    int rc = group_get(b->txn, T_OBJECTS, l->tenant, key, klen, &v, &vlen);
+
+    *stale = 1;
+    if (rc == 0) {
+        rc = decode(v, vlen, &cur, &a, 1);
+    }
+    if (rc == CM_E_NOTFOUND) {
+        return 0; /* deleted since */
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    if (cur.object != l->object) {
+        gw_layout_fini(&cur);
+        return 0; /* replaced since */
+    }
+    if (gw_layout_record_only(&cur) || l->k != cur.k || l->m != cur.m ||
+        l->nstripes != cur.nstripes) {
+        gw_layout_fini(&cur);
+        return CM_E_BADARG;
+    }
+    /* the moved positions' new tags come with l */
+    rc = record_relayout(b->txn, key, klen, &cur, &a, l);
+    gw_layout_fini(&cur);
+    if (rc == 0) {
+        *stale = 0;
+    }
+    return rc;
+}
+
+int
+gw_meta_restore(struct gw_meta_batch *b, const char *key, size_t klen, const struct gw_layout *l,
+                const struct gw_meta_attrs *attrs)
+{
+    int rc;
+
+    if (klen == 0 || klen > GW_KEY_MAX) {
+        return CM_E_BADARG;
+    }
+    rc = group_set(b->txn, T_TOMBS, l->tenant, key, klen, NULL, 0);
+    if (rc != 0 && rc != CM_E_NOTFOUND) {
+        return rc;
+    }
+    return record_set(b->txn, key, klen, l, attrs);
+}
+
+int
+gw_meta_restore_tomb(struct gw_meta_batch *b, uint32_t tenant, const char *key, size_t klen,
+                     uint64_t version)
+{
+    uint8_t ver[8];
+    int rc;
+
+    if (klen == 0 || klen > GW_KEY_MAX) {
+        return CM_E_BADARG;
+    }
+    rc = group_set(b->txn, T_OBJECTS, tenant, key, klen, NULL, 0);
+    if (rc != 0 && rc != CM_E_NOTFOUND) {
+        return rc;
+    }
+    if (once_key(key, klen)) {
+        return 0;
+    }
+    cm_put_le64(ver, version);
+    return group_set(b->txn, T_TOMBS, tenant, key, klen, ver, 8);
 }
 
 struct purge_ctx {
@@ -1403,6 +1755,8 @@ purge_collect(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     struct purge_ctx *c = arg;
     uint8_t h[2];
 
+    (void)v;
+    (void)vlen;
     if (klen < 4 || cm_get_be32(k) != c->tenant) {
         return 1;
     }
@@ -1418,7 +1772,8 @@ purge_collect(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     return 0;
 }
 
-/* The versions of one objects group leave the store (their chunks to cb). */
+/* The versions of one objects group leave pending; their chunks go to cb.
+ * A composite's parts are versions of their own keys: purged as any. */
 static int
 purge_group(struct gw_meta_batch *b, const uint8_t *gk, size_t gklen,
             void (*cb)(void *arg, const struct gw_layout *l), void *arg)
@@ -1437,20 +1792,14 @@ purge_group(struct gw_meta_batch *b, const uint8_t *gk, size_t gklen,
     memcpy(copy, bv, blen);
     while (rc == 0 && group_next(copy, blen, &bpos, &e) == 1) {
         struct gw_layout l;
-        struct gw_meta_attrs a;
-        struct gw_meta_old old = {0};
 
-        if (gw_meta_decode_attrs(e.val, e.vlen, &l, &a) != 0) {
+        if (gw_meta_decode(e.val, e.vlen, &l) != 0) {
             continue;
         }
-        rc = version_drop(b->txn, &l, &a, &old);
-        for (uint32_t i = 0; rc == 0 && cb != NULL && i < old.nparts; i++) {
-            cb(arg, &old.parts[i]);
-        }
-        if (rc == 0 && cb != NULL && !gw_layout_composite(&l)) {
+        rc = pending_del(b->txn, l.object);
+        if (rc == 0 && cb != NULL && !gw_layout_record_only(&l)) {
             cb(arg, &l);
         }
-        gw_meta_old_reset(&old);
     }
     free(copy);
     return rc;
@@ -1465,13 +1814,12 @@ gw_meta_purge(struct gw_meta_batch *b, uint32_t tenant, unsigned max,
 
     *left = 0;
     cm_put_be32(start, tenant);
-    for (size_t t = 0; t < NTENANT_TABLES; t++) {
-        int table = tenant_tables[t];
+    for (int t = T_OBJECTS; t <= T_TOMBS; t++) {
         struct purge_ctx c = {tenant, max, 0, {NULL, 0, 0}, 0};
         size_t pos = 0;
 
         cm_buf_init(&c.group_keys);
-        rc = cm_kv_scan(b->txn, table, start, 4, purge_collect, &c);
+        rc = cm_kv_scan(b->txn, t, start, 4, purge_collect, &c);
         if (rc < 0) {
             cm_buf_fini(&c.group_keys);
             return rc;
@@ -1482,11 +1830,11 @@ gw_meta_purge(struct gw_meta_batch *b, uint32_t tenant, unsigned max,
             size_t gklen = (size_t)gp[0] | (size_t)gp[1] << 8;
 
             pos += 2 + gklen;
-            if (table == T_OBJECTS) {
+            if (t == T_OBJECTS) {
                 rc = purge_group(b, gp + 2, gklen, cb, arg);
             }
             if (rc == 0) {
-                rc = cm_kv_del(b->txn, table, gp + 2, gklen);
+                rc = cm_kv_del(b->txn, t, gp + 2, gklen);
             }
         }
         cm_buf_fini(&c.group_keys);

@@ -21,11 +21,14 @@
 #include "cm_hash.h"
 #include "cm_hmap.h"
 #include "cm_log.h"
+#include "cm_time.h"
+#include "gw_demand.h"
 #include "gw_front_impl.h"
 #include "gw_grace.h"
 #include "gw_meta.h"
 #include "gw_oread.h"
 #include "gw_state.h"
+#include "gw_stripe.h"
 
 uint8_t
 gw_front_put_k(const struct gw_front *f, const struct gw_tenant *t, uint64_t size)
@@ -65,11 +68,37 @@ gw_obj_put_headers(struct req *q, const struct gw_tenant *t)
 
 /* ---- GET / HEAD ---- */
 
+void
+gw_front_note_read(struct gw_front *f, uint32_t tenant, const char *key, size_t klen,
+                   const struct gw_layout *l, uint64_t off, uint64_t len, uint64_t got,
+                   uint64_t t0)
+{
+    if (f->demand != NULL && l->nstripes > 0 && len > 0) {
+        /* What the read asked of the nodes: k chunks (one copy) per stripe. */
+        uint64_t sb = (uint64_t)l->k * l->chunk_size;
+        uint64_t stripes = sb ? (off + len - 1) / sb - off / sb + 1 : 1;
+        gw_demand_note(f->demand, tenant, key, klen, stripes * l->k, got, cm_now_ns() - t0);
+    }
+}
+
+void
+gw_front_note_write(struct gw_front *f, uint32_t tenant, const char *key, size_t klen,
+                    const struct gw_layout *l, uint64_t t0)
+{
+    if (f->demand != NULL) {
+        uint64_t chunks = (uint64_t)l->nstripes * gw_stripe_n(l);
+        gw_demand_note(f->demand, tenant, key, klen, chunks, chunks * l->chunk_size,
+                       cm_now_ns() - t0);
+    }
+}
+
 static void
 get_done(void *arg, int status, void *buf, size_t len)
 {
     struct req *q = arg;
 
+    gw_front_note_read(q->f, q->tenant, q->key, q->klen, &q->lay, q->off, q->len,
+                       status == 0 ? len : 0, q->t0);
     if (status != 0) {
         cm_free_big(buf);
         gw_req_fail_status(q, status);
@@ -169,7 +198,7 @@ retire_run(void *arg)
 {
     struct retired *r = arg;
 
-    if (r->old.nparts == 0) {
+    if (!gw_layout_record_only(&r->old.lay)) {
         gw_engine_delete(r->f->engine, &r->old.lay, r->f->cfg.delete_delay_ms);
     }
     for (uint32_t i = 0; i < r->old.nparts; i++) {
@@ -187,7 +216,11 @@ gw_front_retire(struct gw_front *f, struct gw_meta_old *old)
 {
     struct retired *r;
 
-    if (!old->had) {
+    if (old->had && old->key != NULL) {
+        /* a delete: its tombstone goes to the nodes' insertion logs */
+        gw_engine_tombstone(f->engine, &old->lay, old->key, old->klen);
+    }
+    if (!old->had || (gw_layout_record_only(&old->lay) && old->nparts == 0)) {
         gw_meta_old_reset(old);
         return;
     }
@@ -228,6 +261,7 @@ commit_done(struct gw_commit_op *op)
     } else if (op->kind == COMMIT_DELETE && op->rc == CM_E_NOTFOUND) {
         gw_req_fail(q, 404, "not_found", "no such object");
     } else if (op->rc == 0) {
+        gw_engine_committed(f->engine, &op->lay, &op->attrs, q->key, q->klen);
         gw_req_etag_version(q, &op->lay);
         gw_req_reply(q, 201, NULL, NULL, 0, CM_HTTP_STATIC);
     } else {
@@ -252,23 +286,26 @@ put_done(void *arg, int status, const struct gw_layout *layout)
         gw_req_fail_status(q, status);
         return;
     }
+    gw_front_note_write(q->f, q->tenant, q->key, q->klen, layout, q->t0);
     q->commit.kind = COMMIT_PUT;
     q->commit.key = q->key;
     q->commit.klen = q->klen;
-    q->commit.lay = *layout;
+    /* The engine keeps changing its layout: the commit takes a copy. Out
+     * of memory, the version is recorded with its tags unknown. */
+    (void)gw_layout_copy(&q->commit.lay, layout);
     q->commit.lay.tenant = q->tenant;
     q->commit.done = commit_done;
     gw_commit_queue(q->f->commit, &q->commit);
 }
 
 void
-gw_front_on_layout(void *arg, const struct gw_layout *layout)
+gw_front_on_layout(void *arg, const struct gw_layout *layout, enum gw_report what)
 {
     struct gw_front *f = arg;
 
-    if (gw_commit_update(f->commit, layout) != 0) {
-        CM_WARN("layout update dropped object=%016llx tenant=%u err=ENOMEM",
-                (unsigned long long)layout->object, layout->tenant);
+    if (gw_commit_update(f->commit, layout, what) != 0) {
+        CM_WARN("layout update dropped object=%016llx tenant=%u report=%d err=ENOMEM",
+                (unsigned long long)layout->object, layout->tenant, (int)what);
     }
 }
 

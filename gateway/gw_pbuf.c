@@ -7,8 +7,15 @@
  *   buffered:  notices / STATs mark chunks persisted; every poll, a
  *              position whose holder stays unreachable moves and is sent
  *              again (from the bytes, or rebuilt by decoding when tracked
- *              after a restart) ─▶ every position persisted: freed
+ *              after a restart); each PUT answer's tag is recorded
+ *              ─▶ every position persisted and the front's commit notice
+ *              in: its META record (gw_mlog.c) ─▶ logged: freed
  *   delete:    after its delay, DEL every chunk (the newest holders)
+ *   move:      a stored version's positions to new holders (migration): a
+ *              tracked object whose moving chunks are read from the old
+ *              layout (src), PUT, then followed until persisted; the
+ *              caller is told instead of on_layout
+ *   drop:      DEL the chunks a moved version left behind, keeping COS
  *
  * The holder policy (pol_holders.h) decides where positions go; this file
  * sends, counts and reports.
@@ -95,7 +102,11 @@ gw_obj_unref(struct gw_obj *o)
         return;
     }
     gw_stripes_fini(&o->st);
+    gw_layout_fini(&o->lay);
     free(o->persisted);
+    free(o->src);
+    free(o->key);
+    free(o->attrs_mem);
     free(o);
 }
 
@@ -218,7 +229,8 @@ op_send(struct gw_obj *o, enum chunk_kind kind, uint32_t j, uint32_t s, const ui
                 .flags = kind == CHUNK_PUT ? CM_WF_NOTIFY : 0, /* tell us once in COS */
                 .tenant = l->tenant,
                 .object = l->object,
-                .index = idx},
+                .index = idx,
+                .incarnation = kind == CHUNK_STAT ? gw_layout_tag(l, idx) : 0},
         .done = op_done,
         .arg = op,
     };
@@ -265,6 +277,9 @@ pos_send(struct gw_obj *o, uint32_t j)
     p->npersisted = 0;
     for (uint32_t s = 0; s < o->lay.nstripes; s++) {
         o->persisted[gw_stripe_index(&o->lay, s, j)] = 0;
+        if (o->lay.tags) {
+            o->lay.tags[gw_stripe_index(&o->lay, s, j)] = 0; /* the new PUTs' answers tell */
+        }
     }
     if (!o->st.data) {
         p->next_stripe = 0;
@@ -330,6 +345,8 @@ obj_unlink(struct gw_obj *o)
         free(f->bufs[f->pos]);
         gw_sfetch_free(f);
     }
+    gw_mlog_cancel(o->mjob);
+    o->mjob = NULL;
     if (o->accounted) {
         atomic_fetch_sub(&e->buffered_bytes, o->st.bytes);
         atomic_fetch_sub(&e->buffered_objects, 1);
@@ -337,13 +354,18 @@ obj_unlink(struct gw_obj *o)
     }
 }
 
+/* DELs the chunks of the positions in mask (flags: CM_WF_KEEP_COS or 0). */
 static void
-send_dels(struct gw_engine *e, const struct gw_layout *l)
+send_dels_mask(struct gw_engine *e, const struct gw_layout *l, uint64_t mask, uint16_t flags)
 {
     for (uint32_t j = 0; j < gw_stripe_n(l); j++) {
+        if (!(mask & GW_BIT(j))) {
+            continue;
+        }
         for (uint32_t s = 0; s < l->nstripes; s++) {
             struct gw_net_send ns = {
                 .hdr = {.op = CM_OP_DEL,
+                        .flags = flags,
                         .tenant = l->tenant,
                         .object = l->object,
                         .index = gw_stripe_index(l, s, j)},
@@ -354,6 +376,12 @@ send_dels(struct gw_engine *e, const struct gw_layout *l)
             }
         }
     }
+}
+
+static void
+send_dels(struct gw_engine *e, const struct gw_layout *l)
+{
+    send_dels_mask(e, l, gw_stripe_all(l), 0);
 }
 
 /* Ends o: the put callback (if not yet run) gets status. */
@@ -374,12 +402,17 @@ obj_finish(struct gw_obj *o, int status)
         }
         cb(o->cb_arg, status, &o->lay);
     }
+    if (o->move_cb) {
+        gw_move_cb cb = o->move_cb;
+        o->move_cb = NULL;
+        cb(o->move_arg, status < 0 ? status : -ECANCELED, &o->lay);
+    }
     gw_obj_unref(o);
 }
 
 /* Moves the positions that need it. 0, or the status a put fails with. */
 static int
-obj_move(struct gw_obj *o, int *changed)
+obj_move(struct gw_obj *o)
 {
     struct gw_engine *e = o->e;
     struct gw_layout *l = &o->lay;
@@ -412,7 +445,7 @@ obj_move(struct gw_obj *o, int *changed)
                     (int)o->state);
             if (!putting) {
                 atomic_fetch_add(&e->redriven_chunks, l->nstripes);
-                *changed = 1;
+                o->dirty = 1;
             }
             pos_send(o, j);
             if (o->nomem) {
@@ -427,16 +460,27 @@ obj_move(struct gw_obj *o, int *changed)
     return 0;
 }
 
+/* A PUT or rebuild of o is on its way: its answers bring tags. */
+static int
+obj_sending(const struct gw_obj *o)
+{
+    for (uint32_t j = 0; j < gw_stripe_n(&o->lay); j++) {
+        if (o->pos[j].put_out > 0 || o->pos[j].rebuilding > 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Acts on what changed: moves failed positions, completes the put,
- * reports layouts, frees the object once persisted. o may be gone on
- * return. */
+ * reports layouts, sends the META record once committed and persisted,
+ * frees the object once it is logged. o may be gone on return. */
 static void
 obj_step(struct gw_obj *o)
 {
     struct gw_engine *e = o->e;
     struct gw_layout *l = &o->lay;
-    int changed = 0;
-    int rc = o->nomem ? -ENOMEM : obj_move(o, &changed);
+    int rc = o->nomem ? -ENOMEM : obj_move(o);
     if (rc < 0) {
         obj_finish(o, rc); /* only a put fails */
         return;
@@ -449,29 +493,60 @@ obj_step(struct gw_obj *o)
         }
         o->state = OBJ_BUFFERED;
         stat_defer(o);
-        l->persisted = o->reported = obj_mask(o);
+        l->persisted = obj_mask(o);
         gw_put_cb cb = o->cb;
         o->cb = NULL;
         CM_DEBUG("gateway put acked tenant=%u object=%016llx size=%llu persisted=%llx", l->tenant,
                  (unsigned long long)l->object, (unsigned long long)l->size,
                  (unsigned long long)l->persisted);
-        cb(o->cb_arg, 0, l);
-        changed = 0;
+        cb(o->cb_arg, 0, l); /* the commit records these holders and tags */
+        o->dirty = 0;
     }
     uint64_t mask = obj_mask(o);
     l->persisted = mask;
-    /* Report only what a restarted gateway needs (a new holder, or the
-     * object wholly in COS): each report is a synced metadata write, and
+    /* Report only what a restarted gateway needs (new holders, and the
+     * tags their PUTs answered): each report is a metadata write, and
      * partial progress is learnt again by STAT after a restart. */
-    if (changed || (mask != o->reported && mask == gw_stripe_all(l))) {
-        o->reported = mask;
-        if (e->on_layout) {
-            e->on_layout(e->arg, l);
+    if (o->src) {
+        /* A migration's move commits only when whole: its caller is told,
+         * and it ends. Its META record is not sent again (docs: what
+         * --rebuild-meta cannot bring back). */
+        if (mask == gw_stripe_all(l)) {
+            if (o->move_cb) {
+                gw_move_cb cb = o->move_cb;
+                o->move_cb = NULL;
+                cb(o->move_arg, 0, l);
+            }
+            obj_finish(o, 0);
         }
+        return;
     }
-    if (mask == gw_stripe_all(l)) {
-        obj_finish(o, 0);
+    if (o->dirty && !obj_sending(o) && e->on_layout) {
+        o->dirty = 0;
+        e->on_layout(e->arg, l, GW_REPORT_CHANGED);
     }
+    if (mask != gw_stripe_all(l) || !o->committed) {
+        return; /* not yet persisted, or the front's commit notice is still to come */
+    }
+    if (!o->meta_done) {
+        if (!o->mjob && gw_mlog_version(o) < 0) {
+            CM_DEBUG("gateway meta record deferred tenant=%u object=%016llx err=ENOMEM", l->tenant,
+                     (unsigned long long)l->object);
+        }
+        return; /* gw_pbuf_meta_done comes back, or the next poll tries again */
+    }
+    if (e->on_layout) {
+        e->on_layout(e->arg, l, GW_REPORT_DONE);
+    }
+    obj_finish(o, 0);
+}
+
+void
+gw_pbuf_meta_done(struct gw_obj *o)
+{
+    o->mjob = NULL;
+    o->meta_done = 1;
+    obj_step(o);
 }
 
 static void
@@ -488,6 +563,11 @@ op_done(void *arg, int status, const struct cm_wire_hdr *rsp)
     if (kind == CHUNK_PUT) {
         p->put_out--;
         if (st == 0) {
+            uint32_t idx = gw_stripe_index(&o->lay, s, j);
+            if (o->lay.tags && o->lay.tags[idx] != rsp->incarnation) {
+                o->lay.tags[idx] = rsp->incarnation;
+                o->dirty |= o->state != OBJ_PUTTING;
+            }
             p->acked++;
             if (rsp->flags & CM_WF_PERSISTED) {
                 mark_persisted(o, j, s);
@@ -555,8 +635,11 @@ static void
 rebuild_pump(struct gw_obj *o, uint32_t j)
 {
     struct gw_position *p = &o->pos[j];
-    uint64_t excl = GW_BIT(j);
-    for (uint32_t x = 0; x < gw_stripe_n(&o->lay); x++) {
+    /* A move reads the chunk where it was (src), decoding only if that
+     * fails; a rebuild decodes from the other positions. */
+    const struct gw_layout *from = o->src ? o->src : &o->lay;
+    uint64_t excl = o->src ? 0 : GW_BIT(j);
+    for (uint32_t x = 0; x < gw_stripe_n(&o->lay) && !o->src; x++) {
         if (o->pos[x].need_move || (x != j && o->pos[x].rebuilding)) {
             excl |= GW_BIT(x);
         }
@@ -570,7 +653,7 @@ rebuild_pump(struct gw_obj *o, uint32_t j)
             p->stalled = 1;
             break;
         }
-        if (gw_sfetch_start(o->e, &o->lay, s, GW_BIT(j), excl, bufs, rebuild_fetched, o, &f) < 0) {
+        if (gw_sfetch_start(o->e, from, s, GW_BIT(j), excl, bufs, rebuild_fetched, o, &f) < 0) {
             free(bufs[j]);
             p->stalled = 1;
             break;
@@ -648,6 +731,7 @@ gw_pbuf_poll(void *arg)
         obj_step(o);
         o = next;
     }
+    gw_mlog_poll(e);
     gw_timer_arm(e->poll, e->cfg.persist_poll_ms > 0 ? e->cfg.persist_poll_ms : 200);
 }
 
@@ -702,6 +786,32 @@ gw_pbuf_put_start(void *arg)
 }
 
 void
+gw_pbuf_committed(void *arg)
+{
+    struct committed_cmd *c = arg;
+    struct gw_obj *o = obj_find(c->e, c->tenant, c->object);
+    if (o && !o->committed && o->state != OBJ_PUTTING) {
+        o->key = malloc(c->klen);
+        if (o->key) {
+            memcpy(o->key, c->key, c->klen);
+            o->klen = c->klen;
+            o->lay.version = c->version;
+            o->attrs = c->attrs;
+            o->attrs_mem = c->attrs_mem;
+            c->attrs_mem = NULL;
+            o->committed = 1;
+            obj_step(o);
+        } else {
+            /* pending keeps it: the next start sends its record */
+            CM_ERROR("gateway commit notice dropped tenant=%u object=%016llx err=ENOMEM", c->tenant,
+                     (unsigned long long)c->object);
+        }
+    }
+    free(c->attrs_mem);
+    free(c);
+}
+
+void
 gw_pbuf_track_start(void *arg)
 {
     struct gw_obj *o = arg;
@@ -718,7 +828,6 @@ gw_pbuf_track_start(void *arg)
             }
         }
     }
-    o->reported = l->persisted;
     o->placed = 1;
     obj_link(o);
     obj_step(o);
@@ -731,6 +840,9 @@ del_fire(void *arg)
     struct gw_engine *e = d->e;
     struct gw_obj *o = obj_find(e, d->lay.tenant, d->lay.object);
     if (o && o->state != OBJ_PUTTING) {
+        if (o->src) {
+            send_dels(e, o->src); /* a move in flight: where the chunks still are */
+        }
         /* Still buffered: its holders are the newest word. */
         memcpy(d->lay.holders, o->lay.holders, sizeof(d->lay.holders));
         obj_finish(o, 0);
@@ -753,6 +865,50 @@ gw_pbuf_delete_start(void *arg)
         return;
     }
     gw_timer_arm(d->t, d->delay_ms);
+}
+
+void
+gw_pbuf_move_start(void *arg)
+{
+    struct gw_obj *o = arg;
+    struct gw_engine *e = o->e;
+    struct gw_layout *l = &o->lay;
+    int rc = e->stopping ? -ECANCELED : obj_find(e, l->tenant, l->object) ? -EBUSY : 0;
+    for (uint32_t j = 0; j < gw_stripe_n(l) && rc == 0; j++) {
+        if ((o->move_mask & GW_BIT(j)) && !gw_net_node_usable(e->net, l->holders[j])) {
+            rc = CM_E_UNAVAIL;
+        }
+    }
+    if (rc < 0) {
+        obj_finish(o, rc);
+        return;
+    }
+    for (uint32_t j = 0; j < gw_stripe_n(l); j++) {
+        o->pos[j].next_stripe = l->nstripes;
+        if (!(o->move_mask & GW_BIT(j))) {
+            for (uint32_t s = 0; s < l->nstripes; s++) {
+                mark_persisted(o, j, s);
+            }
+        }
+    }
+    o->placed = 1;
+    obj_link(o);
+    for (uint32_t j = 0; j < gw_stripe_n(l); j++) {
+        if (o->move_mask & GW_BIT(j)) {
+            pos_send(o, j);
+        }
+    }
+    obj_step(o);
+}
+
+void
+gw_pbuf_drop_start(void *arg)
+{
+    struct gw_del *d = arg;
+    if (!d->e->stopping) {
+        send_dels_mask(d->e, &d->lay, d->mask, CM_WF_KEEP_COS);
+    }
+    free(d);
 }
 
 void

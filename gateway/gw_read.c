@@ -3,14 +3,22 @@
  *
  *   GET ──▶ ≤ GW_GET_PARALLEL stripe fetches ──▶ assembled in one buffer ──▶ cb
  *   stripe fetch: RS policy choose ──▶ chunk GETs ──▶ wanted chunks in: copy
- *                 ▲ an error, or overdue (slow)          any k in: decode
- *                 └─ choose again (parity / another copy) none left: fail
+ *                 ▲ an error, STALE, or overdue (slow)   any k in: decode
+ *                 └─ choose again (parity / another copy) fewer than k left:
+ *                                                         STALE ones again,
+ *                                                         CM_WF_COS_OK
+ *                                                         none left: fail
  *
  * The RS policy (pol_rs.h) decides which holders to ask and when one is
  * slow; this file asks, times, decodes and tells the policy every send and
  * its end. A read the policy holds (-EAGAIN) waits in the engine's held
  * list and is offered again after the next chunk GET ends. The rebuild of
  * a lost position (gw_pbuf.c) reads through the same stripe fetches.
+ * Each chunk GET carries the tag of the instance the chunk was placed in
+ * (the layout's tags): a node answers STALE at once when that instance is
+ * gone and the chunk is not in its memory, instead of reloading it from
+ * COS; the read goes around it, and asks it again, allowed to reload
+ * (CM_WF_COS_OK), only when the other positions cannot make k.
  *
  * Threads: the gw_net loop thread only. Invariants: a fetch's out bits are
  * exactly its reqs[] that are not NULL, each announced to the policy by
@@ -155,9 +163,25 @@ sfetch_on_chunk(void *arg, int status, const struct cm_wire_hdr *rsp)
         st = CM_E_PROTO;
     }
     uint64_t now = cm_now_ns();
-    sfetch_ended(f, i, st == 0 ? POL_RS_ANSWERED : POL_RS_FAILED, now);
+    /* STALE: the node is fine, the chunk's instance is gone. It fails the
+     * position like any error (the policy reads around it), but is no
+     * sign of a slow or failing node: ended as cancelled, so no policy
+     * shrinks that node's window or takes its quick answer for an RTT. */
+    sfetch_ended(f, i,
+                 st == 0            ? POL_RS_ANSWERED
+                 : st == CM_E_STALE ? POL_RS_CANCELED
+                                    : POL_RS_FAILED,
+                 now);
     if (st == 0) {
         f->v.present |= GW_BIT(i);
+    } else if (st == CM_E_STALE && !(f->late & GW_BIT(i))) {
+        f->v.failed |= GW_BIT(i);
+        f->stale |= GW_BIT(i);
+        atomic_fetch_add(&f->e->stale_chunks, 1);
+        CM_DEBUG("gateway chunk stale tenant=%u object=%016llx index=%u node=%u tag=%08x",
+                 f->lay->tenant, (unsigned long long)f->lay->object,
+                 gw_stripe_index(f->lay, f->stripe, i), f->lay->holders[i],
+                 gw_layout_tag(f->lay, gw_stripe_index(f->lay, f->stripe, i)));
     } else {
         f->v.failed |= GW_BIT(i);
         f->saw_busy |= st == CM_E_BUSY;
@@ -181,11 +205,14 @@ sfetch_launch(struct gw_sfetch *f, uint32_t i, uint64_t now)
     }
     f->ctx[i].f = f;
     f->ctx[i].pos = i;
+    uint32_t idx = gw_stripe_index(l, f->stripe, i);
     struct gw_net_send s = {
         .hdr = {.op = CM_OP_GET,
+                .flags = (f->late & GW_BIT(i)) ? CM_WF_COS_OK : 0,
                 .tenant = l->tenant,
                 .object = l->object,
-                .index = gw_stripe_index(l, f->stripe, i)},
+                .index = idx,
+                .incarnation = gw_layout_tag(l, idx)},
         .dst = buf,
         .dst_cap = l->chunk_size,
         .done = sfetch_on_chunk,
@@ -200,6 +227,9 @@ sfetch_launch(struct gw_sfetch *f, uint32_t i, uint64_t now)
     if (f->nlaunch++ == 0) {
         f->first_pos = (int)i;
         f->v.start_ns = now;
+    }
+    if (f->late & GW_BIT(i)) {
+        atomic_fetch_add(&e->late_reads, 1);
     }
     f->asked_ns[i] = now;
     f->v.out |= GW_BIT(i);
@@ -300,6 +330,38 @@ sfetch_fill(struct gw_sfetch *f, uint64_t now)
     }
 }
 
+/*
+ * Gives the positions answered STALE back to the policy, to be asked again
+ * with CM_WF_COS_OK (the node reloads from COS), once the other positions
+ * cannot make k any more: present, asked, or not yet asked on a usable
+ * node. force: whenever some are left (the read would fail otherwise).
+ * Returns whether any was given back.
+ */
+static int
+sfetch_late(struct gw_sfetch *f, int force)
+{
+    struct pol_rs_view *v = &f->v;
+    uint64_t redo = f->stale & ~f->late;
+    if (!redo) {
+        return 0;
+    }
+    if (!force) {
+        uint64_t avail = v->present | v->out;
+        uint64_t cand = gw_stripe_all(f->lay) & ~(v->present | v->out | v->failed | v->excl);
+        for (uint64_t c = cand; c; c &= c - 1) {
+            if (gw_net_node_usable(f->e->net, v->holders[__builtin_ctzll(c)])) {
+                avail |= c & -c;
+            }
+        }
+        if (__builtin_popcountll(avail) >= f->lay->k) {
+            return 0;
+        }
+    }
+    v->failed &= ~redo;
+    f->late |= redo;
+    return 1;
+}
+
 static void sfetch_on_slow(void *arg);
 
 /* Arms the slow timer for next (0: none). 0 or -ENOMEM. */
@@ -334,13 +396,18 @@ sfetch_step(struct gw_sfetch *f, uint64_t now)
     struct gw_engine *e = f->e;
     uint64_t next, due;
     for (;;) {
+        sfetch_late(f, 0);
         sfetch_fill(f, now);
         next = 0;
         due = e->rs_ops->overdue(e->rs, &f->v, now, &next) & f->v.out & ~f->v.slow;
-        if (!due) {
-            break;
+        if (due) {
+            f->v.slow |= due;
+            continue;
         }
-        f->v.slow |= due;
+        if (f->v.out == 0 && !f->held && sfetch_late(f, 1)) {
+            continue;
+        }
+        break;
     }
     if (f->v.out == 0 && !f->held) {
         return f->saw_nomem ? -ENOMEM : f->saw_busy ? CM_E_BUSY : CM_E_UNAVAIL;

@@ -104,6 +104,7 @@ req_done(struct s3_req *q, int status, const char *error)
         q->x_free(q->x);
     }
     gw_meta_old_reset(&q->commit.old);
+    gw_layout_fini(&q->commit.lay);
     free(q->if_match);
     gw_snap_unref(q->snap);
     cm_buf_fini(&q->hdrs);
@@ -264,25 +265,42 @@ s3_owner(struct s3_req *q, struct gw_s3_xml_owner *o, char id[16])
 int
 s3_bucket_get(struct s3_req *q, const char *b, size_t blen, uint64_t *created_ms)
 {
-    struct cm_buf v;
+    char k[S3_BUCKET_KEY_MAX];
+    size_t klen;
+    struct gw_meta_obj *o;
+    struct gw_layout l = {0};
     int rc;
 
-    cm_buf_init(&v);
-    rc = gw_meta_aux_get(q->f->meta, GW_META_BUCKETS, q->tenant, b, blen, &v);
-    if (rc == 0 && created_ms != NULL) {
-        *created_ms = v.len == 8 ? cm_get_le64((const uint8_t *)v.p) : 0;
+    if (blen > GW_S3_BUCKET_MAX) {
+        return CM_E_NOTFOUND;
     }
-    cm_buf_fini(&v);
+    klen = gw_meta_bucket_key(b, blen, k);
+    if (created_ms == NULL) {
+        rc = gw_meta_get(q->f->meta, q->tenant, k, klen, &l);
+        gw_layout_fini(&l);
+        return rc;
+    }
+    o = malloc(sizeof(*o));
+    if (o == NULL) {
+        return -ENOMEM;
+    }
+    rc = gw_meta_get_obj(q->f->meta, q->tenant, k, klen, o);
+    *created_ms = rc == 0 ? o->a.mtime_ms : 0;
+    gw_meta_obj_fini(o);
+    free(o);
     return rc;
 }
 
 int
 s3_bucket_in(struct gw_meta_batch *b, uint32_t tenant, const char *bucket, size_t blen)
 {
-    const void *v;
-    size_t vlen;
+    char k[S3_BUCKET_KEY_MAX];
+    struct gw_layout l;
 
-    return gw_meta_batch_aux_get(b, GW_META_BUCKETS, tenant, bucket, blen, &v, &vlen);
+    if (blen > GW_S3_BUCKET_MAX) {
+        return CM_E_NOTFOUND;
+    }
+    return gw_meta_batch_get(b, tenant, k, gw_meta_bucket_key(bucket, blen, k), &l, NULL);
 }
 
 /* ---- commits ---- */

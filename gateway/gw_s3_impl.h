@@ -49,8 +49,9 @@ struct gw_s3 {
     pthread_t worker;
 };
 
-#define S3_UPLOAD_ID_LEN 32 /* hex */
+#define S3_UPLOAD_ID_LEN GW_META_UPLOAD_ID_LEN /* hex */
 #define S3_MIN_PART (5u << 20)
+#define S3_BUCKET_KEY_MAX (2 + GW_S3_BUCKET_MAX) /* gw_meta_bucket_key */
 
 struct s3_req {
     struct gw_s3 *s3;
@@ -83,8 +84,12 @@ struct s3_req {
     int if_none_match; /* PutObject's If-None-Match: * */
     char upload_id[S3_UPLOAD_ID_LEN + 1];
     unsigned part;
-    char part_key[48];
+    char part_key[GW_META_PART_KEY_LEN];
     size_t part_klen;
+    /* the internal key of the record-only version an op puts (a bucket's,
+     * an upload's), for gw_engine_committed */
+    char ikey[S3_BUCKET_KEY_MAX];
+    size_t iklen;
     /* an operation's own state, freed with the request */
     void *x;
     void (*x_free)(void *x);

@@ -4,8 +4,10 @@
  * its multipart uploads in progress are aborted), HeadBucket,
  * GetBucketLocation, ListObjects v1 and v2.
  *
- * A bucket is a record in the buckets table (its creation time) and the
- * namespace "bucket/" of the tenant's native keys. A listing is one
+ * A bucket is a record-only version of the internal key "\0b<bucket>"
+ * (gw_meta.h: committed, logged and rebuilt as any version; its commit
+ * time is its creation time) and the namespace "bucket/" of the tenant's
+ * native keys. A listing is one
  * cursor scan from the page's start; with a delimiter, each common prefix
  * ends the scan and the next one starts past everything under it (at the
  * prefix followed by 0xFF, a byte UTF-8 keys never hold), so a prefix of a
@@ -35,18 +37,20 @@ struct blist {
 };
 
 static int
-bucket_one(void *arg, const char *name, size_t nlen, const void *val, size_t vlen)
+bucket_one(void *arg, const char *key, size_t klen, const struct gw_layout *lay,
+           const struct gw_meta_attrs *a)
 {
     struct blist *l = arg;
 
+    (void)lay;
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
         l->v = cm_realloc(l->v, l->cap * sizeof(*l->v));
     }
     l->v[l->n].name = (const char *)(uintptr_t)l->names.len; /* an offset until the end */
-    l->v[l->n].created_ms = vlen == 8 ? (int64_t)cm_get_le64(val) : 0;
+    l->v[l->n].created_ms = (int64_t)a->mtime_ms;
     l->n++;
-    cm_buf_append(&l->names, name, nlen);
+    cm_buf_append(&l->names, key + 2, klen - 2); /* past "\0b" */
     cm_buf_append(&l->names, "", 1);
     return 0;
 }
@@ -61,7 +65,7 @@ s3_list_buckets(struct s3_req *q)
     int rc;
 
     cm_buf_init(&l.names);
-    rc = gw_meta_aux_scan(q->f->meta, GW_META_BUCKETS, q->tenant, bucket_one, &l);
+    rc = gw_meta_scan(q->f->meta, q->tenant, "\0b", 2, NULL, 0, bucket_one, &l);
     if (rc != 0) {
         cm_buf_fini(&l.names);
         free(l.v);
@@ -81,24 +85,33 @@ s3_list_buckets(struct s3_req *q)
 
 /* ---- CreateBucket ---- */
 
+/* A bucket is a record-only version of its internal key: its commit time
+ * is its creation time. */
 static int
 apply_create_bucket(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_snap *s)
 {
     struct s3_req *q = s3_of(op);
-    uint8_t v[8];
     int rc;
 
     if (s != NULL && gw_snap_tenant(s, q->tenant) == NULL) {
         op->rc = GW_COMMIT_TENANT_GONE;
         return 0;
     }
-    cm_put_le64(v, gw_meta_batch_time(b));
-    rc = gw_meta_batch_aux_put(b, GW_META_BUCKETS, q->tenant, q->rt.bucket, q->rt.blen, v, 8, 0);
-    if (rc == CM_E_EXISTS) {
+    rc = s3_bucket_in(b, q->tenant, q->rt.bucket, q->rt.blen);
+    if (rc == 0) {
         return s3_refuse(op, GW_S3_E_BUCKET_OWNED, NULL);
     }
-    op->rc = rc;
-    return rc;
+    if (rc != CM_E_NOTFOUND) {
+        return rc;
+    }
+    q->iklen = gw_meta_bucket_key(q->rt.bucket, q->rt.blen, q->ikey);
+    memset(&op->lay, 0, sizeof(op->lay));
+    op->lay.tenant = q->tenant;
+    op->lay.m = q->t->m;
+    memset(&op->attrs, 0, sizeof(op->attrs));
+    op->attrs.mtime_ms = gw_meta_batch_time(b);
+    op->rc = gw_meta_put(b, q->ikey, q->iklen, &op->lay, &op->attrs, &op->old);
+    return op->rc;
 }
 
 static void
@@ -111,6 +124,7 @@ create_bucket_done(struct gw_commit_op *op)
         s3_fail_commit(q);
         return;
     }
+    gw_engine_committed(q->f->engine, &op->lay, &op->attrs, q->ikey, q->iklen);
     snprintf(loc, sizeof(loc), "/%s", q->rt.bucket);
     cm_http_add_header(q->r, "Location", loc);
     s3_reply(q, 200, NULL, NULL, 0, CM_HTTP_STATIC);
@@ -187,7 +201,14 @@ apply_delete_bucket(struct gw_meta_batch *b, struct gw_commit_op *op, const stru
     }
     rc = s3_abort_bucket_uploads(b, q, &x->olds);
     if (rc == 0) {
-        rc = gw_meta_batch_aux_del(b, GW_META_BUCKETS, q->tenant, q->rt.bucket, q->rt.blen);
+        char k[S3_BUCKET_KEY_MAX];
+        struct gw_meta_old old = {0};
+
+        rc = gw_meta_delete(b, q->tenant, k, gw_meta_bucket_key(q->rt.bucket, q->rt.blen, k),
+                            &old);
+        if (rc == 0) {
+            cm_buf_append(&x->olds, &old, sizeof(old)); /* olds owns its key now */
+        }
     }
     op->rc = rc;
     return rc;

@@ -4,18 +4,25 @@
  * it), CompleteMultipartUpload, AbortMultipartUpload, ListParts,
  * ListMultipartUploads.
  *
- *   uploads table  (tenant, upload id) -> created_ms u64 LE | klen u16 LE |
- *                  native key | hlen u16 LE | stored headers
+ *   upload         a record-only version at the internal key
+ *                  "\0u<upload id>" (gw_meta.h): its commit time, the
+ *                  object's native key (target) and stored headers
  *   part n         an ordinary version at the internal key
- *                  "\0<upload id>/<n, 5 digits>": erasure-coded, pending
+ *                  "\0p<upload id>/<n, 5 digits>": erasure-coded, pending
  *                  until persisted, invisible to LIST and GET
- *   Complete       copies no bytes: the parts become the composite
- *                  version's parts (gw_meta_put_composite); its S3 ETag is
+ *   Complete       copies no bytes: the object becomes a composite, a
+ *                  record-only version naming the upload id and the part
+ *                  numbers, whose parts stay at their keys (reads look
+ *                  them up there, so a migrated part is read where it
+ *                  went); the upload's version is deleted. Its S3 ETag is
  *                  the MD5 of the parts' MD5s and "-N", its native ETag
  *                  the CRC-64 of the bytes, combined from the parts'
  *
- * Upload ids are 128 random bits in hex; uploads and their parts live in
- * LMDB, so they survive a restart of the gateway.
+ * Upload ids are 128 random bits in hex; uploads and their parts are
+ * versions like any other: they survive a restart of the gateway, and
+ * --rebuild-meta brings them back. Every version an op deletes (an
+ * upload's, parts left out of a Complete or aborted) has its tombstone
+ * logged (gw_front_retire).
  *
  * Threads: handlers on the S3 listener's HTTP threads; apply_* and *_done
  * on the committer.
@@ -32,62 +39,51 @@
 #include "gw_s3_impl.h"
 #include "gw_s3_xml.h"
 
-#define PART_KEY_LEN (1 + S3_UPLOAD_ID_LEN + 1 + 5)
+#define PART_KEY_LEN GW_META_PART_KEY_LEN
+#define UPLOAD_KEY_LEN (2 + S3_UPLOAD_ID_LEN)
+#define PART_PREFIX_LEN (PART_KEY_LEN - 5) /* "\0p<upload id>/" */
 
 /* ---- records ---- */
 
+/* An upload, as its record-only version keeps it (borrowed). */
 struct upload {
     uint64_t created_ms;
-    const char *key; /* native */
+    const char *key; /* native: the object's */
     size_t klen;
     const char *hdrs;
     size_t hlen;
 };
 
-static void
-upload_encode(struct cm_buf *b, uint64_t created_ms, const char *key, size_t klen, const char *hdrs,
-              size_t hlen)
-{
-    uint8_t h[8];
-
-    cm_put_le64(h, created_ms);
-    cm_buf_append(b, h, 8);
-    cm_put_le16(h, (uint16_t)klen);
-    cm_buf_append(b, h, 2);
-    cm_buf_append(b, key, klen);
-    cm_put_le16(h, (uint16_t)hlen);
-    cm_buf_append(b, h, 2);
-    cm_buf_append(b, hdrs, hlen);
-}
-
 static int
-upload_decode(const void *val, size_t vlen, struct upload *u)
+upload_from(const struct gw_layout *l, const struct gw_meta_attrs *a, struct upload *u)
 {
-    const uint8_t *p = val;
-
-    if (vlen < 12) {
+    if (!gw_layout_record_only(l) || a->target == NULL) {
         return CM_E_PROTO;
     }
-    u->created_ms = cm_get_le64(p);
-    u->klen = cm_get_le16(p + 8);
-    if (u->klen == 0 || u->klen > GW_KEY_MAX || vlen < 12 + u->klen) {
-        return CM_E_PROTO;
-    }
-    u->key = (const char *)p + 10;
-    u->hlen = cm_get_le16(p + 10 + u->klen);
-    if (vlen != 12 + u->klen + u->hlen || u->hlen > GW_META_HDRS_MAX) {
-        return CM_E_PROTO;
-    }
-    u->hdrs = u->hlen > 0 ? (const char *)p + 12 + u->klen : NULL;
+    u->created_ms = a->mtime_ms;
+    u->key = a->target;
+    u->klen = a->target_len;
+    u->hdrs = a->hdrs;
+    u->hlen = a->hdrs_len;
     return 0;
 }
 
 static void
-part_key(const char *id, unsigned n, char out[48], size_t *len)
+part_key(const char *id, unsigned n, char out[PART_KEY_LEN], size_t *len)
 {
-    out[0] = '\0';
-    snprintf(out + 1, 47, "%s/%05u", id, n);
-    *len = PART_KEY_LEN;
+    *len = gw_meta_part_key(id, n, out);
+}
+
+/* The number of a part key. */
+static unsigned
+part_no(const char *k)
+{
+    unsigned n = 0;
+
+    for (size_t i = PART_PREFIX_LEN; i < PART_KEY_LEN; i++) {
+        n = n * 10 + (unsigned)(k[i] - '0');
+    }
+    return n;
 }
 
 static int
@@ -116,22 +112,27 @@ upload_param(struct s3_req *q)
     return 0;
 }
 
-/* The upload of q (q->upload_id) in its own read: 0 with a copy of the
- * record in *val (caller frees), or answered. */
+/* That the upload of q (q->upload_id) exists and is q's object's, in its
+ * own read: 0, or answered. */
 static int
-upload_read(struct s3_req *q, struct cm_buf *val, struct upload *u)
+upload_check(struct s3_req *q)
 {
-    int rc;
+    char k[UPLOAD_KEY_LEN];
+    struct gw_meta_obj *o = malloc(sizeof(*o));
+    struct upload u;
+    int rc = o == NULL ? -ENOMEM
+                       : gw_meta_get_obj(q->f->meta, q->tenant, k,
+                                         gw_meta_upload_key(q->upload_id, k), o);
 
-    cm_buf_init(val);
-    rc = gw_meta_aux_get(q->f->meta, GW_META_UPLOADS, q->tenant, q->upload_id, S3_UPLOAD_ID_LEN,
-                         val);
-    if (rc == 0 && (upload_decode(val->p, val->len, u) != 0 || u->klen != q->rt.klen ||
-                    memcmp(u->key, q->rt.key, u->klen) != 0)) {
+    if (rc == 0 && (upload_from(&o->lay, &o->a, &u) != 0 || u.klen != q->rt.klen ||
+                    memcmp(u.key, q->rt.key, u.klen) != 0)) {
         rc = CM_E_NOTFOUND; /* another object's upload */
     }
+    if (o != NULL) {
+        gw_meta_obj_fini(o);
+        free(o);
+    }
     if (rc != 0) {
-        cm_buf_fini(val);
         rc == CM_E_NOTFOUND ? s3_fail(q, GW_S3_E_NO_SUCH_UPLOAD, NULL) : s3_fail_rc(q, rc);
         return -1;
     }
@@ -143,8 +144,6 @@ s3_part_target(struct s3_req *q)
 {
     char v[16];
     uint64_t n;
-    struct cm_buf val;
-    struct upload u;
 
     if (upload_param(q) != 0) {
         return -1;
@@ -155,27 +154,41 @@ s3_part_target(struct s3_req *q)
                 "Part number must be an integer between 1 and 10000, inclusive");
         return -1;
     }
-    if (upload_read(q, &val, &u) != 0) {
+    if (upload_check(q) != 0) {
         return -1;
     }
-    cm_buf_fini(&val);
     q->part = (unsigned)n;
     part_key(q->upload_id, q->part, q->part_key, &q->part_klen);
     return 0;
 }
 
-/* In a commit: the record of upload id, which must be q's object's. */
+/* In a commit: the upload of q (q->upload_id), which must be q's
+ * object's (borrowed until the batch's next write). */
 static int
 upload_get_in(struct gw_meta_batch *b, struct s3_req *q, struct upload *u)
 {
-    const void *v;
-    size_t vlen;
-    int rc = gw_meta_batch_aux_get(b, GW_META_UPLOADS, q->tenant, q->upload_id, S3_UPLOAD_ID_LEN,
-                                   &v, &vlen);
+    char k[UPLOAD_KEY_LEN];
+    struct gw_layout l;
+    struct gw_meta_attrs a;
+    int rc = gw_meta_batch_get(b, q->tenant, k, gw_meta_upload_key(q->upload_id, k), &l, &a);
 
-    if (rc == 0 && (upload_decode(v, vlen, u) != 0 || u->klen != q->rt.klen ||
+    if (rc == 0 && (upload_from(&l, &a, u) != 0 || u->klen != q->rt.klen ||
                     memcmp(u->key, q->rt.key, u->klen) != 0)) {
         rc = CM_E_NOTFOUND;
+    }
+    return rc;
+}
+
+/* In a commit: deletes the version of upload id, appended to olds. */
+static int
+upload_delete(struct gw_meta_batch *b, uint32_t tenant, const char *id, struct cm_buf *olds)
+{
+    char k[UPLOAD_KEY_LEN];
+    struct gw_meta_old old = {0};
+    int rc = gw_meta_delete(b, tenant, k, gw_meta_upload_key(id, k), &old);
+
+    if (rc == 0) {
+        cm_buf_append(olds, &old, sizeof(old)); /* olds owns its key now */
     }
     return rc;
 }
@@ -205,6 +218,8 @@ pkey_one(void *arg, const char *key, size_t klen, const struct gw_layout *l,
 {
     struct pkeys *p = arg;
 
+    (void)l;
+    (void)a;
     if (klen == PART_KEY_LEN) {
         cm_buf_append(&p->keys, key, klen);
         p->n++;
@@ -218,17 +233,17 @@ static int
 drop_parts(struct gw_meta_batch *b, uint32_t tenant, const char *id, const uint8_t *keep,
            struct cm_buf *olds)
 {
-    char prefix[1 + S3_UPLOAD_ID_LEN + 2];
+    char prefix[PART_KEY_LEN];
     struct pkeys p = {{NULL, 0, 0}, 0};
+    size_t plen;
     int rc;
 
-    prefix[0] = '\0';
-    snprintf(prefix + 1, sizeof(prefix) - 1, "%s/", id);
+    part_key(id, 0, prefix, &plen);
     cm_buf_init(&p.keys);
-    rc = gw_meta_batch_scan(b, tenant, prefix, sizeof(prefix) - 1, pkey_one, &p);
+    rc = gw_meta_batch_scan(b, tenant, prefix, PART_PREFIX_LEN, pkey_one, &p);
     for (size_t i = 0; rc == 0 && i < p.n; i++) {
         const char *k = p.keys.p + i * PART_KEY_LEN;
-        unsigned n = (unsigned)strtoul(k + PART_KEY_LEN - 5, NULL, 10);
+        unsigned n = part_no(k);
         struct gw_meta_old old = {0};
 
         if (keep != NULL && n <= GW_S3_MAX_PARTS && keep[n]) {
@@ -236,7 +251,7 @@ drop_parts(struct gw_meta_batch *b, uint32_t tenant, const char *id, const uint8
         }
         rc = gw_meta_delete(b, tenant, k, PART_KEY_LEN, &old);
         if (rc == 0) {
-            cm_buf_append(olds, &old, sizeof(old)); /* olds owns its parts now */
+            cm_buf_append(olds, &old, sizeof(old)); /* olds owns its key now */
         }
     }
     cm_buf_fini(&p.keys);
@@ -273,14 +288,15 @@ struct bucket_uploads {
 };
 
 static int
-bucket_upload_one(void *arg, const char *name, size_t nlen, const void *val, size_t vlen)
+bucket_upload_one(void *arg, const char *key, size_t klen, const struct gw_layout *l,
+                  const struct gw_meta_attrs *a)
 {
     struct bucket_uploads *bu = arg;
     struct upload u;
 
-    if (nlen == S3_UPLOAD_ID_LEN && upload_decode(val, vlen, &u) == 0 && u.klen > bu->blen &&
+    if (klen == UPLOAD_KEY_LEN && upload_from(l, a, &u) == 0 && u.klen > bu->blen &&
         memcmp(u.key, bu->bucket, bu->blen) == 0 && u.key[bu->blen] == '/') {
-        cm_buf_append(&bu->ids, name, nlen);
+        cm_buf_append(&bu->ids, key + 2, S3_UPLOAD_ID_LEN);
         bu->n++;
     }
     return 0;
@@ -293,7 +309,7 @@ s3_abort_bucket_uploads(struct gw_meta_batch *b, struct s3_req *q, struct cm_buf
     int rc;
 
     cm_buf_init(&bu.ids);
-    rc = gw_meta_batch_aux_scan(b, GW_META_UPLOADS, q->tenant, bucket_upload_one, &bu);
+    rc = gw_meta_batch_scan(b, q->tenant, "\0u", 2, bucket_upload_one, &bu);
     for (size_t i = 0; rc == 0 && i < bu.n; i++) {
         char id[S3_UPLOAD_ID_LEN + 1];
 
@@ -301,7 +317,7 @@ s3_abort_bucket_uploads(struct gw_meta_batch *b, struct s3_req *q, struct cm_buf
         id[S3_UPLOAD_ID_LEN] = '\0';
         rc = drop_parts(b, q->tenant, id, NULL, olds);
         if (rc == 0) {
-            rc = gw_meta_batch_aux_del(b, GW_META_UPLOADS, q->tenant, id, S3_UPLOAD_ID_LEN);
+            rc = upload_delete(b, q->tenant, id, olds);
         }
     }
     cm_buf_fini(&bu.ids);
@@ -314,7 +330,7 @@ static int
 apply_create(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_snap *s)
 {
     struct s3_req *q = s3_of(op);
-    struct cm_buf rec;
+    struct gw_layout l;
     int rc;
 
     if (s != NULL && gw_snap_tenant(s, q->tenant) == NULL) {
@@ -328,13 +344,23 @@ apply_create(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_s
     if (rc != 0) {
         return rc;
     }
-    cm_buf_init(&rec);
-    upload_encode(&rec, gw_meta_batch_time(b), q->rt.key, q->rt.klen, q->hdrs.p, q->hdrs.len);
-    rc = gw_meta_batch_aux_put(b, GW_META_UPLOADS, q->tenant, q->upload_id, S3_UPLOAD_ID_LEN, rec.p,
-                               rec.len, 0);
-    cm_buf_fini(&rec);
-    op->rc = rc;
-    return rc == CM_E_EXISTS ? 0 : rc;
+    q->iklen = gw_meta_upload_key(q->upload_id, q->ikey);
+    rc = gw_meta_batch_get(b, q->tenant, q->ikey, q->iklen, &l, NULL);
+    if (rc != CM_E_NOTFOUND) {
+        op->rc = rc == 0 ? CM_E_EXISTS : rc;
+        return rc == 0 ? 0 : rc;
+    }
+    memset(&op->lay, 0, sizeof(op->lay));
+    op->lay.tenant = q->tenant;
+    op->lay.m = q->t->m;
+    memset(&op->attrs, 0, sizeof(op->attrs));
+    op->attrs.mtime_ms = gw_meta_batch_time(b);
+    op->attrs.hdrs = q->hdrs.len > 0 ? q->hdrs.p : NULL;
+    op->attrs.hdrs_len = q->hdrs.len;
+    op->attrs.target = q->rt.key;
+    op->attrs.target_len = q->rt.klen;
+    op->rc = gw_meta_put(b, q->ikey, q->iklen, &op->lay, &op->attrs, &op->old);
+    return op->rc;
 }
 
 static void
@@ -347,6 +373,7 @@ create_done(struct gw_commit_op *op)
         s3_fail_commit(q);
         return;
     }
+    gw_engine_committed(q->f->engine, &op->lay, &op->attrs, q->ikey, q->iklen);
     cm_buf_init(&b);
     gw_s3_xml_initiate_mpu(&b, q->rt.bucket, q->rt.key + q->rt.blen + 1, q->upload_id);
     s3_reply_xml(q, 200, &b);
@@ -369,8 +396,11 @@ s3_create_mpu(struct s3_req *q)
 
 struct cx {
     struct gw_s3_xml_complete c;
-    struct cm_buf olds; /* unlisted parts: struct gw_meta_old */
+    struct cm_buf olds; /* the upload and its unlisted parts: struct gw_meta_old */
     char etag[GW_S3_ETAG_MAX];
+    /* the composite's attributes' strings, for the commit and its done */
+    char *hdrs;
+    uint8_t *nums; /* part numbers, u16 LE */
 };
 
 static void
@@ -381,6 +411,8 @@ cx_free(void *arg)
     olds_reset(&x->olds);
     cm_buf_fini(&x->olds);
     gw_s3_xml_complete_free(&x->c);
+    free(x->hdrs);
+    free(x->nums);
     free(x);
 }
 
@@ -390,15 +422,14 @@ apply_complete(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw
     struct s3_req *q = s3_of(op);
     struct cx *x = q->x;
     size_t n = x->c.nparts;
-    uint8_t *md5s = NULL, *keep = NULL;
-    char *pkeys = NULL, *hdrs = NULL;
-    const char **pk = NULL;
-    size_t *pkl = NULL;
+    uint8_t *md5s = NULL, *keep = NULL, md[CM_DIGEST_MAX];
     struct upload u;
     uint64_t size = 0, crc = 0;
     int rc;
 
     olds_reset(&x->olds);
+    free(x->hdrs);
+    x->hdrs = NULL;
     if (s != NULL && gw_snap_tenant(s, q->tenant) == NULL) {
         op->rc = GW_COMMIT_TENANT_GONE;
         return 0;
@@ -412,23 +443,23 @@ apply_complete(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw
     }
     /* the record is borrowed until the first write */
     if (u.hlen > 0) {
-        hdrs = cm_malloc(u.hlen);
-        memcpy(hdrs, u.hdrs, u.hlen);
+        x->hdrs = cm_malloc(u.hlen);
+        memcpy(x->hdrs, u.hdrs, u.hlen);
     }
     md5s = cm_malloc(16 * n);
     keep = cm_calloc(GW_S3_MAX_PARTS + 1, 1);
-    pkeys = cm_malloc(48 * n);
-    pk = cm_malloc(n * sizeof(*pk));
-    pkl = cm_malloc(n * sizeof(*pkl));
+    free(x->nums);
+    x->nums = cm_malloc(2 * n);
     for (size_t i = 0; i < n; i++) {
         const struct gw_s3_xml_cpart *p = &x->c.parts[i];
+        char pk[PART_KEY_LEN];
+        size_t pklen;
         struct gw_layout l;
         struct gw_meta_attrs a;
         uint8_t want[16];
 
-        part_key(q->upload_id, p->number, pkeys + 48 * i, &pkl[i]);
-        pk[i] = pkeys + 48 * i;
-        rc = gw_meta_batch_get(b, q->tenant, pk[i], pkl[i], &l, &a);
+        part_key(q->upload_id, p->number, pk, &pklen);
+        rc = gw_meta_batch_get(b, q->tenant, pk, pklen, &l, &a);
         if (rc == CM_E_NOTFOUND ||
             (rc == 0 && (!a.has_md5 || gw_s3_etag_md5(p->etag, strlen(p->etag), want) != 0 ||
                          memcmp(want, a.md5, 16) != 0))) {
@@ -445,6 +476,7 @@ apply_complete(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw
         }
         memcpy(md5s + 16 * i, a.md5, 16);
         keep[p->number] = 1;
+        cm_put_le16(x->nums + 2 * i, (uint16_t)p->number);
         crc = i == 0 ? l.etag : gw_s3_crc64_combine(crc, l.etag, l.size);
         size += l.size;
     }
@@ -452,40 +484,35 @@ apply_complete(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw
         rc = s3_refuse(op, GW_S3_E_ENTITY_TOO_LARGE, NULL);
         goto out;
     }
-    /* checks done: now the writes */
+    /* checks done: now the writes. The parts stay at their keys: the
+     * composite names them by upload id and number. */
     rc = drop_parts(b, q->tenant, q->upload_id, keep, &x->olds);
     if (rc == 0) {
-        struct gw_layout l;
-        struct gw_meta_attrs a;
-        uint8_t md[CM_DIGEST_MAX];
-
-        memset(&l, 0, sizeof(l));
-        memset(&a, 0, sizeof(a));
-        l.tenant = q->tenant;
-        l.size = size;
-        l.etag = crc;
+        memset(&op->lay, 0, sizeof(op->lay));
+        op->lay.tenant = q->tenant;
+        op->lay.m = q->t->m;
+        op->lay.size = size;
+        op->lay.etag = crc;
+        memset(&op->attrs, 0, sizeof(op->attrs));
+        op->attrs.mtime_ms = gw_meta_batch_time(b);
         cm_digest_once(CM_DIGEST_MD5, md5s, 16 * n, md);
-        a.has_md5 = 1;
-        memcpy(a.md5, md, 16);
-        a.hdrs = hdrs;
-        a.hdrs_len = u.hlen;
-        rc =
-            gw_meta_put_composite(b, q->rt.key, q->rt.klen, &l, &a, pk, pkl, (uint32_t)n, &op->old);
-        a.nparts = (uint32_t)n;
-        s3_etag(&l, &a, x->etag);
-        op->lay = l;
+        op->attrs.has_md5 = 1;
+        memcpy(op->attrs.md5, md, 16);
+        op->attrs.hdrs = x->hdrs;
+        op->attrs.hdrs_len = x->hdrs != NULL ? u.hlen : 0;
+        op->attrs.upload = q->upload_id;
+        op->attrs.parts = x->nums;
+        op->attrs.nparts = (uint32_t)n;
+        rc = gw_meta_put(b, q->rt.key, q->rt.klen, &op->lay, &op->attrs, &op->old);
+        s3_etag(&op->lay, &op->attrs, x->etag);
     }
     if (rc == 0) {
-        rc = gw_meta_batch_aux_del(b, GW_META_UPLOADS, q->tenant, q->upload_id, S3_UPLOAD_ID_LEN);
+        rc = upload_delete(b, q->tenant, q->upload_id, &x->olds);
     }
     op->rc = rc;
 out:
     free(md5s);
     free(keep);
-    free(pkeys);
-    free(pk);
-    free(pkl);
-    free(hdrs);
     return rc;
 }
 
@@ -504,6 +531,7 @@ complete_done(struct gw_commit_op *op)
         s3_fail_commit(q);
         return;
     }
+    gw_engine_committed(f->engine, &op->lay, &op->attrs, q->rt.key, q->rt.klen);
     olds_retire(f, &x->olds);
     gw_front_retire(f, &old);
     q->bytes = op->lay.size;
@@ -559,7 +587,7 @@ apply_abort(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_sn
         rc = drop_parts(b, q->tenant, q->upload_id, NULL, olds);
     }
     if (rc == 0) {
-        rc = gw_meta_batch_aux_del(b, GW_META_UPLOADS, q->tenant, q->upload_id, S3_UPLOAD_ID_LEN);
+        rc = upload_delete(b, q->tenant, q->upload_id, olds);
     }
     op->rc = rc;
     return rc;
@@ -623,8 +651,8 @@ part_one(void *arg, const char *key, size_t klen, const struct gw_layout *l,
         return 1;
     }
     s3_etag(l, a, p->etags[p->n]);
-    p->v[p->n] = (struct gw_s3_xml_part){(unsigned)strtoul(key + PART_KEY_LEN - 5, NULL, 10),
-                                         (int64_t)a->mtime_ms, p->etags[p->n], l->size};
+    p->v[p->n] = (struct gw_s3_xml_part){part_no(key), (int64_t)a->mtime_ms, p->etags[p->n],
+                                         l->size};
     p->n++;
     return 0;
 }
@@ -635,11 +663,10 @@ s3_list_parts(struct s3_req *q)
     struct plist p = {NULL, NULL, 0, 1000, 0};
     struct gw_s3_xml_parts out;
     struct gw_s3_xml_owner o;
-    char v[16], oid[16], prefix[1 + S3_UPLOAD_ID_LEN + 2], after[48];
+    char v[16], oid[16], prefix[PART_KEY_LEN], after[PART_KEY_LEN];
     uint64_t marker = 0, max = 1000;
-    size_t alen = 0;
-    struct cm_buf val, b;
-    struct upload u;
+    size_t alen = 0, plen;
+    struct cm_buf b;
     int rc;
 
     if (upload_param(q) != 0) {
@@ -651,20 +678,18 @@ s3_list_parts(struct s3_req *q)
         s3_fail(q, GW_S3_E_INVALID_ARGUMENT, "max-parts and part-number-marker are numbers");
         return;
     }
-    if (upload_read(q, &val, &u) != 0) {
+    if (upload_check(q) != 0) {
         return;
     }
-    cm_buf_fini(&val);
     p.max = max > 1000 ? 1000 : (unsigned)max;
     p.v = cm_calloc(p.max + 1, sizeof(*p.v));
     p.etags = cm_calloc(p.max + 1, sizeof(*p.etags));
-    prefix[0] = '\0';
-    snprintf(prefix + 1, sizeof(prefix) - 1, "%s/", q->upload_id);
+    part_key(q->upload_id, 0, prefix, &plen);
     if (marker > 0) {
         part_key(q->upload_id, (unsigned)marker, after, &alen);
     }
-    rc = gw_meta_scan(q->f->meta, q->tenant, prefix, sizeof(prefix) - 1, alen > 0 ? after : NULL,
-                      alen, part_one, &p);
+    rc = gw_meta_scan(q->f->meta, q->tenant, prefix, PART_PREFIX_LEN, alen > 0 ? after : NULL, alen,
+                      part_one, &p);
     if (rc != 0) {
         free(p.v);
         free(p.etags);
@@ -709,14 +734,15 @@ struct ulist {
 };
 
 static int
-upload_one(void *arg, const char *name, size_t nlen, const void *val, size_t vlen)
+upload_one(void *arg, const char *key, size_t klen, const struct gw_layout *lay,
+           const struct gw_meta_attrs *a)
 {
     struct ulist *l = arg;
     struct upload u;
     const char *k;
     size_t kl;
 
-    if (nlen != S3_UPLOAD_ID_LEN || upload_decode(val, vlen, &u) != 0 || u.klen <= l->blen ||
+    if (klen != UPLOAD_KEY_LEN || upload_from(lay, a, &u) != 0 || u.klen <= l->blen ||
         memcmp(u.key, l->bucket, l->blen) != 0 || u.key[l->blen] != '/') {
         return 0;
     }
@@ -732,8 +758,8 @@ upload_one(void *arg, const char *name, size_t nlen, const void *val, size_t vle
     l->v[l->n].key = l->arena.len;
     cm_buf_append(&l->arena, k, kl);
     cm_buf_append(&l->arena, "", 1);
-    memcpy(l->v[l->n].id, name, nlen);
-    l->v[l->n].id[nlen] = '\0';
+    memcpy(l->v[l->n].id, key + 2, S3_UPLOAD_ID_LEN);
+    l->v[l->n].id[S3_UPLOAD_ID_LEN] = '\0';
     l->v[l->n].created_ms = u.created_ms;
     l->n++;
     return 0;
@@ -795,7 +821,7 @@ s3_list_uploads(struct s3_req *q)
     l.plen = strlen(prefix);
     dlen = strlen(delim);
     cm_buf_init(&l.arena);
-    rc = gw_meta_aux_scan(q->f->meta, GW_META_UPLOADS, q->tenant, upload_one, &l);
+    rc = gw_meta_scan(q->f->meta, q->tenant, "\0u", 2, NULL, 0, upload_one, &l);
     if (rc != 0) {
         cm_buf_fini(&l.arena);
         free(l.v);

@@ -156,6 +156,9 @@ store_committed(struct gw_commit_op *op)
         s3_fail_commit(q);
         return;
     }
+    /* its META record goes once every chunk is persisted */
+    gw_engine_committed(f->engine, &op->lay, &q->attrs, is_part(q) ? q->part_key : q->rt.key,
+                        is_part(q) ? q->part_klen : q->rt.klen);
     gw_s3_etag(q->attrs.md5, etag);
     if (is_copy(q)) {
         struct cm_buf b;
@@ -179,7 +182,11 @@ store_done(void *arg, int status, const struct gw_layout *layout)
         s3_fail_rc(q, status);
         return;
     }
-    q->commit.lay = *layout;
+    gw_front_note_write(q->f, q->tenant, is_part(q) ? q->part_key : q->rt.key,
+                        is_part(q) ? q->part_klen : q->rt.klen, layout, q->t0);
+    /* The engine keeps changing its layout: the commit takes a copy. Out
+     * of memory, the version is recorded with its tags unknown. */
+    (void)gw_layout_copy(&q->commit.lay, layout);
     q->commit.lay.tenant = q->tenant;
     s3_commit(q, apply_store, store_committed);
 }
@@ -347,6 +354,8 @@ get_done(void *arg, int status, void *buf, size_t len)
     struct s3_req *q = arg;
     const char *ctype = q->x != NULL ? q->x : "binary/octet-stream";
 
+    gw_front_note_read(q->f, q->tenant, q->rt.key, q->rt.klen, &q->obj->lay, q->off, q->len,
+                       status == 0 ? len : 0, q->t0);
     if (status != 0) {
         cm_free_big(buf);
         s3_fail_rc(q, status);

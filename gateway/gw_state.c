@@ -102,6 +102,7 @@ snap_free(struct gw_snap *s)
     free(s->nodes);
     free(s->rows_mem);
     free(s->off_mem);
+    free(s->row_epoch_mem);
     free(s);
 }
 
@@ -260,6 +261,10 @@ gw_snap_parse(const char *json, size_t len, struct gw_snap **out, const char **w
         goto out;
     }
     s->partitions = (uint32_t)u;
+    if (json_u64(root, "placement_epoch", 0, UINT64_MAX >> 1, 0, &s->placement_epoch) != 0) {
+        reason = "bad placement_epoch";
+        goto out;
+    }
 
     nodes = json_object_get(root, "nodes");
     if (nodes != NULL && !json_is_array(nodes)) {
@@ -316,6 +321,7 @@ gw_snap_parse(const char *json, size_t len, struct gw_snap **out, const char **w
     }
     s->rows_mem = cm_calloc(nrows + 1, sizeof(uint32_t));
     s->off_mem = cm_calloc(s->ntenants * ((size_t)s->partitions + 1) + 1, sizeof(uint32_t));
+    s->row_epoch_mem = cm_calloc(s->ntenants * (size_t)s->partitions + 1, sizeof(uint64_t));
     s->hashes = cm_calloc(nhash + 1, sizeof(*s->hashes));
     nrows = 0;
     json_array_foreach(tenants, ti, v)
@@ -343,6 +349,20 @@ gw_snap_parse(const char *json, size_t len, struct gw_snap **out, const char **w
         snprintf(t->name, sizeof(t->name), "%s", name != NULL ? name : "");
         t->rows = s->rows_mem;
         t->row_off = off;
+        t->row_epoch = s->row_epoch_mem + ti * (size_t)s->partitions;
+        json_t *rep = json_object_get(v, "row_epochs");
+        if (rep != NULL && (!json_is_array(rep) || json_array_size(rep) != s->partitions)) {
+            reason = "row_epochs != partitions";
+            goto out;
+        }
+        json_array_foreach(rep, j, x)
+        {
+            if (!json_is_integer(x) || json_integer_value(x) < 0) {
+                reason = "bad row epoch";
+                goto out;
+            }
+            s->row_epoch_mem[ti * (size_t)s->partitions + j] = (uint64_t)json_integer_value(x);
+        }
         off[0] = (uint32_t)nrows;
         for (p = 0; p < s->partitions; p++) {
             row = json_array_get(pl, p);
@@ -607,20 +627,24 @@ purge_gone(struct gw_state *st, const struct gw_snap *s)
     free(c.ids);
 }
 
-static void
-build_url(struct gw_state *st)
+void
+gw_controller_url(const char *c, const char *path, char *url, size_t cap)
 {
-    const char *c = st->cfg.controller;
-
     if (strncmp(c, "http://", 7) == 0 || strncmp(c, "https://", 8) == 0) {
         size_t n = strlen(c);
         while (n > 0 && c[n - 1] == '/') {
             n--;
         }
-        snprintf(st->url, sizeof(st->url), "%.*s/v1/internal/state", (int)n, c);
+        snprintf(url, cap, "%.*s%s", (int)n, c, path);
     } else {
-        snprintf(st->url, sizeof(st->url), "http://%s/v1/internal/state", c);
+        snprintf(url, cap, "http://%s%s", c, path);
     }
+}
+
+static void
+build_url(struct gw_state *st)
+{
+    gw_controller_url(st->cfg.controller, "/v1/internal/state", st->url, sizeof(st->url));
 }
 
 /* One poll with timeout_ms. Returns the new snapshot (a reference) when

@@ -37,6 +37,9 @@ struct gw_tenant {
     uint8_t k, m;
     const uint32_t *rows;    /* placement rows, concatenated (shared with the snapshot) */
     const uint32_t *row_off; /* partitions + 1 offsets into rows */
+    /* partitions entries: the placement epoch of each row's last change
+     * (0 when the controller sends none; shared with the snapshot) */
+    const uint64_t *row_epoch;
 };
 
 struct gw_snap_hash;
@@ -45,6 +48,7 @@ struct gw_snap_s3key;
 struct gw_snap {
     atomic_int refs;
     uint64_t epoch;
+    uint64_t placement_epoch; /* grows when rows change (0: not sent) */
     uint32_t partitions;
     struct gw_tenant *tenants; /* sorted by id */
     size_t ntenants;
@@ -55,6 +59,7 @@ struct gw_snap {
     struct gw_node *nodes;
     size_t nnodes;
     uint32_t *rows_mem, *off_mem;
+    uint64_t *row_epoch_mem;
 };
 
 /* Parses a /v1/internal/state answer into a new snapshot (refs = 1).
@@ -113,6 +118,10 @@ struct gw_state_wait {
  * answer at once.
  */
 int gw_state_refresh(struct gw_state *st, struct gw_state_wait *w);
+
+/* The URL of path (e.g. "/v1/internal/state") at controller ("host:port"
+ * or a URL) into url[cap]. */
+void gw_controller_url(const char *controller, const char *path, char *url, size_t cap);
 
 struct gw_state_stats {
     uint64_t epoch;

@@ -1,14 +1,17 @@
 /*
  * main.c - shoal-gateway: flags, start-up and orderly shutdown.
  *
- * Start:    meta (LMDB) -> front (committer) -> engine -> state (cached
- *           controller state, then polling) -> track pending layouts ->
- *           S3 front door -> HTTP (tenant API, then S3).
+ * Start:    meta (LMDB) -> with --rebuild-meta: the store rebuilt from the
+ *           nodes' insertion logs in --cos (gw_rebuild.c) -> front
+ *           (committer) -> engine -> state (cached controller state, then
+ *           polling) -> track pending layouts and tombstones -> migration
+ *           and demand reports -> S3 front door -> HTTP (tenant API, then
+ *           S3).
  * Shutdown (SIGTERM/SIGINT, waited for with sigwait on the main thread):
  *           stop both HTTP listeners (in-flight requests finish) -> drain
- *           -> stop the S3 front door's copy worker -> stop polling ->
- *           flush commits -> destroy the engine -> stop the committer ->
- *           close LMDB.
+ *           -> stop the S3 front door's copy worker -> stop polling and
+ *           demand reports -> stop migrating -> flush commits -> destroy
+ *           the engine -> stop the committer -> close LMDB.
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,15 +20,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cm_buf.h"
 #include "cm_config.h"
+#include "cm_cos.h"
 #include "cm_err.h"
 #include "cm_http.h"
 #include "cm_log.h"
+#include "cm_time.h"
+#include "gw_demand.h"
 #include "gw_engine.h"
 #include "gw_front.h"
 #include "gw_meta.h"
+#include "gw_migrate.h"
+#include "gw_rebuild.h"
 #include "gw_s3.h"
 #include "gw_state.h"
 #include "pol_rs.h"
@@ -40,11 +49,13 @@ struct gw_cfg {
     const char *data_dir;
     const char *log_level;
     const char *rs;
+    const char *cos;
     uint64_t max_object_size;
     uint64_t small_threshold;
     uint64_t max_chunk;
     uint64_t meta_map_size;
     uint64_t buffer_cache;
+    uint64_t migrate_rate;
     int threads;
     int io_timeout_ms;
     int slow_ms;
@@ -52,6 +63,9 @@ struct gw_cfg {
     int redrive_after_ms;
     int state_poll_ms;
     int delete_delay_ms;
+    int rebuild_meta;
+    int rebuild_threads;
+    int force;
 };
 
 #define T struct gw_cfg
@@ -73,6 +87,8 @@ static const struct cm_opt opts[] = {
     CM_OPT_U64(T, meta_map_size, "4GiB", 1 << 20, 1ull << 40, "LMDB map size of the metadata"),
     CM_OPT_U64(T, buffer_cache, "256MiB", 0, 1ull << 40,
                "freed body and result buffers kept for reuse (0: off)"),
+    CM_OPT_U64(T, migrate_rate, "32MiB", 1024, 1ull << 40,
+               "chunk bytes per second moved to new holders when placement rows change"),
     CM_OPT_INT(T, threads, "4", 1, 256, "HTTP threads"),
     CM_OPT_INT(T, io_timeout_ms, "5000", 1, 600000, "a chunk operation slower than this failed"),
     CM_OPT_INT(T, slow_ms, "200", 1, 600000, "a GET holder slower than this: read parity too"),
@@ -85,6 +101,15 @@ static const struct cm_opt opts[] = {
     CM_OPT_INT(T, delete_delay_ms, "0", 0, 3600000,
                "extra wait before deleting a replaced or deleted version's chunks, after the "
                "GETs that may read them are answered"),
+    CM_OPT_BOOL(T, rebuild_meta, "false",
+                "rebuild the metadata store from the META records in the nodes' insertion logs "
+                "in --cos, then serve"),
+    CM_OPT_STR(T, cos, NULL,
+               "the nodes' COS, for --rebuild-meta (a directory, fs:/dir or s3://HOST/BUCKET; "
+               "s3 credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"),
+    CM_OPT_INT(T, rebuild_threads, "8", 1, 64, "--rebuild-meta: log objects read at once"),
+    CM_OPT_BOOL(T, force, "false",
+                "--rebuild-meta: replace a metadata store that is not empty (else refused)"),
 };
 #undef T
 
@@ -95,6 +120,89 @@ die(const char *what, int rc)
     exit(1);
 }
 
+/* The flags --rebuild-meta needs, before anything starts: 0, or exits 2. */
+static void
+rebuild_check(const struct gw_cfg *cfg)
+{
+    char why[256];
+
+    if (!cfg->rebuild_meta) {
+        if (cfg->force) {
+            fprintf(stderr, "shoal-gateway: --force is for --rebuild-meta\n");
+            exit(2);
+        }
+        return;
+    }
+    if (cfg->cos == NULL || cfg->cos[0] == '\0') {
+        fprintf(stderr, "shoal-gateway: --rebuild-meta needs --cos (the nodes' COS)\n");
+        exit(2);
+    }
+    if (cm_cos_url_check(cfg->cos, why, sizeof(why)) != 0) {
+        fprintf(stderr, "shoal-gateway: --cos: %s\n", why);
+        exit(2);
+    }
+}
+
+/*
+ * --rebuild-meta: refuses a store that holds metadata unless --force (then
+ * its files are removed and it starts empty), rebuilds it from the logs in
+ * --cos, and reports what it found. *meta may be reopened.
+ */
+static void
+rebuild(const struct gw_cfg *cfg, const char *metadir, struct gw_meta **meta)
+{
+    static const char *const files[] = {"data.mdb", "lock.mdb", "redo.log"};
+    struct gw_rebuild_stats st;
+    struct cm_cos *cos = NULL;
+    char path[PATH_MAX + 16];
+    uint64_t t0;
+    int empty = 0, rc;
+
+    rc = gw_meta_is_empty(*meta, &empty);
+    if (rc != 0) {
+        die("cannot read the metadata store", rc);
+    }
+    if (!empty && !cfg->force) {
+        fprintf(stderr,
+                "shoal-gateway: --rebuild-meta: the metadata store %s is not empty "
+                "(--force replaces it)\n",
+                metadir);
+        exit(2);
+    }
+    if (!empty) {
+        CM_WARN("rebuild-meta replaces the metadata store dir=%s", metadir);
+        gw_meta_close(*meta);
+        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+            snprintf(path, sizeof(path), "%s/%s", metadir, files[i]);
+            if (unlink(path) != 0 && errno != ENOENT) {
+                die("cannot remove the old metadata store", -errno);
+            }
+        }
+        rc = gw_meta_open(metadir, (size_t)cfg->meta_map_size, meta);
+        if (rc != 0) {
+            die("cannot open the metadata store", rc);
+        }
+    }
+    rc = cm_cos_open(cfg->cos, &cos);
+    if (rc != 0) {
+        die("cannot open the COS", rc);
+    }
+    t0 = cm_now_ns();
+    rc = gw_rebuild_meta(cos, *meta, cfg->rebuild_threads, &st);
+    cm_cos_close(cos);
+    if (rc != 0) {
+        die("cannot rebuild the metadata store (it is incomplete: run again)", rc);
+    }
+    CM_INFO("rebuild-meta done versions=%llu tombstones=%llu multipart_left_out=%llu "
+            "parts_left_out=%llu records=%llu batches=%llu "
+            "bad_records=%llu bad_batches=%llu seconds=%.3f read_seconds=%.3f store_seconds=%.3f",
+            (unsigned long long)st.versions, (unsigned long long)st.tombstones,
+            (unsigned long long)st.broken, (unsigned long long)st.orphan_parts,
+            (unsigned long long)st.records, (unsigned long long)st.batches,
+            (unsigned long long)st.bad_records, (unsigned long long)st.bad_batches,
+            (double)(cm_now_ns() - t0) / 1e9, (double)st.read_ns / 1e9, (double)st.store_ns / 1e9);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -103,6 +211,8 @@ main(int argc, char **argv)
     struct gw_front *front = NULL;
     struct gw_engine *engine = NULL;
     struct gw_state *state = NULL;
+    struct gw_migrate *migrate = NULL;
+    struct gw_demand *demand = NULL;
     struct cm_http_server *http = NULL, *s3http = NULL;
     struct gw_s3 *s3 = NULL;
     enum cm_log_level level;
@@ -132,6 +242,7 @@ main(int argc, char **argv)
         fprintf(stderr, ")\n");
         return 2;
     }
+    rebuild_check(&cfg);
     cm_log_init("gateway", level);
     if ((size_t)snprintf(metadir, sizeof(metadir), "%s/meta", cfg.data_dir) >= sizeof(metadir)) {
         fprintf(stderr, "shoal-gateway: --data-dir too long\n");
@@ -150,6 +261,9 @@ main(int argc, char **argv)
     rc = gw_meta_open(metadir, (size_t)cfg.meta_map_size, &meta);
     if (rc != 0) {
         die("cannot open the metadata store", rc);
+    }
+    if (cfg.rebuild_meta) {
+        rebuild(&cfg, metadir, &meta);
     }
     struct gw_front_cfg fcfg = {
         .max_object_size = cfg.max_object_size,
@@ -187,6 +301,30 @@ main(int argc, char **argv)
     if (rc != 0) {
         die("cannot start the state poller", rc);
     }
+    struct gw_migrate_cfg mcfg = {.rate = cfg.migrate_rate};
+    rc = gw_migrate_create(&mcfg, meta, state, engine, gw_front_committer(front),
+                           gw_front_grace(front), &migrate);
+    if (rc == 0) {
+        rc = gw_migrate_start(migrate);
+    }
+    if (rc != 0) {
+        die("cannot start the migration", rc);
+    }
+    struct gw_demand_cfg dcfg = {
+        .controller = cfg.controller,
+        .token_file = cfg.admin_token_file,
+        .name = cfg.listen,
+        .period_ms = 1000,
+        .timeout_ms = 2000,
+    };
+    rc = gw_demand_create(&dcfg, state, migrate, &demand);
+    if (rc == 0) {
+        rc = gw_demand_start(demand);
+    }
+    if (rc != 0) {
+        die("cannot start the demand reports", rc);
+    }
+    gw_front_attach_pp(front, demand, migrate);
     struct cm_http_cfg hcfg = {
         .addr = cfg.listen,
         .threads = (unsigned)cfg.threads,
@@ -225,9 +363,14 @@ main(int argc, char **argv)
     gw_front_drain(front, 2 * cfg.io_timeout_ms + 1000);
     gw_s3_destroy(s3); /* runs the copies it holds, while the engine is up */
     gw_state_stop(state);
+    gw_front_attach_pp(front, NULL, NULL);
+    gw_demand_destroy(demand);
+    gw_migrate_stop(migrate);
     gw_front_quiesce(front);
+    gw_migrate_detach(migrate);
     gw_engine_destroy(engine);
     gw_front_destroy(front);
+    gw_migrate_destroy(migrate);
     gw_state_destroy(state);
     gw_meta_close(meta);
     CM_INFO("stopped");

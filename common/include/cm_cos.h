@@ -72,4 +72,10 @@ int cm_cos_delete(struct cm_cos *cos, const char *name);
 int cm_cos_list(struct cm_cos *cos, const char *prefix, int (*cb)(void *arg, const char *name),
                 void *arg);
 
+/* A node's numbered objects (segments, insertion log batches): the name
+ * "<kind>/n<node>/<seq as 16 lower-case hex digits>"; parse gives 0 and
+ * *seq (never 0) for such a name, else CM_E_BADARG. */
+void cm_cos_seq_name(char *buf, size_t cap, const char *kind, uint32_t node, uint64_t seq);
+int cm_cos_seq_parse(const char *name, const char *kind, uint32_t node, uint64_t *seq);
+
 #endif

@@ -51,6 +51,10 @@ enum cm_wire_flag {
     CM_WF_NOTIFY = 1 << 3,    /* PUT request: send a PERSISTED notice when in COS */
     CM_WF_COS_OK = 1 << 4,    /* GET request: reload from COS even when the
                                  instance named by incarnation is gone (STALE) */
+    CM_WF_KEEP_COS = 1 << 5,  /* DEL request: the chunk moved to another node,
+                                 which stores it under the same COS name: drop
+                                 it from memory and from this node's segments,
+                                 but not its COS object */
 };
 
 struct cm_wire_hdr {

@@ -8,12 +8,14 @@
  * own file (cm_cos_fs.c, cm_cos_s3.c). Thread-safe as its backends are.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cm_buf.h"
+#include "cm_bytes.h"
 #include "cm_cos.h"
 #include "cm_cos_int.h"
 #include "cm_err.h"
@@ -274,4 +276,37 @@ cm_cos_list(struct cm_cos *cos, const char *prefix, int (*cb)(void *arg, const c
         return CM_E_BADARG;
     }
     return cos->ops->list(cos->state, prefix, cb, arg);
+}
+
+void
+cm_cos_seq_name(char *buf, size_t cap, const char *kind, uint32_t node, uint64_t seq)
+{
+    snprintf(buf, cap, "%s/n%" PRIu32 "/%016" PRIx64, kind, node, seq);
+}
+
+int
+cm_cos_seq_parse(const char *name, const char *kind, uint32_t node, uint64_t *seq)
+{
+    char want[64];
+    size_t pl;
+    uint64_t v = 0;
+
+    snprintf(want, sizeof(want), "%s/n%" PRIu32 "/", kind, node);
+    pl = strlen(want);
+    if (strncmp(name, want, pl) != 0 || strlen(name + pl) != 16) {
+        return CM_E_BADARG;
+    }
+    for (const char *c = name + pl; *c; c++) {
+        int d = cm_hexval(*c);
+
+        if (d < 0 || (*c >= 'A' && *c <= 'F')) { /* names are lower case */
+            return CM_E_BADARG;
+        }
+        v = v << 4 | (uint64_t)d;
+    }
+    if (v == 0) {
+        return CM_E_BADARG;
+    }
+    *seq = v;
+    return 0;
 }

@@ -16,7 +16,9 @@
 #include "cm_err.h"
 #include "cm_frame.h"
 
-#define WF_KNOWN (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS | CM_WF_NOTIFY | CM_WF_COS_OK)
+#define WF_KNOWN                                                                                   \
+    (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS | CM_WF_NOTIFY | CM_WF_COS_OK |            \
+     CM_WF_KEEP_COS)
 
 enum { ST_HEADER, ST_PAYLOAD, ST_BAD };
 

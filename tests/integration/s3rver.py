@@ -33,6 +33,7 @@ import argparse
 import hashlib
 import http.client
 import http.server
+import json
 import os
 import re
 import shutil
@@ -87,6 +88,7 @@ class S3rver:
         answers."""
         data = os.path.join(self.dir, "data")
         os.makedirs(data, exist_ok=True)
+        self.drop_torn_writes(data)
         self.proc = subprocess.Popen(
             ["node", self.script, "-d", data, "-a", "127.0.0.1", "-p", str(self.port),
              "--configure-bucket", BUCKET, "--silent"]
@@ -110,6 +112,33 @@ class S3rver:
                 time.sleep(0.1)
         if self.proxy is not None and not self.proxy.running:
             self.proxy.start()
+
+    @staticmethod
+    def drop_torn_writes(data):
+        """S3 makes a PUT visible whole or not at all; s3rver writes the object,
+        then its .md5, then its metadata.json, and answers 200 after the last. A
+        kill -9 can leave a torn object, or a metadata.json cut short (which
+        makes s3rver fail every listing of the bucket with InternalError). Such
+        a PUT was never acknowledged: remove what it left, as S3 would never
+        have shown it."""
+        suffix = "._S3rver_object"
+        for root, _dirs, files in os.walk(data):
+            for f in files:
+                if not f.endswith(suffix):
+                    continue
+                base = os.path.join(root, f[: -len(suffix)])
+                meta = base + "._S3rver_metadata.json"
+                try:
+                    with open(meta, "rb") as fh:
+                        json.loads(fh.read())
+                    continue
+                except (OSError, ValueError):
+                    pass
+                for p in (base + suffix, base + suffix + ".md5", meta):
+                    try:
+                        os.unlink(p)
+                    except OSError:
+                        pass
 
     def kill(self, sig=signal.SIGKILL):
         if self.proc is not None and self.proc.poll() is None:

@@ -88,6 +88,26 @@ def port_free(port):
         s.close()
 
 
+def free_port():
+    """A loopback port the kernel just gave out (free for a moment)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def stop_process(proc, timeout=30):
+    """SIGTERM to a process we started (by its pid), SIGKILL if it lingers."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 # ----------------------------------------------------------------------------- HTTP
 
 
@@ -675,6 +695,59 @@ def get_retrying_503(gw, key, within=15.0, what="GET"):
             return r
         n += 1
         time.sleep(0.2)
+
+
+# XXH64, the gateway's cm_hash64: a key's partition is xxh64(key, tenant id) % partitions.
+_P1, _P2, _P3 = 11400714785074694791, 14029467366897019727, 1609587929392839161
+_P4, _P5, _M64 = 9650029242287828579, 2870177450012600261, (1 << 64) - 1
+
+
+def _rotl(x, r):
+    return ((x << r) | (x >> (64 - r))) & _M64
+
+
+def _xround(acc, v):
+    return (_rotl((acc + v * _P2) & _M64, 31) * _P1) & _M64
+
+
+def xxh64(data, seed=0):
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    n, i = len(data), 0
+    if n >= 32:
+        v = [(seed + _P1 + _P2) & _M64, (seed + _P2) & _M64, seed & _M64, (seed - _P1) & _M64]
+        while i + 32 <= n:
+            for k in range(4):
+                v[k] = _xround(v[k], int.from_bytes(data[i + 8 * k:i + 8 * k + 8], "little"))
+            i += 32
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _M64
+        for k in range(4):
+            h = (((h ^ _xround(0, v[k])) * _P1) + _P4) & _M64
+    else:
+        h = (seed + _P5) & _M64
+    h = (h + n) & _M64
+    while i + 8 <= n:
+        h ^= _xround(0, int.from_bytes(data[i:i + 8], "little"))
+        h = (_rotl(h, 27) * _P1 + _P4) & _M64
+        i += 8
+    if i + 4 <= n:
+        h ^= (int.from_bytes(data[i:i + 4], "little") * _P1) & _M64
+        h = (_rotl(h, 23) * _P2 + _P3) & _M64
+        i += 4
+    while i < n:
+        h ^= (data[i] * _P5) & _M64
+        h = (_rotl(h, 11) * _P1) & _M64
+        i += 1
+    h ^= h >> 33
+    h = (h * _P2) & _M64
+    h ^= h >> 29
+    h = (h * _P3) & _M64
+    h ^= h >> 32
+    return h
+
+
+def partition_of(key, tenant_id, partitions):
+    return xxh64(key, tenant_id) % partitions
 
 
 # CRC32C (Castagnoli), for hand-made frames of the node protocol (common/include/cm_wire.h).

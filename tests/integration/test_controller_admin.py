@@ -54,8 +54,9 @@ def free_port():
 
 
 class Controller:
-    def __init__(self, tmp, port, timeout_ms=2500):
+    def __init__(self, tmp, port, timeout_ms=2500, args=()):
         self.tmp, self.port, self.timeout_ms = tmp, port, timeout_ms
+        self.args = list(args)
         self.data = os.path.join(tmp, "data")
         self.token_file = os.path.join(self.data, "admin.token")
         self.url = "http://127.0.0.1:%d" % port
@@ -66,7 +67,7 @@ class Controller:
         self.logf = open(os.path.join(self.tmp, "controller.log"), "ab")
         self.proc = subprocess.Popen(
             [CTL, "--listen", "127.0.0.1:%d" % self.port, "--data-dir", self.data,
-             "--node-timeout-ms", str(self.timeout_ms), "--partitions", "16"],
+             "--node-timeout-ms", str(self.timeout_ms), "--partitions", "16"] + self.args,
             stdout=self.logf, stderr=subprocess.STDOUT)
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -134,6 +135,38 @@ class Controller:
         return p.returncode, p.stdout, p.stderr
 
 
+def run_main(c, tmp, body):
+    """Runs body() against controller c, then stops it; on failure prints the tail
+    of its log. Removes tmp (unless SHOAL_TEST_KEEP=1) and exits 1 if a check
+    failed or body raised."""
+    try:
+        body()
+    except Exception as e:  # noqa: BLE001 - report and fail
+        FAILS.append("exception: %r" % e)
+        log("EXCEPTION", repr(e))
+        import traceback
+        traceback.print_exc()
+    finally:
+        c.stop()
+        if FAILS:
+            try:
+                with open(os.path.join(tmp, "controller.log")) as f:
+                    print("---- controller.log (tail) ----")
+                    print("".join(f.readlines()[-40:]))
+            except OSError:
+                pass
+        if os.environ.get("SHOAL_TEST_KEEP") == "1":
+            log("kept", tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if FAILS:
+        log("%d check(s) failed" % len(FAILS))
+        for f in FAILS:
+            log("  ", f)
+        sys.exit(1)
+    log("ok")
+
+
 def expect_error(c, status, code, method, path, body=None, what="", **kw):
     st, h, j = c.req(method, path, body, **kw)
     ok = check(st == status, "%s %s %s: status %d, want %d (%r)" % (what, method, path, st,
@@ -145,12 +178,14 @@ def expect_error(c, status, code, method, path, body=None, what="", **kw):
     return j
 
 
-def heartbeat(c, nid, tenants=None, incarnation=1, port_base=9500):
+def heartbeat(c, nid, tenants=None, incarnation=1, port_base=9500, sched=None):
     body = {"node": {"id": nid, "addr": "127.0.0.1:%d" % (port_base + nid),
                      "metrics_addr": "127.0.0.1:%d" % (9600 + nid),
                      "capacity_bytes": 1 << 30, "used_bytes": 1000 * nid, "instances": 2,
                      "incarnation": incarnation},
             "tenants": tenants or {}}
+    if sched is not None:
+        body["node"]["sched"] = sched
     return c.req("POST", "/v1/internal/heartbeat", body)
 
 
@@ -228,6 +263,14 @@ def test_bad_input(c):
                  {"node": {"id": 1, "addr": "127.0.0.1:1", "capacity_bytes": -5}},
                  {"node": {"id": 1, "addr": "127.0.0.1:1"}, "tenants": {"x": {}}},
                  {"node": {"id": 1, "addr": "127.0.0.1:1"}, "tenants": {"1": {"requests": -1}}},
+                 {"node": {"id": 1, "addr": "127.0.0.1:1", "sched": "no such!"}},
+                 {"node": {"id": 1, "addr": "127.0.0.1:1", "sched": 3}},
+                 {"node": {"id": 1, "addr": "127.0.0.1:1", "cap_ops": -1}},
+                 {"node": {"id": 1, "addr": "127.0.0.1:1"},
+                  "tenants": {"1": {"served_cost": -0.5}}},
+                 {"node": {"id": 1, "addr": "127.0.0.1:1"},
+                  "tenants": {"1": {"arrived_cost": "x"}}},
+                 {"node": {"id": 1, "addr": "127.0.0.1:1"}, "tenants": {"1": {"weight": 20000}}},
                  {"node": {"id": 1, "addr": "127.0.0.1:1"}, "tenants": []}]:
         expect_error(c, 400, "bad_request", "POST", "/v1/internal/heartbeat", body,
                      "heartbeat %r" % (body,))
@@ -386,12 +429,23 @@ def test_nodes_and_rates(c, keys):
     rc, out, _ = c.cli("placement", "show")
     check(rc == 0 and "epoch" in out and "alpha" in out, "placement show %r" % out[:200])
 
-    # Served counters: alpha (weight 2) 200 req/s, beta (weight 4) 400 req/s
-    # on node 0, gamma idle. Nodes 1..6 keep heartbeating with nothing.
+    # Node 0 (drfq, no cap) serves alpha (weight 2) 200 req/s and beta
+    # (weight 4) 400 req/s; 1.5 times that arrives. A request costs 1 ms of
+    # the node (dominant cost), so alpha is served 0.2 of a node and asks for
+    # 0.3, beta 0.4 and 0.6. Gamma is idle. Nodes 1..6 heartbeat with nothing.
     a, b = str(ids["alpha"]), str(ids["beta"])
     for i in range(6):
-        heartbeat(c, 0, {a: {"requests": 100 * i, "bytes": 10000 * i, "queued": 0},
-                         b: {"requests": 200 * i, "bytes": 1000 * i, "queued": 1}})
+        heartbeat(c, 0, {a: {"requests": 100 * i, "bytes": 10000 * i, "queued": 0,
+                             "arrived_requests": 150 * i, "arrived_bytes": 15000 * i,
+                             "arrived_cost": 0.15 * i, "served_cost": 0.1 * i,
+                             "queue_wait_seconds": 0.001 * i, "queue_waits": 100 * i,
+                             "weight": 2},
+                         b: {"requests": 200 * i, "bytes": 1000 * i, "queued": 1,
+                             "arrived_requests": 300 * i, "arrived_bytes": 1500 * i,
+                             "arrived_cost": 0.3 * i, "served_cost": 0.2 * i,
+                             "queue_wait_seconds": 0.002 * i, "queue_waits": 200 * i,
+                             "weight": 4}},
+                  sched="drfq")
         for nid in range(1, 7):
             heartbeat(c, nid)
         time.sleep(0.5)
@@ -399,24 +453,64 @@ def test_nodes_and_rates(c, keys):
     # 100 requests per ~0.5 s loop (slower on a loaded machine); 100 bytes each.
     rr, br = j["served_requests_per_second"], j["served_bytes_per_second"]
     check(80 <= rr <= 250 and abs(br / max(rr, 1e-9) - 100) < 1, "alpha rates %r" % j)
+    check(abs(j["demand_requests_per_second"] / rr - 1.5) < 1e-6, "alpha demand %r" % j)
+    check(abs(j["queue_wait_seconds"] - 1e-5) < 1e-9, "alpha queue wait %r" % j)
     st, _, f = c.req("GET", "/v1/fairness")
     rows = {t["name"]: t for t in f["tenants"]}
     check(set(rows) == {"alpha", "beta", "gamma"}, "fairness tenants")
     for t in rows.values():
-        check(set(t) >= {"name", "id", "weight", "demand", "allocation",
-                         "served_requests_per_second", "served_bytes_per_second"},
+        check(set(t) >= {"name", "id", "weight", "demand", "allocation", "dominant_share",
+                         "local_weights", "served_requests_per_second",
+                         "served_bytes_per_second"},
               "fairness fields %r" % t)
-    check(abs(rows["beta"]["allocation"] - 4 / 6.5) < 1e-9, "allocation %r" % rows["beta"])
-    check(rows["gamma"]["demand"] == 0 and rows["beta"]["demand"] >= 300, "demand")
-    check(f["min_max_ratio"] is not None and 0.8 <= f["min_max_ratio"] <= 1.0,
+    # Capacity: node 0 has no cap, so what it served (0.6 of a node); the
+    # idle nodes add nothing. Alpha and beta both ask for 0.15 per weight,
+    # more than the 0.6 / 6 = 0.1 there is: both are held to 0.1 per weight
+    # (0.2 and 0.4), both count, and both got exactly that: MMR 1.
+    al, be = rows["alpha"], rows["beta"]
+    check(abs(f["capacity"] - al["dominant_share"] - be["dominant_share"]) < 1e-6 and
+          abs(al["allocation"] + be["allocation"] - f["capacity"]) < 1e-6, "capacity %r" % f)
+    check(abs(be["allocation"] - 2 * al["allocation"]) < 1e-9, "allocations %r %r" % (al, be))
+    check(abs(al["demand"] / al["dominant_share"] - 1.5) < 1e-6, "alpha demand %r" % al)
+    check(al["counted"] and be["counted"] and not rows["gamma"]["counted"], "counted")
+    check(rows["gamma"]["demand"] == 0 and rows["gamma"]["allocation"] == 0, "gamma")
+    check(al["local_weights"] == {"0": 2} and be["local_weights"] == {"0": 4} and
+          rows["gamma"]["local_weights"] == {}, "local weights %r %r" % (al, be))
+    # Weight allocation: both tenants ask only at node 0 and are served
+    # alike per weight, so pisces has nothing to move: every node is
+    # allocated the global weights.
+    check(f["wa"] == "pisces" and f["wa_step"]["steps"] >= 1 and
+          f["wa_step"]["fallbacks"] == 0, "wa %r %r" % (f["wa"], f["wa_step"]))
+    check(be["wa_weights"] == {str(i): 4 for i in range(7)} and
+          rows["gamma"]["wa_weights"] == {str(i): 0.5 for i in range(7)},
+          "wa weights %r" % be["wa_weights"])
+    st, _, j = c.req("GET", "/v1/tenants/beta")
+    check(j["wa_weights"] == be["wa_weights"] and j["local_weights"] == {"0": 4},
+          "tenant show weights %r" % j)
+    check(f["min_max_ratio"] is not None and abs(f["min_max_ratio"] - 1.0) < 1e-6,
           "MMR %r" % f["min_max_ratio"])
-    check(f["jain_index"] is not None and 0.9 <= f["jain_index"] <= 1.0, "Jain %r" % f)
+    check(f["jain"] is not None and abs(f["jain"] - 1.0) < 1e-6, "Jain %r" % f)
+    check(f["active_tenants"] == 2, "counted tenants %r" % f)
     rc, out, _ = c.cli("fairness")
-    check(rc == 0 and "min-max ratio" in out and "SHARE" in out and "alpha" in out,
+    check(rc == 0 and "min-max ratio" in out and "SHARE" in out and "alpha" in out and
+          "LOCAL WEIGHT" in out and re.search(r"\n0\s+beta\s+4\s+4\n", out) is not None,
           "fairness table %r" % out)
     st, _, m = c.req("GET", "/metrics", token=None)
     check('shoal_tenant_served_requests_per_second{tenant="%s"}' % a in m and
+          'shoal_tenant_fair_share{tenant="%s"}' % b in m and
+          'shoal_tenant_local_weight{tenant="%s",node="0"} 4' % b in m and
+          'shoal_tenant_wa_weight{tenant="%s",node="6"} 4' % b in m and
+          'shoal_controller_wa_info{wa="pisces"} 1' in m and
+          'shoal_node_info{node="0",sched="drfq"} 1' in m and
           'shoal_controller_nodes{state="up"} 7' in m, "per-tenant metrics")
+    mmr = re.search(r"^shoal_controller_min_max_ratio (\S+)$", m, re.M)
+    check(mmr is not None and abs(float(mmr.group(1)) - 1.0) < 1e-6, "MMR metric %r" % mmr)
+    st, _, j = c.req("GET", "/v1/nodes")
+    check(j["nodes"][0]["sched"] == "drfq" and j["nodes"][1]["sched"] is None,
+          "node sched %r" % j["nodes"][:2])
+    rc, out, _ = c.cli("node", "list")
+    check(rc == 0 and "SCHED" in out and re.search(r"\bup\s+drfq\b", out) is not None,
+          "node list sched %r" % out)
     st, _, j = c.req("GET", "/v1/nodes")
     check(j["nodes"][0]["load"] > 400, "node 0 load %r" % j["nodes"][0])
 
@@ -454,11 +548,16 @@ def main():
     tmp = tempfile.mkdtemp(prefix="shoal-ctl-")
     c = Controller(tmp, free_port())
     keys = {}
-    try:
+
+    def body():
         p = subprocess.run([CTL, "--bogus"], capture_output=True, timeout=10)
         check(p.returncode == 2, "unknown flag exits 2")
         p = subprocess.run([CTL], capture_output=True, timeout=10)
         check(p.returncode == 2, "missing --data-dir exits 2")
+        p = subprocess.run([CTL, "--wa", "nope", "--data-dir", tmp], capture_output=True,
+                           text=True, timeout=10)
+        check(p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and
+              "--wa" in p.stderr, "unknown --wa exits 2 with one line: %r" % p.stderr)
         p = subprocess.run([CTL, "--help"], capture_output=True, text=True, timeout=10)
         check(p.returncode == 0 and "--admin-token-file" in p.stdout, "controller --help")
 
@@ -506,28 +605,8 @@ def main():
               "nodes going down bump the epoch")
         rc = c.stop()
         check(rc == 0, "second clean exit: %r" % rc)
-    except Exception as e:  # noqa: BLE001 - report and fail
-        FAILS.append("exception: %r" % e)
-        log("EXCEPTION", repr(e))
-        import traceback
-        traceback.print_exc()
-    finally:
-        c.stop()
-        if FAILS:
-            try:
-                with open(os.path.join(tmp, "controller.log")) as f:
-                    print("---- controller.log (tail) ----")
-                    print("".join(f.readlines()[-40:]))
-            except OSError:
-                pass
-        if os.environ.get("SHOAL_TEST_KEEP") == "1":
-            log("kept", tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if FAILS:
-        log("%d check(s) failed" % len(FAILS))
-        sys.exit(1)
-    log("ok")
+
+    run_main(c, tmp, body)
 
 
 if __name__ == "__main__":

@@ -22,14 +22,11 @@ import hmac
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import tempfile
-import time
 
 import test_controller_admin as ca
-from test_controller_admin import check, expect_error, log
+from test_controller_admin import check, expect_error, log, run_main
 
 CTL, CLI = ca.CTL, ca.CLI
 ID_RE = re.compile(r"AK[A-Z2-7]{18}")
@@ -342,7 +339,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="shoal-s3k-")
     c = ca.Controller(tmp, ca.free_port())
     secrets = {}  # access key id -> (tenant, secret)
-    try:
+
+    def body():
         p = subprocess.run([CTL, "--help"], capture_output=True, text=True, timeout=10)
         check(p.returncode == 0 and "--secrets-key-file" in p.stdout, "controller --help")
         c.start()
@@ -384,28 +382,8 @@ def main():
         check(set(state_keys(c)) == set(secrets), "deleted tenant's keys stay gone after restart")
         check(c.stop() == 0, "clean exit")
         check_no_secret_at_rest(c, secrets)
-    except Exception as e:  # noqa: BLE001 - report and fail
-        ca.FAILS.append("exception: %r" % e)
-        log("EXCEPTION", repr(e))
-        import traceback
-        traceback.print_exc()
-    finally:
-        c.stop()
-        if ca.FAILS:
-            try:
-                with open(os.path.join(tmp, "controller.log")) as f:
-                    print("---- controller.log (tail) ----")
-                    print("".join(f.readlines()[-40:]))
-            except OSError:
-                pass
-        if os.environ.get("SHOAL_TEST_KEEP") == "1":
-            log("kept", tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if ca.FAILS:
-        log("%d check(s) failed" % len(ca.FAILS))
-        sys.exit(1)
-    log("ok")
+
+    run_main(c, tmp, body)
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ class Node:
                 "--controller", dead, "--heartbeat-ms", "200",
                 "--cos", os.path.join(self.tmp, "cos"),
                 "--data-dir", os.path.join(self.tmp, "data"),
-                "--capacity", "64MiB", "--instances", "4", "--max-chunk", "1MiB"] + self.extra
+                "--capacity", "64MiB", "--instance-size", "16MiB", "--max-chunk", "1MiB"] + self.extra
         self.log = open(os.path.join(self.tmp, "node.log"), "a")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
         wait_port(self.addr, self.proc)
@@ -142,10 +142,12 @@ def test_roundtrip(addr):
     check(ping["status"] == 0 and ping["inc"] != 0, "ping %r" % ping)
     data = payload(100000, 1)
     r = c.call(OP_PUT, tenant=3, obj=0xABCDEF, ver=1, idx=0, data=data)
-    check(r["status"] == 0 and r["inc"] == ping["inc"], "put %r" % r)
-    r = c.call(OP_GET, tenant=3, obj=0xABCDEF, ver=1, idx=0)
+    # the answer names the instance the chunk went to: a tag, slot < 4 here
+    check(r["status"] == 0 and r["inc"] != 0 and r["inc"] >> 20 < 4, "put %r" % r)
+    tag = r["inc"]
+    r = c.call(OP_GET, tenant=3, obj=0xABCDEF, ver=1, idx=0, inc=tag)
     check(r["status"] == 0 and r["data"] == data and r["data_crc"] == crc32c(data), "get")
-    check(not (r["flags"] & WF_FROM_COS), "get from memory")
+    check(not (r["flags"] & WF_FROM_COS) and r["inc"] == tag, "get from memory %r" % r)
     # same key under another tenant is another chunk
     r = c.call(OP_GET, tenant=4, obj=0xABCDEF, ver=1, idx=0)
     check(r["status"] == E_NOTFOUND, "other tenant %r" % r["status"])
@@ -178,12 +180,14 @@ def test_pipelined(addr):
     out = b"".join(frame(OP_PUT, 1000 + i, tenant=1 + i % 3, obj=77, ver=2, idx=i, data=blobs[i])
                    for i in range(n))
     c.s.sendall(out)
-    seen = set()
+    tags = {}
     for _ in range(n):
         r = read_resp(c.s)
         check(r["status"] == 0 and r["op"] == OP_PUT | OP_RESP, "pipelined put %r" % r)
-        seen.add(r["req_id"])
-    check(seen == set(range(1000, 1000 + n)), "all req ids answered")
+        tags[r["req_id"] - 1000] = r["inc"]
+    check(set(tags) == set(range(n)), "all req ids answered")
+    # one instance per tenant's pool: the chunks of a tenant share a tag
+    check(len({tags[i] for i in range(n)}) == 3, "tags %r" % set(tags.values()))
     out = b"".join(frame(OP_GET, 2000 + i, tenant=1 + i % 3, obj=77, ver=2, idx=i)
                    for i in range(n))
     c.s.sendall(out)
@@ -192,7 +196,7 @@ def test_pipelined(addr):
         i = r["req_id"] - 2000
         check(r["status"] == 0 and r["data"] == blobs[i] and r["idx"] == i, "pipelined get")
     c.close()
-    return blobs
+    return blobs, tags
 
 
 def test_dribbled(addr):
@@ -499,7 +503,7 @@ def wait_persisted(c, **key):
         time.sleep(0.02)
 
 
-def test_restart(node, inc_before, blobs):
+def test_restart(node, inc_before, blobs, tags):
     # A packed chunk deleted after it was persisted stays deleted across the
     # restart although its segment lives on (A2 is in it): the tombstone
     # rides in the next segment (B's) and the replay applies it.
@@ -522,15 +526,17 @@ def test_restart(node, inc_before, blobs):
     c = Conn(node.addr)
     ping = c.call(OP_PING)
     check(ping["inc"] != inc_before and ping["inc"] != 0, "new incarnation %r" % ping["inc"])
+    # The instances were recovered from the insertion log: every chunk is in
+    # memory again, in an instance of a new incarnation (found by key).
+    wait_metric(node.maddr, "shoal_fnstore_recovery_running", 0)
+    check(metric(node.maddr, "shoal_fnstore_recovery_chunks_total") >= 60, "chunks recovered")
     for i in (0, 5, 63):
-        r = c.call(OP_GET, tenant=1 + i % 3, obj=77, ver=2, idx=i, inc=inc_before)
-        check(r["status"] == 0 and r["data"] == blobs[i], "reload %d: %r" % (i, r["status"]))
-        check(r["flags"] & WF_FROM_COS and r["flags"] & WF_PERSISTED, "from cos flags")
-        check(r["inc"] == ping["inc"], "response carries the new incarnation")
-        r = c.call(OP_GET, tenant=1 + i % 3, obj=77, ver=2, idx=i)
-        check(r["status"] == 0 and not (r["flags"] & WF_FROM_COS), "second get from memory")
+        r = c.call(OP_GET, tenant=1 + i % 3, obj=77, ver=2, idx=i, inc=tags[i])
+        check(r["status"] == 0 and r["data"] == blobs[i], "recovered %d: %r" % (i, r["status"]))
+        check(not r["flags"] & WF_FROM_COS and r["flags"] & WF_PERSISTED, "from memory flags")
+        check(r["inc"] not in (0, tags[i]), "the answer names the new instance %r" % r["inc"])
     r = c.call(OP_STAT, tenant=1 + 7 % 3, obj=77, ver=2, idx=7)
-    check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "stat from cos")
+    check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "stat of a recovered chunk")
     r = c.call(OP_GET, tenant=3, obj=0xABCDEF, ver=1, idx=0)
     check(r["status"] == E_NOTFOUND, "deleted chunk stays deleted")
     r = c.call(OP_GET, tenant=1, obj=0x5151, idx=0)
@@ -717,7 +723,7 @@ def main():
     try:
         node.start()
         inc = test_roundtrip(node.addr)
-        blobs = test_pipelined(node.addr)
+        blobs, tags = test_pipelined(node.addr)
         test_dribbled(node.addr)
         test_persisted(node.addr)
         test_notify(node)
@@ -726,7 +732,7 @@ def main():
         test_backpressure_and_del_during_send(node.addr)
         test_metrics(node.maddr)
         test_cos_outage(node)
-        test_restart(node, inc, blobs)
+        test_restart(node, inc, blobs, tags)
         test_tomb_lifetime(node)
         test_tomb_alone(node)
         rc = node.term()

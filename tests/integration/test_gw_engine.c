@@ -5,7 +5,9 @@
  * Nodes listen on free 127.0.0.1 ports in 12000-12999 with a temp COS dir;
  * every process started is killed on exit. Node 5 gets its own COS dir
  * that is broken after start, so its chunks never persist: that is how the
- * redrive and track paths are exercised.
+ * redrive and track paths are exercised. Each put is "committed" as the
+ * front would, so that its META record goes out and it leaves the buffer;
+ * the tags its PUTs (and a redrive's, a rebuild's) answered are checked.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -165,7 +167,8 @@ struct waiter {
     pthread_cond_t cv;
     int done;
     int status;
-    struct gw_layout lay;
+    struct gw_layout lay; /* tags stripped: they die with the callback */
+    int tagged;           /* every chunk's tag was known */
     void *buf;
     size_t len;
 };
@@ -196,6 +199,21 @@ waiter_wait(struct waiter *w)
     pthread_cond_destroy(&w->cv);
 }
 
+/* Positions every chunk of which has a tag (0: unknown). */
+static uint64_t
+tagged_positions(const struct gw_layout *l)
+{
+    uint64_t mask = 0;
+    for (uint32_t j = 0; j < (uint32_t)(l->k + l->m); j++) {
+        int all = l->tags != NULL;
+        for (uint32_t s = 0; all && s < l->nstripes; s++) {
+            all = l->tags[s * (uint32_t)(l->k + l->m) + j] != 0;
+        }
+        mask |= (uint64_t)all << j;
+    }
+    return mask;
+}
+
 static void
 put_cb(void *arg, int status, const struct gw_layout *l)
 {
@@ -204,6 +222,8 @@ put_cb(void *arg, int status, const struct gw_layout *l)
     CHECK(!w->done);
     w->status = status;
     w->lay = *l;
+    w->lay.tags = NULL;
+    w->tagged = tagged_positions(l) == (1ull << (l->k + l->m)) - 1;
     w->done = 1;
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
@@ -223,17 +243,21 @@ get_cb(void *arg, int status, void *buf, size_t len)
     pthread_mutex_unlock(&w->mu);
 }
 
-/* Newest layout per object, as reported by on_layout. */
+/* Newest layout per object, as reported by on_layout (tags stripped; the
+ * positions whose tags were all known, and whether it was done). */
 #define MAXOBJ 64
 static pthread_mutex_t lay_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct gw_layout lays[MAXOBJ];
+static uint64_t lay_tagged[MAXOBJ];
+static int lay_done[MAXOBJ];
 static int nlays;
 static int layout_calls;
 
 static void
-on_layout(void *arg, const struct gw_layout *l)
+on_layout(void *arg, const struct gw_layout *l, enum gw_report what)
 {
     (void)arg;
+    CHECK(what != GW_REPORT_TOMB); /* no deletes are committed here */
     pthread_mutex_lock(&lay_mu);
     layout_calls++;
     int i;
@@ -244,11 +268,30 @@ on_layout(void *arg, const struct gw_layout *l)
     }
     if (i < MAXOBJ) {
         lays[i] = *l;
+        lays[i].tags = NULL;
+        lay_tagged[i] = tagged_positions(l);
+        lay_done[i] = what == GW_REPORT_DONE;
         if (i == nlays) {
             nlays++;
         }
     }
     pthread_mutex_unlock(&lay_mu);
+}
+
+/* Whether object was reported done; *tagged: its tagged positions then. */
+static int
+done_tagged(uint64_t object, uint64_t *tagged)
+{
+    int done = 0;
+    pthread_mutex_lock(&lay_mu);
+    for (int i = 0; i < nlays; i++) {
+        if (lays[i].object == object) {
+            done = lay_done[i];
+            *tagged = lay_tagged[i];
+        }
+    }
+    pthread_mutex_unlock(&lay_mu);
+    return done;
 }
 
 static void
@@ -307,8 +350,13 @@ do_put(struct gw_engine *e, const uint32_t *place, size_t np, int k, int m, cons
     gw_engine_put(e, 7, place, np, (uint8_t)k, (uint8_t)m, copy, size, cap, put_cb, &w);
     waiter_wait(&w);
     if (w.status == 0) {
+        char key[32];
+        CHECK(w.tagged || size == 0); /* every PUT answer's tag is in the layout */
+        w.lay.version = calls;
         *out = w.lay;
         remember(&w.lay);
+        snprintf(key, sizeof(key), "key%u", calls);
+        gw_engine_committed(e, &w.lay, NULL, key, strlen(key)); /* as the front does */
     }
     return w.status;
 }
@@ -624,7 +672,16 @@ main(int argc, char **argv)
         sleep_ms(20);
     }
     CHECK(st.buffered_objects == 0 && st.buffered_bytes == 0);
-    printf("ok all persisted (layout calls=%d)\n", layout_calls);
+    /* Each left once its META record was answered by m + 1 nodes (logged,
+     * or refused by nodes that keep no log). */
+    CHECK_EQ_INT(st.meta_waiting, 0);
+    CHECK(st.meta_records + st.meta_unlogged >= (uint64_t)nobjs * 3);
+    for (int i = 0; i < nobjs; i++) {
+        uint64_t tagged = 0;
+        CHECK(done_tagged(objs[i], &tagged));
+    }
+    printf("ok all persisted (layout calls=%d, meta records=%llu, unlogged=%llu)\n", layout_calls,
+           (unsigned long long)st.meta_records, (unsigned long long)st.meta_unlogged);
 
     /* Slow holder: a stopped node costs slow_ms, not io_timeout_ms. */
     {
@@ -667,7 +724,8 @@ main(int argc, char **argv)
     CHECK((latest(red.object).persisted & 1) == 0);
     gw_engine_stats(e, &st);
     CHECK(st.buffered_objects == 1);
-    gw_engine_track(e, &trk);
+    trk.version = 1;
+    gw_engine_track(e, &trk, NULL, "trk", 3); /* as from a record without tags */
     kill_node(BROKEN);
     printf("killed node %d (unpersisted holder)\n", BROKEN);
     if (!wait_persisted(red.object, 15000)) {
@@ -676,6 +734,15 @@ main(int argc, char **argv)
     red = latest(red.object);
     CHECK(red.holders[0] != BROKEN);
     CHECK(do_get(e, &red, 0, red.size, src) == 0);
+    {
+        /* done once its record was answered; the new holder's tags with it */
+        uint64_t tagged = 0;
+        for (int t = 0; t < 250 && !done_tagged(red.object, &tagged); t++) {
+            sleep_ms(20);
+        }
+        CHECK(done_tagged(red.object, &tagged));
+        CHECK_EQ_INT(tagged, 0x3f);
+    }
     printf("ok redrive holder0=%u\n", red.holders[0]);
     if (!wait_persisted(trk.object, 15000)) {
         fail("track rebuild did not persist: mask=%llx",
@@ -684,6 +751,15 @@ main(int argc, char **argv)
     trk = latest(trk.object);
     CHECK(trk.holders[0] != BROKEN);
     CHECK(do_get(e, &trk, 0, trk.size, src + 5) == 0);
+    {
+        /* tracked without tags: the rebuilt position learnt its own */
+        uint64_t tagged = 0;
+        for (int t = 0; t < 250 && !done_tagged(trk.object, &tagged); t++) {
+            sleep_ms(20);
+        }
+        CHECK(done_tagged(trk.object, &tagged));
+        CHECK_EQ_INT(tagged, 0x1);
+    }
     gw_engine_stats(e, &st);
     CHECK(st.redriven_chunks > 0);
     printf("ok track rebuild holder0=%u redriven=%llu\n", trk.holders[0],

@@ -19,7 +19,8 @@ random_hdr(struct cm_wire_hdr *h)
     memset(h, 0, sizeof(*h));
     h->op = ops[t_range(0, 5)] | (t_range(0, 1) ? CM_OP_RESPONSE : 0);
     h->flags =
-        (uint16_t)(t_rand() & (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS | CM_WF_NOTIFY));
+        (uint16_t)(t_rand() & (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS | CM_WF_NOTIFY |
+                               CM_WF_COS_OK | CM_WF_KEEP_COS));
     h->status = t_range(0, 1) ? 0 : -(int32_t)t_range(1, 1011);
     h->tenant = (uint32_t)t_rand();
     h->req_id = t_rand();
@@ -120,7 +121,7 @@ test_reasons(void)
     CHECK_EQ_INT(cm_frame_decode_hdr(b, 0, &d, &why), CM_E_PROTO);
     CHECK_EQ_INT(why, CM_FRAME_WHY_OP);
     h.op = CM_OP_GET;
-    h.flags = 1u << 5;
+    h.flags = 1u << 15; /* no flag has that bit */
     cm_wire_encode_hdr(&h, b);
     CHECK_EQ_INT(cm_frame_decode_hdr(b, 0, &d, &why), CM_E_PROTO);
     CHECK_EQ_INT(why, CM_FRAME_WHY_FLAGS);

@@ -40,13 +40,28 @@ epoch_of(struct ctl_state *st, uint64_t now)
     return e;
 }
 
+/* Tenant 1 on node id: reqs requests and bytes served so far, twice that
+ * arrived, 1 ms of dominant cost per request served (2 ms per arrival),
+ * 0.1 ms of queue wait each, local weight 1.5. Node 3 has a cap. */
 static void
 heartbeat(struct ctl_state *st, uint32_t id, uint64_t now, uint64_t reqs, uint64_t bytes)
 {
-    struct ctl_hb_tenant t = {1, reqs, bytes, 3};
+    struct ctl_hb_tenant t = {.id = 1,
+                              .requests = reqs,
+                              .bytes = bytes,
+                              .queued = 3,
+                              .arrived_requests = 2 * reqs,
+                              .arrived_bytes = 2 * bytes,
+                              .arrived_cost = 2e-3 * (double)reqs,
+                              .served_cost = 1e-3 * (double)reqs,
+                              .queue_wait_s = 1e-4 * (double)reqs,
+                              .queue_waits = reqs,
+                              .weight = 1.5};
     struct ctl_hb hb;
 
     memset(&hb, 0, sizeof(hb));
+    snprintf(hb.sched, sizeof(hb.sched), "drfq");
+    hb.cap_ops = id == 3 ? 1000 : 0;
     hb.node.id = id;
     snprintf(hb.node.addr, sizeof(hb.node.addr), "127.0.0.1:%u", 9500 + id);
     hb.node.capacity_bytes = 1 << 20;
@@ -111,6 +126,22 @@ main(void)
     CHECK(fabs(s.tenants[0].req_rate - 200.0) < 1e-6);
     CHECK(fabs(s.tenants[0].byte_rate - 2000.0) < 1e-6);
     CHECK(fabs(s.tenants[0].queued - 6.0) < 1e-6);
+    /* Arrivals, dominant costs and queue waits become rates the same way. */
+    CHECK(fabs(s.tenants[0].arr_req_rate - 400.0) < 1e-6);
+    CHECK(fabs(s.tenants[0].arr_byte_rate - 4000.0) < 1e-6);
+    CHECK(fabs(s.tenants[0].demand - 0.4) < 1e-9);
+    CHECK(fabs(s.tenants[0].share - 0.2) < 1e-9);
+    CHECK(fabs(s.tenants[0].queue_wait - 1e-4) < 1e-12);
+    /* Node 1 (no cap) is estimated by what it served, node 3 (capped) is one
+     * node's worth. */
+    CHECK(fabs(s.nodes[0].share_load - 0.2) < 1e-9 && fabs(s.nodes[0].capacity - 0.2) < 1e-9);
+    CHECK(fabs(s.nodes[1].capacity - 1.0) < 1e-9);
+    CHECK(fabs(s.capacity - 1.2) < 1e-9);
+    CHECK_EQ_STR(s.nodes[0].sched, "drfq");
+    CHECK(s.nodes[1].cap_ops == 1000);
+    CHECK_EQ_INT(s.nlocal, 2);
+    CHECK(s.local[0].node == 1 && s.local[0].tenant == 1 && s.local[0].weight == 1.5);
+    CHECK(s.local[1].node == 3);
     ctl_snapshot_fini(&s);
     /* Node 1 falls silent; node 3 keeps reporting. */
     heartbeat(st, 3, T0 + 3500 * MS, 0, 0);
@@ -119,6 +150,8 @@ main(void)
     CHECK(!s.nodes[0].up && s.nodes[1].up);
     CHECK(s.epoch == e1 + 1);
     CHECK(s.tenants[0].req_rate == 0.0); /* only up nodes count */
+    CHECK(s.tenants[0].demand == 0.0 && s.capacity == 1.0);
+    CHECK_EQ_INT(s.nlocal, 1);
     ctl_snapshot_fini(&s);
     heartbeat(st, 1, T0 + 4500 * MS, 300, 3000);
     CHECK(epoch_of(st, T0 + 4500 * MS) == e1 + 2);
@@ -126,6 +159,7 @@ main(void)
     heartbeat(st, 1, T0 + 5500 * MS, 10, 10);
     ctl_state_snapshot(st, T0 + 5500 * MS, &s);
     CHECK(s.tenants[0].req_rate >= 0.0);
+    CHECK(s.tenants[0].demand >= 0.0 && s.tenants[0].share >= 0.0);
     e1 = s.epoch;
     ctl_snapshot_fini(&s);
     /*

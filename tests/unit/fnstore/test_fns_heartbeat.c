@@ -65,7 +65,9 @@ main(void)
     struct fns_node *node = NULL;
     struct fns_node_cfg ncfg = {.listen = "127.0.0.1:0",
                                 .capacity = 1 << 20,
-                                .instances = 2,
+                                .inst_bytes = 1 << 19,
+                                .cache_bytes = 1 << 17,
+                                .recovery_helpers = 2,
                                 .max_chunk = 1 << 16,
                                 .queue_limit = 8,
                                 .sched = "fifo",
@@ -77,7 +79,7 @@ main(void)
     struct cm_http_server *http = NULL;
     struct cm_http_handlers h = {.request = fake_request};
     struct cm_http_cfg hcfg = {0};
-    struct fns_node_tenant t[16];
+    struct fns_node_tenant *t;
     pthread_t th;
     json_error_t err;
     json_t *j;
@@ -97,10 +99,21 @@ main(void)
     CHECK(json_integer_value(json_object_get(json_object_get(j, "node"), "incarnation")) == 7);
     CHECK(json_integer_value(json_object_get(json_object_get(j, "node"), "capacity_bytes")) ==
           1 << 20);
-    CHECK(json_integer_value(json_object_get(json_object_get(j, "node"), "instances")) == 2);
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "node"), "instances")) == 0);
+    /* The SMS fields, beside "node": no instance open yet. */
+    CHECK(json_integer_value(json_object_get(j, "instance_bytes")) == 1 << 19);
+    CHECK(json_integer_value(json_object_get(j, "memory_bytes")) == 0);
+    CHECK(json_integer_value(json_object_get(j, "cache_bytes")) == 0);
+    CHECK(json_is_array(json_object_get(j, "instances")));
+    CHECK(json_array_size(json_object_get(j, "instances")) == 0);
+    CHECK(json_is_array(json_object_get(j, "sms_cost")));
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "recovery"), "helpers")) == 2);
+    CHECK(json_integer_value(json_object_get(json_object_get(j, "recovery"), "running")) == 0);
     CHECK(strcmp(json_string_value(json_object_get(json_object_get(j, "node"), "addr")),
                  "127.0.0.1:9") == 0);
     CHECK(json_is_object(json_object_get(j, "tenants")));
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(j, "node"), "sched")), "fifo");
+    CHECK(json_number_value(json_object_get(json_object_get(j, "node"), "cap_ops")) == 0);
     json_decref(j);
     free(s);
 
@@ -111,6 +124,25 @@ main(void)
     CHECK(fns_heartbeat_apply_answer(node, "{\"weights\":{\"x\":1}}") == CM_E_PROTO);
     CHECK(fns_heartbeat_apply_answer(node, "{\"weights\":{\"99999999999\":1}}") == CM_E_PROTO);
     CHECK(fns_heartbeat_apply_answer(node, "{\"weights\":{\"4\":\"a\"}}") == CM_E_PROTO);
+    /* The SMS part of an answer. */
+    CHECK(fns_heartbeat_apply_answer(
+              node, "{\"sms\":{\"policy\":\"sms\",\"interval_ms\":1000,\"active\":2,"
+                    "\"degraded\":3,\"warm_active_ms\":100,\"warm_degraded_ms\":500,"
+                    "\"compact_age\":4,\"max_instances\":0},"
+                    "\"pools\":[{\"tenant\":5,\"gen\":7,\"gen_age_ms\":10}],"
+                    "\"decisions\":[{\"slot\":1,\"tag\":5,\"state\":\"degraded\","
+                    "\"gen\":7,\"warm_up\":1}],\"reclaim\":{\"slots\":[0,1]}}") == 0);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"reclaim\":{\"all\":true}}") == 0);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"sms\":[1]}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"sms\":{\"interval_ms\":-1}}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"pools\":[{\"gen\":1}]}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(
+              node, "{\"decisions\":[{\"slot\":1,\"tag\":5,\"state\":\"hot\"}]}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(
+              node, "{\"decisions\":[{\"slot\":5000,\"tag\":5,\"state\":\"active\"}]}") ==
+          CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"reclaim\":{\"slots\":[\"x\"]}}") == CM_E_PROTO);
+    CHECK(fns_heartbeat_apply_answer(node, "{\"reclaim\":{\"all\":1}}") == CM_E_PROTO);
 
     /* Heartbeats against a fake controller. */
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", t_free_port());
@@ -129,14 +161,36 @@ main(void)
     hbcfg.interval_ms = 50;
     CHECK(pthread_create(&th, NULL, run_node, node) == 0);
     CHECK(fns_heartbeat_create(&hbcfg, node, &hb) == 0 && hb != NULL);
-    for (spins = 0; spins < 400 && !found; spins++) {
+    for (spins = 0; spins < 400 && (!found || atomic_load(&beats) < 2); spins++) {
         usleep(10000);
-        n = fns_node_tenants(node, t, 16);
+        n = fns_node_tenants(node, &t);
         for (i = 0; i < n; i++) {
-            found |= t[i].tenant == 5;
+            found |= t[i].tenant == 5 && t[i].weight == 2.5;
         }
+        free(t);
     }
     CHECK(found); /* weights from the answer reached the scheduler */
+    /* ... and the next heartbeat reports the tenant with its local weight
+     * and every figure of docs/internal-api.md. */
+    s = fns_heartbeat_json(node, "127.0.0.1:9", "127.0.0.1:10");
+    j = json_loads(s, 0, &err);
+    {
+        json_t *t5 = json_object_get(json_object_get(j, "tenants"), "5");
+        static const char *const fields[] = {"requests",      "bytes",
+                                             "queued",        "running",
+                                             "weight",        "arrived_requests",
+                                             "arrived_bytes", "arrived_cost",
+                                             "served_cost",   "queue_wait_seconds",
+                                             "queue_waits"};
+
+        CHECK(json_is_object(t5));
+        CHECK(json_number_value(json_object_get(t5, "weight")) == 2.5);
+        for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+            CHECK(json_is_number(json_object_get(t5, fields[i])));
+        }
+    }
+    json_decref(j);
+    free(s);
     CHECK(atomic_load(&beats) >= 2);
     pthread_mutex_lock(&mu);
     CHECK(strcmp(last_auth, "Bearer s3cret") == 0);

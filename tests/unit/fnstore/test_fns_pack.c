@@ -20,7 +20,8 @@ key(uint32_t tenant, uint64_t object, uint32_t index)
 static void
 test_format(void)
 {
-    struct fns_pack_ent ents[3] = {{key(1, 10, 0), 0, 100}, {key(2, 20, 1), 0, 7}, {key(1, 30, 2), 0, 0}};
+    struct fns_pack_ent ents[3] = {
+        {key(1, 10, 0), 0, 100}, {key(2, 20, 1), 0, 7}, {key(1, 30, 2), 0, 0}};
     struct fns_key tombs[2] = {key(9, 90, 0), key(9, 91, 4)};
     size_t hl = fns_pack_hdr_len(3, 2), len = hl, ne, nt;
     struct fns_pack_ent *de;
@@ -194,8 +195,8 @@ test_hold(void)
 
 struct model {
     struct fns_pack_index *x;
-    uint64_t where[M_KEYS];      /* segment of key i, 0 = not stored */
-    uint8_t gone[M_SEGS + 2];    /* segment deleted */
+    uint64_t where[M_KEYS];   /* segment of key i, 0 = not stored */
+    uint8_t gone[M_SEGS + 2]; /* segment deleted */
     uint64_t targets[M_SEGS + 2][M_KEYS];
     int ntargets[M_SEGS + 2];
     uint64_t tomb_seg[M_KEYS * 4]; /* pending tombstones: their segments */

@@ -21,3 +21,17 @@ target_include_directories(test_gw_state PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/../
 target_link_libraries(test_gw_state PRIVATE gateway_core)
 add_test(NAME unit.gateway.state COMMAND test_gw_state)
 set_tests_properties(unit.gateway.state PROPERTIES LABELS unit TIMEOUT 60)
+
+# --rebuild-meta (gateway/gw_rebuild.c) over synthetic insertion logs in an fs COS.
+add_executable(test_gw_rebuild ${CMAKE_CURRENT_SOURCE_DIR}/test_rebuild.c)
+target_include_directories(test_gw_rebuild PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/../common)
+target_link_libraries(test_gw_rebuild PRIVATE gateway_core)
+add_test(NAME unit.gateway.rebuild COMMAND test_gw_rebuild)
+set_tests_properties(unit.gateway.rebuild PROPERTIES LABELS unit TIMEOUT 60)
+
+# What --rebuild-meta takes for 100,000 objects' logs (label perf, not in the default run).
+add_executable(bench_gw_rebuild ${CMAKE_CURRENT_SOURCE_DIR}/bench_rebuild.c)
+target_include_directories(bench_gw_rebuild PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/../common)
+target_link_libraries(bench_gw_rebuild PRIVATE gateway_core)
+add_test(NAME perf.gateway.rebuild COMMAND bench_gw_rebuild)
+set_tests_properties(perf.gateway.rebuild PROPERTIES LABELS perf TIMEOUT 600)

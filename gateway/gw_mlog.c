@@ -1,0 +1,372 @@
+/*
+ * gw_mlog.c - the engine's META records: what a gateway that lost its
+ * metadata rebuilds it from (the record format is gw_meta.h's gw_mrec;
+ * the reader is shoal-gateway --rebuild-meta, gw_rebuild.c).
+ *
+ *   version:   committed and every chunk persisted (gw_pbuf.c obj_step)
+ *              ─▶ record (key, version, layout record) ─▶ m + 1 nodes
+ *              ─▶ every one logged it ─▶ gw_pbuf_meta_done: it leaves the buffer
+ *   tombstone: a DELETE committed (gw_engine_tombstone) ─▶ m + 1 nodes
+ *              ─▶ logged ─▶ GW_REPORT_TOMB: it leaves pending
+ *   record-only version (a composite, a bucket, an upload: no chunks, never
+ *              in the buffer): committed (gw_engine_committed) ─▶ m + 1
+ *              nodes ─▶ logged ─▶ GW_REPORT_DONE: it leaves pending
+ *
+ * Nodes: the version's holders in position order (distinct), then the
+ * other usable nodes in directory order; m + 1 of them, so that losing m
+ * nodes loses no record (all there are, when fewer). Each gets one
+ * CM_OP_META, answered once the record is in COS. A failed one is sent
+ * again at the next poll; a node unreachable for redrive_after_ms, or gone
+ * from the directory, is replaced by another. A node answering CM_E_PROTO
+ * keeps no insertion log (it predates it): the record counts as logged
+ * there, counted apart (meta_unlogged), so that a gateway among such nodes
+ * still drains its buffer.
+ *
+ * Threads: the gw_net loop thread only (stats are atomics). Invariants: a
+ * job is linked in the engine's list (and counted in meta_waiting) from its
+ * start to its end; each node it chose is in t[] once; every send owns its
+ * copy of the record (a cancelled send may still be in a socket buffer).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_err.h"
+#include "cm_log.h"
+#include "cm_time.h"
+#include "cm_wire.h"
+#include "gw_engine_impl.h"
+#include "gw_meta.h"
+#include "gw_net.h"
+
+#define GW_MLOG_NODES_MAX 256
+
+enum target_state { T_TODO, T_OUT, T_LOGGED };
+
+struct gw_mtarget {
+    struct gw_mjob *j;
+    uint32_t node;
+    enum target_state state;
+    struct gw_net_req *req;
+};
+
+struct gw_mjob {
+    struct gw_mjob *prev, *next;
+    struct gw_engine *e;
+    struct gw_obj *o;     /* a version's record: its object; NULL: a tombstone or a record-only */
+    int record_only;      /* o == NULL: a record-only version's record, not a tombstone */
+    struct gw_layout lay; /* tenant, object, version, m; holders: nodes to try first */
+    uint32_t npref;       /* holders to try first (0: unknown) */
+    int linked;
+    uint8_t *rec; /* the CM_OP_META payload */
+    size_t len;
+    struct gw_mtarget t[CM_EC_MAX_M + 1];
+    size_t nt;
+};
+
+static struct gw_mjob *
+mjob_new(struct gw_engine *e, const struct gw_layout *l, const struct gw_mrec *m)
+{
+    struct gw_mjob *j = calloc(1, sizeof(*j));
+    if (!j) {
+        return NULL;
+    }
+    j->len = gw_mrec_len(m);
+    j->rec = malloc(j->len);
+    if (!j->rec) {
+        free(j);
+        return NULL;
+    }
+    gw_mrec_encode(m, j->rec);
+    j->e = e;
+    j->lay = *l;
+    j->lay.tags = NULL;
+    j->npref = l->k > 0 ? (uint32_t)l->k + l->m : 0;
+    return j;
+}
+
+static void
+mjob_free(struct gw_mjob *j)
+{
+    struct gw_engine *e = j->e;
+    for (size_t i = 0; i < j->nt; i++) {
+        if (j->t[i].req) {
+            gw_net_cancel(e->net, j->t[i].req);
+        }
+    }
+    if (j->linked) {
+        DL_UNLINK(e->mjobs, j);
+        atomic_fetch_sub(&e->meta_waiting, 1);
+    }
+    free(j->rec);
+    free(j);
+}
+
+static void
+mjob_link(struct gw_mjob *j)
+{
+    DL_PUSH(j->e->mjobs, j);
+    j->linked = 1;
+    atomic_fetch_add(&j->e->meta_waiting, 1);
+}
+
+static int
+chosen(const struct gw_mjob *j, uint32_t node)
+{
+    for (size_t i = 0; i < j->nt; i++) {
+        if (j->t[i].node == node) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A usable node the record is not on its way to yet: the holders first.
+ * 0 with *node, or -1. */
+static int
+pick(const struct gw_mjob *j, const uint32_t *dir, size_t ndir, uint32_t *node)
+{
+    struct gw_net *n = j->e->net;
+    for (uint32_t p = 0; p < j->npref; p++) {
+        if (!chosen(j, j->lay.holders[p]) && gw_net_node_usable(n, j->lay.holders[p])) {
+            *node = j->lay.holders[p];
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < ndir; i++) {
+        if (!chosen(j, dir[i]) && gw_net_node_usable(n, dir[i])) {
+            *node = dir[i];
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static void meta_answered(void *arg, int status, const struct cm_wire_hdr *rsp);
+
+static void
+target_send(struct gw_mjob *j, struct gw_mtarget *t)
+{
+    struct gw_engine *e = j->e;
+    uint8_t *copy = malloc(j->len);
+    if (!copy) {
+        return; /* again at the next poll */
+    }
+    memcpy(copy, j->rec, j->len);
+    struct gw_net_send ns = {
+        .hdr = {.op = CM_OP_META, .tenant = j->lay.tenant, .object = j->lay.object},
+        .payload = copy,
+        .len = j->len,
+        .release = free,
+        .release_arg = copy,
+        .done = meta_answered,
+        .arg = t,
+    };
+    if (gw_net_send(e->net, t->node, &ns, &t->req) < 0) {
+        free(copy); /* not queued: release does not run */
+        t->req = NULL;
+        return;
+    }
+    t->state = T_OUT;
+}
+
+/* Ends a job whose record every chosen node logged. */
+static void
+mjob_finish(struct gw_mjob *j)
+{
+    struct gw_engine *e = j->e;
+    struct gw_obj *o = j->o;
+    struct gw_layout l = j->lay;
+    int record_only = j->record_only;
+    CM_DEBUG("gateway meta record logged tenant=%u object=%016llx version=%llu tomb=%d nodes=%zu",
+             l.tenant, (unsigned long long)l.object, (unsigned long long)l.version, o == NULL,
+             j->nt);
+    mjob_free(j);
+    if (o) {
+        gw_pbuf_meta_done(o);
+    } else if (e->on_layout) {
+        l.k = 0;
+        l.nstripes = 0;
+        e->on_layout(e->arg, &l, record_only ? GW_REPORT_DONE : GW_REPORT_TOMB);
+    }
+}
+
+/*
+ * Replaces the nodes gone for redrive_after_ms (or from the directory)
+ * that have not logged the record, chooses nodes up to m + 1 (or all there
+ * are), sends to those not asked, and ends the job once enough logged it.
+ * j may be gone on return.
+ */
+static void
+mjob_step(struct gw_mjob *j)
+{
+    struct gw_engine *e = j->e;
+    uint32_t dir[GW_MLOG_NODES_MAX];
+    size_t ndir = gw_net_node_ids(e->net, dir, GW_MLOG_NODES_MAX);
+    size_t want = (size_t)j->lay.m + 1 < ndir ? (size_t)j->lay.m + 1 : ndir;
+    uint64_t now = cm_now_ns();
+    uint64_t redrive_ns =
+        (uint64_t)(e->cfg.redrive_after_ms > 0 ? e->cfg.redrive_after_ms : 0) * 1000000u;
+    size_t logged = 0;
+
+    for (size_t i = 0; i < j->nt; i++) {
+        struct gw_mtarget *t = &j->t[i];
+        uint64_t since = gw_net_node_down_since(e->net, t->node);
+        uint32_t other;
+        if (t->state == T_TODO && since && now - since >= redrive_ns &&
+            pick(j, dir, ndir, &other) == 0) {
+            CM_INFO("gateway meta record moves tenant=%u object=%016llx from=%u to=%u",
+                    j->lay.tenant, (unsigned long long)j->lay.object, t->node, other);
+            t->node = other;
+        }
+    }
+    while (j->nt < want) {
+        uint32_t node;
+        if (pick(j, dir, ndir, &node) < 0) {
+            break;
+        }
+        j->t[j->nt++] = (struct gw_mtarget){.j = j, .node = node, .state = T_TODO};
+    }
+    for (size_t i = 0; i < j->nt; i++) {
+        struct gw_mtarget *t = &j->t[i];
+        if (t->state == T_TODO && gw_net_node_usable(e->net, t->node)) {
+            target_send(j, t);
+        }
+        logged += t->state == T_LOGGED;
+    }
+    if (want > 0 && logged >= want) {
+        mjob_finish(j);
+    }
+}
+
+static void
+meta_answered(void *arg, int status, const struct cm_wire_hdr *rsp)
+{
+    struct gw_mtarget *t = arg;
+    struct gw_mjob *j = t->j;
+    struct gw_engine *e = j->e;
+    int st = status ? status : rsp->status;
+    t->req = NULL;
+    if (st == 0) {
+        t->state = T_LOGGED;
+        atomic_fetch_add(&e->meta_records, 1);
+    } else if (status == 0 && st == CM_E_PROTO) {
+        t->state = T_LOGGED;
+        atomic_fetch_add(&e->meta_unlogged, 1);
+        if (!e->warned_unlogged) {
+            e->warned_unlogged = 1;
+            CM_WARN("gateway meta record not logged: node keeps no insertion log node=%u "
+                    "(--rebuild-meta cannot bring back what it stores)",
+                    t->node);
+        }
+    } else {
+        t->state = T_TODO;
+        CM_DEBUG("gateway meta record failed tenant=%u object=%016llx node=%u err=%s",
+                 j->lay.tenant, (unsigned long long)j->lay.object, t->node, cm_errname(st));
+        return; /* again at the next poll */
+    }
+    mjob_step(j);
+}
+
+/* The job of a version's record: layout and attrs as they are now
+ * (persisted: every bit). */
+static struct gw_mjob *
+version_job(struct gw_engine *e, const struct gw_layout *l, const struct gw_meta_attrs *a,
+            const char *key, size_t klen)
+{
+    size_t rlen = gw_meta_rec_len(l, a);
+    uint8_t *rec = malloc(rlen);
+    if (!rec) {
+        return NULL;
+    }
+    gw_meta_encode(l, a, rec);
+    struct gw_mrec m = {
+        .kind = GW_MREC_VERSION,
+        .tenant = l->tenant,
+        .key = key,
+        .klen = klen,
+        .version = l->version,
+        .rec = rec,
+        .rec_len = rlen,
+    };
+    struct gw_mjob *j = mjob_new(e, l, &m);
+    free(rec);
+    return j;
+}
+
+int
+gw_mlog_version(struct gw_obj *o)
+{
+    struct gw_mjob *j = version_job(o->e, &o->lay, &o->attrs, o->key, o->klen);
+    if (!j) {
+        return -ENOMEM;
+    }
+    j->o = o;
+    o->mjob = j;
+    mjob_link(j);
+    mjob_step(j);
+    return 0;
+}
+
+struct gw_mjob *
+gw_mlog_record_new(struct gw_engine *e, const struct gw_layout *l, const struct gw_meta_attrs *a,
+                   const char *key, size_t klen)
+{
+    struct gw_mjob *j = version_job(e, l, a, key, klen);
+    if (j) {
+        j->record_only = 1;
+    }
+    return j;
+}
+
+struct gw_mjob *
+gw_mlog_tomb_new(struct gw_engine *e, const struct gw_layout *l, const char *key, size_t klen)
+{
+    struct gw_mrec m = {
+        .kind = GW_MREC_TOMB,
+        .tenant = l->tenant,
+        .key = key,
+        .klen = klen,
+        .version = l->version,
+    };
+    return mjob_new(e, l, &m);
+}
+
+void
+gw_mlog_start(void *arg)
+{
+    struct gw_mjob *j = arg;
+    if (j->e->stopping) {
+        mjob_free(j);
+        return;
+    }
+    mjob_link(j);
+    mjob_step(j);
+}
+
+void
+gw_mlog_cancel(struct gw_mjob *j)
+{
+    if (j) {
+        mjob_free(j);
+    }
+}
+
+void
+gw_mlog_poll(struct gw_engine *e)
+{
+    struct gw_mjob *j = e->mjobs;
+    while (j) {
+        struct gw_mjob *next = j->next; /* ending j ends only j */
+        mjob_step(j);
+        j = next;
+    }
+}
+
+void
+gw_mlog_stop(struct gw_engine *e)
+{
+    while (e->mjobs) {
+        mjob_free(e->mjobs);
+    }
+}
