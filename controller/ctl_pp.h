@@ -32,6 +32,8 @@
  * Threads: every function may be called from any thread (one mutex). The
  * loop thread (ctl_pp_start) runs the policy with no lock held.
  * ctl_pp_rebalance blocks its caller until the loop thread has run it.
+ *
+ * The files behind this header, and what each owns: ctl_pp_impl.h.
  */
 #ifndef CTL_PP_H
 #define CTL_PP_H

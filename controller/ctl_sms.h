@@ -32,6 +32,8 @@
  * never held while the policy runs, nor while the store is written, and no
  * other lock is taken under it. Time is passed in (monotonic ns; wall ms
  * only to store and load the windows' starts).
+ *
+ * The files behind this header, and what each owns: ctl_sms_impl.h.
  */
 #ifndef CTL_SMS_H
 #define CTL_SMS_H

@@ -578,7 +578,7 @@ ctl_store_put_sms(struct ctl_store *s, const struct ctl_store_sms *r, size_t n)
     return finish(txn, rc, "put_sms");
 }
 
-/* ---- placement (ctl_pp.c owns the record format) ---- */
+/* ---- placement (ctl_pp_record.c owns the record format) ---- */
 
 int
 ctl_store_put_placement(struct ctl_store *s, const struct ctl_store_prec *r, size_t n,

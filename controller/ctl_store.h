@@ -11,7 +11,7 @@
  *            cost and window, or of a node's counters (ctl_cost.h); the
  *            table is rewritten whole, every few seconds and at exit
  *   placement tenant id (u32 big-endian) -> the tenant's placement rows
- *            (JSON, ctl_pp.c); meta "placement_epoch" (u64) and
+ *            (JSON, ctl_pp_record.c); meta "placement_epoch" (u64) and
  *            "placement_solver" (text) change with them
  * Every write is one synced transaction, so a crash leaves either the old
  * or the new state, and a tenant change and its epoch bump land together.
@@ -78,7 +78,7 @@ int ctl_store_put_sms(struct ctl_store *s, const struct ctl_store_sms *r, size_t
 int ctl_store_load_sms(struct ctl_store *s, struct ctl_store_sms **out, size_t *n);
 void ctl_store_sms_free(struct ctl_store_sms *r, size_t n);
 
-/* ---- placement rows (the record format is ctl_pp.c's) ---- */
+/* ---- placement rows (the record format is ctl_pp_record.c's) ---- */
 
 /* One tenant's record: text[len] borrowed; text NULL deletes the record. */
 struct ctl_store_prec {
