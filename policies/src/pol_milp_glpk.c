@@ -9,7 +9,7 @@
  * (glp_ios_heur_sol at the first GLP_IHEUR callback) needs ours. GLPK
  * aborts the process on an invalid call, so every argument is checked
  * here first. Output is off: msg_lev GLP_MSG_OFF for both solvers, and
- * glp_term_out around the call for the scaling, which ignores msg_lev.
+ * glp_term_out for the scaling, which ignores msg_lev.
  */
 #include <errno.h>
 #include <glpk.h>
@@ -257,7 +257,7 @@ pol_milp_solve(struct pol_milp *m, uint32_t tm_ms, double *x, int *time_limited)
     glp_prob *lp;
     glp_smcp smcp;
     glp_iocp iocp;
-    int rc, ret, status, start, term;
+    int rc, ret, status, start;
     uint32_t lp_ms = tm_ms / 4 > 0 ? tm_ms / 4 : 1;
 
     *time_limited = 0;
@@ -267,9 +267,10 @@ pol_milp_solve(struct pol_milp *m, uint32_t tm_ms, double *x, int *time_limited)
     if (m->ncols == 0) {
         return 0;
     }
-    /* glp_scale_prob prints whatever msg_lev says; this thread's terminal
-     * output is off for the call and restored after. */
-    term = glp_term_out(GLP_OFF);
+    /* glp_scale_prob prints whatever msg_lev says: this thread's terminal
+     * output is off for the call (the environment freed at the end goes
+     * with the setting). */
+    glp_term_out(GLP_OFF);
     lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
     glp_add_cols(lp, m->ncols);
@@ -334,6 +335,9 @@ pol_milp_solve(struct pol_milp *m, uint32_t tm_ms, double *x, int *time_limited)
     rc = 0;
 out:
     glp_delete_prob(lp);
-    glp_term_out(term);
+    /* GLPK keeps an environment per thread until glp_free_env; nothing of
+     * ours outlives the call, so it goes too (a solver thread that ends
+     * would leak it). The next call starts a fresh one, output off again. */
+    glp_free_env();
     return rc;
 }

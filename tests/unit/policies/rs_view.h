@@ -1,6 +1,6 @@
 /*
  * rs_view.h - stripe reads as the read path shows them to an RS policy,
- * for the RS policy tests: holders 10..17 at positions 0..7, the read
+ * for the RS policy tests: holders 10..18 at positions 0..8 (k + m <= 9), the read
  * starting at 1 s; random ones from the t_check.h seed.
  */
 #ifndef RS_VIEW_H
@@ -14,8 +14,8 @@
 #define B(j) (1ull << (j))
 #define MS 1000000ull
 
-static const uint32_t holders[8] = {10, 11, 12, 13, 14, 15, 16, 17};
-static uint64_t asked[8];
+static const uint32_t holders[9] = {10, 11, 12, 13, 14, 15, 16, 17, 18};
+static uint64_t asked[9];
 
 /* A read of a k+m stripe with every holder usable and nothing asked yet. */
 static inline struct pol_rs_view
