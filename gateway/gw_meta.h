@@ -121,7 +121,7 @@ gw_layout_record_only(const struct gw_layout *l)
  * skipped (out->tags NULL); decode_tags: the same with out->tags
  * malloc'd (out owns it: gw_layout_fini; NULL when the record has none),
  * or -ENOMEM; decode_attrs: tags skipped, *attrs (may be NULL) pointing
- * into buf.
+ * into buf; decode_full: both.
  */
 size_t gw_meta_rec_len(const struct gw_layout *l, const struct gw_meta_attrs *a);
 size_t gw_meta_encode(const struct gw_layout *l, const struct gw_meta_attrs *a, uint8_t *buf);
@@ -129,6 +129,8 @@ int gw_meta_decode(const void *buf, size_t len, struct gw_layout *out);
 int gw_meta_decode_tags(const void *buf, size_t len, struct gw_layout *out);
 int gw_meta_decode_attrs(const void *buf, size_t len, struct gw_layout *out,
                          struct gw_meta_attrs *attrs);
+int gw_meta_decode_full(const void *buf, size_t len, struct gw_layout *out,
+                        struct gw_meta_attrs *attrs);
 /* *out = *a with every string in one malloc'd block, *mem (the caller
  * frees it; NULL when a has none). 0 or -ENOMEM. */
 int gw_meta_attrs_dup(const struct gw_meta_attrs *a, struct gw_meta_attrs *out, void **mem);
@@ -173,7 +175,7 @@ int gw_meta_get(struct gw_meta *m, uint32_t tenant, const char *key, size_t klen
 
 /* A version with all it keeps, and its parts when a composite. */
 struct gw_meta_obj {
-    struct gw_layout lay; /* tags owned */
+    struct gw_layout lay;   /* tags owned */
     struct gw_meta_attrs a; /* strings point into hdrs and target; a.upload, a.parts NULL */
     char hdrs[GW_META_HDRS_MAX];
     char target[GW_KEY_MAX];

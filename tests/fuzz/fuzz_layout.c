@@ -1,6 +1,6 @@
 /*
  * fuzz_layout.c - libFuzzer target for what --rebuild-meta parses out of
- * COS (gateway/gw_meta.c): META records and the version records inside
+ * COS (gateway/gw_meta_rec.c): META records and the version records inside
  * them (format 3: tags, commit time, MD5, stored headers, parts, an
  * upload's object; formats 1 and 2, both readings of 2), also as the META
  * records of a log batch (common/src/cm_ilog.c, whose CRC is made right
