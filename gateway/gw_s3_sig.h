@@ -186,6 +186,14 @@ int gw_s3_unhex(const char *s, size_t len, uint8_t *out, size_t n);
 /* "YYYYMMDDTHHMMSSZ" -> unix seconds: 0, or -1 if malformed. */
 int gw_s3_parse_amz_date(const char *s, int64_t *out);
 
+/* Shared by gw_s3_sig.c and gw_s3_canon.c: an RFC 3986 unreserved byte
+ * (what AWS's UriEncode leaves alone); n decimal digits at s into *out
+ * (0, or -1 on anything else); a Date header (an HTTP date) as the ISO
+ * 8601 basic form amz[17] the string to sign has (0, or -1). */
+int gw_s3_unreserved(unsigned char c);
+int gw_s3_digits(const char *s, int n, int *out);
+int gw_s3_amz_of_http_date(const char *s, char amz[17]);
+
 /*
  * A cache of signing keys per (access key, date, region): the HMACs of
  * the derivation are skipped for a client's second and later requests of
