@@ -8,6 +8,7 @@
  *   gw_s3_list.c    buckets (List, Create, Delete, Head, Location) and
  *                   ListObjects v1/v2
  *   gw_s3_mpu.c     multipart uploads
+ *   gw_s3_mpu_list.c  ListParts, ListMultipartUploads
  *
  * A struct s3_req lives from routing to its answer (s3_reply/s3_fail free
  * it once answered); while suspended it is counted in the front's
@@ -181,8 +182,6 @@ void s3_list_objects(struct s3_req *q);
 void s3_create_mpu(struct s3_req *q);
 void s3_complete_mpu(struct s3_req *q);
 void s3_abort_mpu(struct s3_req *q);
-void s3_list_parts(struct s3_req *q);
-void s3_list_uploads(struct s3_req *q);
 /* UploadPart's and UploadPartCopy's partNumber and uploadId, and that the
  * upload exists for q's object: 0, or answered. Sets q->upload_id,
  * q->part, q->part_key. */
@@ -192,5 +191,31 @@ int s3_upload_in(struct gw_meta_batch *b, struct s3_req *q, struct gw_commit_op 
 /* DeleteBucket: deletes the uploads in progress in q's bucket in b, their
  * parts' versions appended to olds (gw_meta_old, caller frees). */
 int s3_abort_bucket_uploads(struct gw_meta_batch *b, struct s3_req *q, struct cm_buf *olds);
+#define S3_PART_KEY_LEN GW_META_PART_KEY_LEN
+#define S3_UPLOAD_KEY_LEN (2 + S3_UPLOAD_ID_LEN)
+#define S3_PART_PREFIX_LEN (S3_PART_KEY_LEN - 5) /* "\0p<upload id>/" */
+/* What gw_s3_mpu_list.c shares of the uploads: an upload from its
+ * version (CM_E_PROTO when l is not one); the internal key of part n of
+ * upload id (out: GW_META_PART_KEY_LEN, *len set); a part key's number;
+ * q's uploadId parameter into q->upload_id (0, or answered); that upload
+ * existing for q's object, in its own read (0, or answered). */
+/* An upload, as its record-only version keeps it (borrowed). */
+struct s3_upload {
+    uint64_t created_ms;
+    const char *key; /* native: the object's */
+    size_t klen;
+    const char *hdrs;
+    size_t hlen;
+};
+int s3_upload_from(const struct gw_layout *l, const struct gw_meta_attrs *a, struct s3_upload *u);
+void s3_part_key(const char *id, unsigned n, char out[GW_META_PART_KEY_LEN], size_t *len);
+unsigned s3_part_no(const char *k);
+int s3_upload_param(struct s3_req *q);
+int s3_upload_check(struct s3_req *q);
+
+/* ---- gw_s3_mpu_list.c ---- */
+
+void s3_list_parts(struct s3_req *q);
+void s3_list_uploads(struct s3_req *q);
 
 #endif

@@ -24,6 +24,8 @@
  * upload's, parts left out of a Complete or aborted) has its tombstone
  * logged (gw_front_retire).
  *
+ * ListParts and ListMultipartUploads are in gw_s3_mpu_list.c.
+ *
  * Threads: handlers on the S3 listener's HTTP threads; apply_* and *_done
  * on the committer.
  */
@@ -39,23 +41,10 @@
 #include "gw_s3_impl.h"
 #include "gw_s3_xml.h"
 
-#define PART_KEY_LEN GW_META_PART_KEY_LEN
-#define UPLOAD_KEY_LEN (2 + S3_UPLOAD_ID_LEN)
-#define PART_PREFIX_LEN (PART_KEY_LEN - 5) /* "\0p<upload id>/" */
-
 /* ---- records ---- */
 
-/* An upload, as its record-only version keeps it (borrowed). */
-struct upload {
-    uint64_t created_ms;
-    const char *key; /* native: the object's */
-    size_t klen;
-    const char *hdrs;
-    size_t hlen;
-};
-
-static int
-upload_from(const struct gw_layout *l, const struct gw_meta_attrs *a, struct upload *u)
+int
+s3_upload_from(const struct gw_layout *l, const struct gw_meta_attrs *a, struct s3_upload *u)
 {
     if (!gw_layout_record_only(l) || a->target == NULL) {
         return CM_E_PROTO;
@@ -68,19 +57,19 @@ upload_from(const struct gw_layout *l, const struct gw_meta_attrs *a, struct upl
     return 0;
 }
 
-static void
-part_key(const char *id, unsigned n, char out[PART_KEY_LEN], size_t *len)
+void
+s3_part_key(const char *id, unsigned n, char out[S3_PART_KEY_LEN], size_t *len)
 {
     *len = gw_meta_part_key(id, n, out);
 }
 
 /* The number of a part key. */
-static unsigned
-part_no(const char *k)
+unsigned
+s3_part_no(const char *k)
 {
     unsigned n = 0;
 
-    for (size_t i = PART_PREFIX_LEN; i < PART_KEY_LEN; i++) {
+    for (size_t i = S3_PART_PREFIX_LEN; i < S3_PART_KEY_LEN; i++) {
         n = n * 10 + (unsigned)(k[i] - '0');
     }
     return n;
@@ -101,8 +90,8 @@ upload_id_ok(const char *s)
 }
 
 /* q's uploadId parameter into q->upload_id: 0, or answered. */
-static int
-upload_param(struct s3_req *q)
+int
+s3_upload_param(struct s3_req *q)
 {
     if (s3_query(q, "uploadId", q->upload_id, sizeof(q->upload_id)) != 1 ||
         !upload_id_ok(q->upload_id)) {
@@ -114,17 +103,17 @@ upload_param(struct s3_req *q)
 
 /* That the upload of q (q->upload_id) exists and is q's object's, in its
  * own read: 0, or answered. */
-static int
-upload_check(struct s3_req *q)
+int
+s3_upload_check(struct s3_req *q)
 {
-    char k[UPLOAD_KEY_LEN];
+    char k[S3_UPLOAD_KEY_LEN];
     struct gw_meta_obj *o = malloc(sizeof(*o));
-    struct upload u;
+    struct s3_upload u;
     int rc = o == NULL ? -ENOMEM
                        : gw_meta_get_obj(q->f->meta, q->tenant, k,
                                          gw_meta_upload_key(q->upload_id, k), o);
 
-    if (rc == 0 && (upload_from(&o->lay, &o->a, &u) != 0 || u.klen != q->rt.klen ||
+    if (rc == 0 && (s3_upload_from(&o->lay, &o->a, &u) != 0 || u.klen != q->rt.klen ||
                     memcmp(u.key, q->rt.key, u.klen) != 0)) {
         rc = CM_E_NOTFOUND; /* another object's upload */
     }
@@ -145,7 +134,7 @@ s3_part_target(struct s3_req *q)
     char v[16];
     uint64_t n;
 
-    if (upload_param(q) != 0) {
+    if (s3_upload_param(q) != 0) {
         return -1;
     }
     if (s3_query(q, "partNumber", v, sizeof(v)) != 1 || gw_s3_parse_uint(v, GW_S3_MAX_PARTS, &n) ||
@@ -154,25 +143,25 @@ s3_part_target(struct s3_req *q)
                 "Part number must be an integer between 1 and 10000, inclusive");
         return -1;
     }
-    if (upload_check(q) != 0) {
+    if (s3_upload_check(q) != 0) {
         return -1;
     }
     q->part = (unsigned)n;
-    part_key(q->upload_id, q->part, q->part_key, &q->part_klen);
+    s3_part_key(q->upload_id, q->part, q->part_key, &q->part_klen);
     return 0;
 }
 
 /* In a commit: the upload of q (q->upload_id), which must be q's
  * object's (borrowed until the batch's next write). */
 static int
-upload_get_in(struct gw_meta_batch *b, struct s3_req *q, struct upload *u)
+upload_get_in(struct gw_meta_batch *b, struct s3_req *q, struct s3_upload *u)
 {
-    char k[UPLOAD_KEY_LEN];
+    char k[S3_UPLOAD_KEY_LEN];
     struct gw_layout l;
     struct gw_meta_attrs a;
     int rc = gw_meta_batch_get(b, q->tenant, k, gw_meta_upload_key(q->upload_id, k), &l, &a);
 
-    if (rc == 0 && (upload_from(&l, &a, u) != 0 || u->klen != q->rt.klen ||
+    if (rc == 0 && (s3_upload_from(&l, &a, u) != 0 || u->klen != q->rt.klen ||
                     memcmp(u->key, q->rt.key, u->klen) != 0)) {
         rc = CM_E_NOTFOUND;
     }
@@ -183,7 +172,7 @@ upload_get_in(struct gw_meta_batch *b, struct s3_req *q, struct upload *u)
 static int
 upload_delete(struct gw_meta_batch *b, uint32_t tenant, const char *id, struct cm_buf *olds)
 {
-    char k[UPLOAD_KEY_LEN];
+    char k[S3_UPLOAD_KEY_LEN];
     struct gw_meta_old old = {0};
     int rc = gw_meta_delete(b, tenant, k, gw_meta_upload_key(id, k), &old);
 
@@ -196,7 +185,7 @@ upload_delete(struct gw_meta_batch *b, uint32_t tenant, const char *id, struct c
 int
 s3_upload_in(struct gw_meta_batch *b, struct s3_req *q, struct gw_commit_op *op)
 {
-    struct upload u;
+    struct s3_upload u;
     int rc = upload_get_in(b, q, &u);
 
     if (rc == CM_E_NOTFOUND) {
@@ -208,7 +197,7 @@ s3_upload_in(struct gw_meta_batch *b, struct s3_req *q, struct gw_commit_op *op)
 /* ---- parts of an upload, inside a commit ---- */
 
 struct pkeys {
-    struct cm_buf keys; /* PART_KEY_LEN each */
+    struct cm_buf keys; /* S3_PART_KEY_LEN each */
     size_t n;
 };
 
@@ -220,7 +209,7 @@ pkey_one(void *arg, const char *key, size_t klen, const struct gw_layout *l,
 
     (void)l;
     (void)a;
-    if (klen == PART_KEY_LEN) {
+    if (klen == S3_PART_KEY_LEN) {
         cm_buf_append(&p->keys, key, klen);
         p->n++;
     }
@@ -233,23 +222,23 @@ static int
 drop_parts(struct gw_meta_batch *b, uint32_t tenant, const char *id, const uint8_t *keep,
            struct cm_buf *olds)
 {
-    char prefix[PART_KEY_LEN];
+    char prefix[S3_PART_KEY_LEN];
     struct pkeys p = {{NULL, 0, 0}, 0};
     size_t plen;
     int rc;
 
-    part_key(id, 0, prefix, &plen);
+    s3_part_key(id, 0, prefix, &plen);
     cm_buf_init(&p.keys);
-    rc = gw_meta_batch_scan(b, tenant, prefix, PART_PREFIX_LEN, pkey_one, &p);
+    rc = gw_meta_batch_scan(b, tenant, prefix, S3_PART_PREFIX_LEN, pkey_one, &p);
     for (size_t i = 0; rc == 0 && i < p.n; i++) {
-        const char *k = p.keys.p + i * PART_KEY_LEN;
-        unsigned n = part_no(k);
+        const char *k = p.keys.p + i * S3_PART_KEY_LEN;
+        unsigned n = s3_part_no(k);
         struct gw_meta_old old = {0};
 
         if (keep != NULL && n <= GW_S3_MAX_PARTS && keep[n]) {
             continue;
         }
-        rc = gw_meta_delete(b, tenant, k, PART_KEY_LEN, &old);
+        rc = gw_meta_delete(b, tenant, k, S3_PART_KEY_LEN, &old);
         if (rc == 0) {
             cm_buf_append(olds, &old, sizeof(old)); /* olds owns its key now */
         }
@@ -292,9 +281,9 @@ bucket_upload_one(void *arg, const char *key, size_t klen, const struct gw_layou
                   const struct gw_meta_attrs *a)
 {
     struct bucket_uploads *bu = arg;
-    struct upload u;
+    struct s3_upload u;
 
-    if (klen == UPLOAD_KEY_LEN && upload_from(l, a, &u) == 0 && u.klen > bu->blen &&
+    if (klen == S3_UPLOAD_KEY_LEN && s3_upload_from(l, a, &u) == 0 && u.klen > bu->blen &&
         memcmp(u.key, bu->bucket, bu->blen) == 0 && u.key[bu->blen] == '/') {
         cm_buf_append(&bu->ids, key + 2, S3_UPLOAD_ID_LEN);
         bu->n++;
@@ -423,7 +412,7 @@ apply_complete(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw
     struct cx *x = q->x;
     size_t n = x->c.nparts;
     uint8_t *md5s = NULL, *keep = NULL, md[CM_DIGEST_MAX];
-    struct upload u;
+    struct s3_upload u;
     uint64_t size = 0, crc = 0;
     int rc;
 
@@ -452,13 +441,13 @@ apply_complete(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw
     x->nums = cm_malloc(2 * n);
     for (size_t i = 0; i < n; i++) {
         const struct gw_s3_xml_cpart *p = &x->c.parts[i];
-        char pk[PART_KEY_LEN];
+        char pk[S3_PART_KEY_LEN];
         size_t pklen;
         struct gw_layout l;
         struct gw_meta_attrs a;
         uint8_t want[16];
 
-        part_key(q->upload_id, p->number, pk, &pklen);
+        s3_part_key(q->upload_id, p->number, pk, &pklen);
         rc = gw_meta_batch_get(b, q->tenant, pk, pklen, &l, &a);
         if (rc == CM_E_NOTFOUND ||
             (rc == 0 && (!a.has_md5 || gw_s3_etag_md5(p->etag, strlen(p->etag), want) != 0 ||
@@ -553,7 +542,7 @@ s3_complete_mpu(struct s3_req *q)
     cm_buf_init(&x->olds);
     q->x = x;
     q->x_free = cx_free;
-    if (upload_param(q) != 0) {
+    if (s3_upload_param(q) != 0) {
         return;
     }
     e = s3_body(q, &body, &len, &cap, NULL, &why);
@@ -575,7 +564,7 @@ apply_abort(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_sn
 {
     struct s3_req *q = s3_of(op);
     struct cm_buf *olds = q->x;
-    struct upload u;
+    struct s3_upload u;
     int rc;
 
     olds_reset(olds);
@@ -622,272 +611,8 @@ s3_abort_mpu(struct s3_req *q)
     cm_buf_init(olds);
     q->x = olds;
     q->x_free = olds_free;
-    if (upload_param(q) != 0) {
+    if (s3_upload_param(q) != 0) {
         return;
     }
     s3_commit(q, apply_abort, abort_done);
-}
-
-/* ---- ListParts ---- */
-
-struct plist {
-    struct gw_s3_xml_part *v;
-    char (*etags)[GW_S3_ETAG_MAX];
-    unsigned n, max;
-    int truncated;
-};
-
-static int
-part_one(void *arg, const char *key, size_t klen, const struct gw_layout *l,
-         const struct gw_meta_attrs *a)
-{
-    struct plist *p = arg;
-
-    if (klen != PART_KEY_LEN) {
-        return 0;
-    }
-    if (p->n == p->max) {
-        p->truncated = 1;
-        return 1;
-    }
-    s3_etag(l, a, p->etags[p->n]);
-    p->v[p->n] = (struct gw_s3_xml_part){part_no(key), (int64_t)a->mtime_ms, p->etags[p->n],
-                                         l->size};
-    p->n++;
-    return 0;
-}
-
-void
-s3_list_parts(struct s3_req *q)
-{
-    struct plist p = {NULL, NULL, 0, 1000, 0};
-    struct gw_s3_xml_parts out;
-    struct gw_s3_xml_owner o;
-    char v[16], oid[16], prefix[PART_KEY_LEN], after[PART_KEY_LEN];
-    uint64_t marker = 0, max = 1000;
-    size_t alen = 0, plen;
-    struct cm_buf b;
-    int rc;
-
-    if (upload_param(q) != 0) {
-        return;
-    }
-    if ((s3_query(q, "max-parts", v, sizeof(v)) == 1 && gw_s3_parse_uint(v, UINT64_MAX, &max)) ||
-        (s3_query(q, "part-number-marker", v, sizeof(v)) == 1 &&
-         gw_s3_parse_uint(v, GW_S3_MAX_PARTS, &marker))) {
-        s3_fail(q, GW_S3_E_INVALID_ARGUMENT, "max-parts and part-number-marker are numbers");
-        return;
-    }
-    if (upload_check(q) != 0) {
-        return;
-    }
-    p.max = max > 1000 ? 1000 : (unsigned)max;
-    p.v = cm_calloc(p.max + 1, sizeof(*p.v));
-    p.etags = cm_calloc(p.max + 1, sizeof(*p.etags));
-    part_key(q->upload_id, 0, prefix, &plen);
-    if (marker > 0) {
-        part_key(q->upload_id, (unsigned)marker, after, &alen);
-    }
-    rc = gw_meta_scan(q->f->meta, q->tenant, prefix, PART_PREFIX_LEN, alen > 0 ? after : NULL, alen,
-                      part_one, &p);
-    if (rc != 0) {
-        free(p.v);
-        free(p.etags);
-        s3_fail_rc(q, rc);
-        return;
-    }
-    s3_owner(q, &o, oid);
-    memset(&out, 0, sizeof(out));
-    out.bucket = q->rt.bucket;
-    out.key = q->rt.key + q->rt.blen + 1;
-    out.upload_id = q->upload_id;
-    out.owner = &o;
-    out.part_marker = (unsigned)marker;
-    out.next_part_marker = p.n > 0 ? p.v[p.n - 1].number : 0;
-    out.max_parts = p.max;
-    out.truncated = p.truncated;
-    out.parts = p.v;
-    out.nparts = p.n;
-    cm_buf_init(&b);
-    gw_s3_xml_list_parts(&b, &out);
-    free(p.v);
-    free(p.etags);
-    s3_reply_xml(q, 200, &b);
-}
-
-/* ---- ListMultipartUploads ---- */
-
-struct uent {
-    size_t key; /* S3 key: offset in the arena */
-    char id[S3_UPLOAD_ID_LEN + 1];
-    uint64_t created_ms;
-};
-
-struct ulist {
-    const char *bucket;
-    size_t blen;
-    const char *prefix;
-    size_t plen;
-    struct cm_buf arena;
-    struct uent *v;
-    size_t n, cap;
-};
-
-static int
-upload_one(void *arg, const char *key, size_t klen, const struct gw_layout *lay,
-           const struct gw_meta_attrs *a)
-{
-    struct ulist *l = arg;
-    struct upload u;
-    const char *k;
-    size_t kl;
-
-    if (klen != UPLOAD_KEY_LEN || upload_from(lay, a, &u) != 0 || u.klen <= l->blen ||
-        memcmp(u.key, l->bucket, l->blen) != 0 || u.key[l->blen] != '/') {
-        return 0;
-    }
-    k = u.key + l->blen + 1;
-    kl = u.klen - l->blen - 1;
-    if (kl < l->plen || memcmp(k, l->prefix, l->plen) != 0) {
-        return 0;
-    }
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 16;
-        l->v = cm_realloc(l->v, l->cap * sizeof(*l->v));
-    }
-    l->v[l->n].key = l->arena.len;
-    cm_buf_append(&l->arena, k, kl);
-    cm_buf_append(&l->arena, "", 1);
-    memcpy(l->v[l->n].id, key + 2, S3_UPLOAD_ID_LEN);
-    l->v[l->n].id[S3_UPLOAD_ID_LEN] = '\0';
-    l->v[l->n].created_ms = u.created_ms;
-    l->n++;
-    return 0;
-}
-
-/* Uploads in key order, then oldest first (arg: the arena). */
-static int
-uent_cmp(const void *x, const void *y, void *arg)
-{
-    const struct uent *a = x, *b = y;
-    const char *base = arg;
-    int c = strcmp(base + a->key, base + b->key);
-
-    if (c != 0) {
-        return c;
-    }
-    return a->created_ms < b->created_ms   ? -1
-           : a->created_ms > b->created_ms ? 1
-                                           : strcmp(a->id, b->id);
-}
-
-void
-s3_list_uploads(struct s3_req *q)
-{
-    char prefix[GW_KEY_MAX + 1], delim[257], kmarker[GW_KEY_MAX + 1], umarker[64], v[32], oid[16];
-    struct ulist l = {q->rt.bucket, q->rt.blen, prefix, 0, {NULL, 0, 0}, NULL, 0, 0};
-    struct gw_s3_xml_upload *ups;
-    const char **cps;
-    size_t nups = 0, ncps = 0, dlen, i;
-    uint64_t max = 1000;
-    struct gw_s3_xml_uploads out;
-    struct gw_s3_xml_owner o;
-    int url = 0, truncated = 0, rc;
-    const char *next_key = NULL, *next_id = NULL;
-    struct cm_buf b;
-
-    if (s3_query(q, "prefix", prefix, sizeof(prefix)) != 1) {
-        prefix[0] = '\0';
-    }
-    if (s3_query(q, "delimiter", delim, sizeof(delim)) != 1) {
-        delim[0] = '\0';
-    }
-    if (s3_query(q, "key-marker", kmarker, sizeof(kmarker)) != 1) {
-        kmarker[0] = '\0';
-    }
-    if (s3_query(q, "upload-id-marker", umarker, sizeof(umarker)) != 1) {
-        umarker[0] = '\0';
-    }
-    if (s3_query(q, "max-uploads", v, sizeof(v)) == 1 && gw_s3_parse_uint(v, UINT64_MAX, &max)) {
-        s3_fail(q, GW_S3_E_INVALID_ARGUMENT, "max-uploads is not a number");
-        return;
-    }
-    url = s3_query(q, "encoding-type", v, sizeof(v)) == 1 && strcmp(v, "url") == 0;
-    if ((rc = s3_bucket_get(q, q->rt.bucket, q->rt.blen, NULL)) != 0) {
-        rc == CM_E_NOTFOUND ? s3_fail(q, GW_S3_E_NO_SUCH_BUCKET, NULL) : s3_fail_rc(q, rc);
-        return;
-    }
-    max = max > 1000 ? 1000 : max;
-    l.plen = strlen(prefix);
-    dlen = strlen(delim);
-    cm_buf_init(&l.arena);
-    rc = gw_meta_scan(q->f->meta, q->tenant, "\0u", 2, NULL, 0, upload_one, &l);
-    if (rc != 0) {
-        cm_buf_fini(&l.arena);
-        free(l.v);
-        s3_fail_rc(q, rc);
-        return;
-    }
-    if (l.n > 1) {
-        qsort_r(l.v, l.n, sizeof(*l.v), uent_cmp, l.arena.p);
-    }
-    ups = cm_calloc(l.n + 1, sizeof(*ups));
-    cps = cm_calloc(l.n + 1, sizeof(*cps));
-    for (i = 0; i < l.n; i++) {
-        const char *k = l.arena.p + l.v[i].key;
-        int c = strcmp(k, kmarker);
-        const char *d;
-
-        if (kmarker[0] != '\0' &&
-            (c < 0 || (c == 0 && (umarker[0] == '\0' || strcmp(l.v[i].id, umarker) <= 0)))) {
-            continue; /* at or before the markers */
-        }
-        d = dlen > 0 ? strstr(k + l.plen, delim) : NULL;
-        if (nups + ncps == max) {
-            truncated = 1;
-            break;
-        }
-        if (d != NULL) {
-            size_t cpl = (size_t)(d - k) + dlen;
-
-            if (ncps > 0 && strncmp(cps[ncps - 1], k, cpl) == 0 && cps[ncps - 1][cpl] == '\0') {
-                continue;
-            }
-            /* the prefix as a string of its own at the end of k's copy */
-            cps[ncps++] = k;
-            ((char *)k)[cpl] = '\0';
-            next_key = k;
-            next_id = NULL;
-            continue;
-        }
-        ups[nups++] = (struct gw_s3_xml_upload){k, l.v[i].id, (int64_t)l.v[i].created_ms};
-        next_key = k;
-        next_id = l.v[i].id;
-    }
-    s3_owner(q, &o, oid);
-    memset(&out, 0, sizeof(out));
-    out.bucket = q->rt.bucket;
-    out.key_marker = kmarker;
-    out.upload_id_marker = umarker;
-    if (truncated) {
-        out.next_key_marker = next_key;
-        out.next_upload_id_marker = next_id != NULL ? next_id : "";
-    }
-    out.prefix = prefix;
-    out.delimiter = dlen > 0 ? delim : NULL;
-    out.max_uploads = (unsigned)max;
-    out.truncated = truncated;
-    out.url_encode = url;
-    out.owner = &o;
-    out.uploads = ups;
-    out.nuploads = nups;
-    out.prefixes = cps;
-    out.nprefixes = ncps;
-    cm_buf_init(&b);
-    gw_s3_xml_list_uploads(&b, &out);
-    free(ups);
-    free(cps);
-    cm_buf_fini(&l.arena);
-    free(l.v);
-    s3_reply_xml(q, 200, &b);
 }
