@@ -246,7 +246,7 @@ struct committed_cmd {
     char key[];
 };
 
-/* gw_pbuf.c: posted functions, timers, and shutdown. */
+/* gw_pbuf.c, gw_pbuf_del.c: posted functions, timers, and shutdown. */
 void gw_pbuf_put_start(void *obj);
 void gw_pbuf_track_start(void *obj);
 void gw_pbuf_committed(void *cmd);        /* posted by gw_engine_committed */
@@ -258,6 +258,12 @@ void gw_pbuf_poll(void *engine);
 void gw_pbuf_on_note(void *engine, uint32_t node, const struct cm_wire_note *note);
 void gw_pbuf_stop(struct gw_engine *e); /* fails every object, drops deletes */
 void gw_obj_unref(struct gw_obj *o);
+/* The live object (tenant, object), or NULL; ends o: the put callback
+ * (if not yet run) gets status. */
+struct gw_obj *gw_obj_find(struct gw_engine *e, uint32_t tenant, uint64_t object);
+void gw_obj_finish(struct gw_obj *o, int status);
+/* gw_pbuf_del.c: DELs every chunk of l (answers not waited for). */
+void gw_pbuf_send_dels(struct gw_engine *e, const struct gw_layout *l);
 
 /*
  * gw_mlog.c. gw_mlog_version starts the META record of o (committed, every
