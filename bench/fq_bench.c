@@ -161,7 +161,7 @@ main(int argc, char **argv)
     const struct pol_fq_ops *one;
     const uint64_t *tn = dflt;
     size_t npol, ntn = sizeof(dflt) / sizeof(dflt[0]), p, i;
-    struct fqb_res res, first = {0};
+    struct fqb_res res = {0}, first = {0};
     int bad = 0;
 
     cm_config_load(opts, sizeof(opts) / sizeof(opts[0]), &c, argc, argv, "shoal-fqbench",

@@ -270,7 +270,9 @@ ctl_s3_ymd(int64_t day, char out[9])
         snprintf(out, 9, "00000000");
         return;
     }
-    snprintf(out, 9, "%04d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+    /* the modulos only tell the compiler the widths gmtime_r keeps to */
+    snprintf(out, 9, "%04u%02u%02u", (unsigned)(tm.tm_year + 1900) % 10000u,
+             (unsigned)(tm.tm_mon + 1) % 100u, (unsigned)tm.tm_mday % 100u);
 }
 
 int

@@ -157,7 +157,7 @@ ctl_cli_cmd_placement(struct ctl_cli *cli)
             json_array_foreach(json_object_get(e, "placement"), p, row)
             {
                 struct cm_buf b;
-                char pn[16];
+                char pn[24]; /* any size_t */
 
                 cm_buf_init(&b);
                 json_array_foreach(row, k, n)

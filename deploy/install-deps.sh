@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libevent-dev libisal-dev libmicrohttpd-dev libs3-dev liblmdb-dev libglpk-dev
       libjansson-dev libcurl4-openssl-dev libssl-dev curl python3 python3-boto3
-      nginx wrk redis-server redis-tools rt-tests prometheus)
+      awscli s3cmd rclone nginx wrk redis-server redis-tools rt-tests prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -225,11 +225,29 @@ void fns_node_sms_recovered(struct fns_node *n, struct fns_cos_job *job);
 void fns_node_sms_restart(struct fns_node *n);
 /* Per tick: publishes the instance snapshot and the SMS figures (under mu). */
 void fns_node_sms_report(struct fns_node *n);
+/* The tenant's SMS cost counters. */
+struct fns_node_cost *fns_node_cost_of(struct fns_node *n, uint32_t tenant);
+/* What fns_node_sms_orders.c uses of the window: a tenant's pool (made
+ * when new), an instance record logged for slot, slot released (its
+ * waiters rerun), slot reclaimed (its memory gone: recovered or
+ * released). */
+struct fns_pool {
+    struct cm_hnode hn;
+    uint32_t tenant;
+    uint64_t gen;
+};
+struct fns_pool *fns_pool_of(struct fns_node *n, uint32_t tenant);
+void fns_node_log_instance(struct fns_node *n, uint32_t slot);
+void fns_node_sms_release(struct fns_node *n, uint32_t slot);
+void fns_node_sms_reclaim(struct fns_node *n, uint32_t slot);
+
+/* ---- fns_node_sms_orders.c (loop thread) ---- */
+
+/* --reclaim-rate: the next random reclaim, after an exponential gap. */
+void fns_node_reclaim_arm(struct fns_node *n);
 /* ev_orders: applies the controller's last answer. ev_reclaim: --reclaim-rate. */
 void fns_node_sms_orders_cb(void *arg);
 void fns_node_sms_reclaim_cb(void *arg);
-/* The tenant's SMS cost counters. */
-struct fns_node_cost *fns_node_cost_of(struct fns_node *n, uint32_t tenant);
 
 /* ---- fns_node_ilog.c (loop thread; replay at create) ---- */
 

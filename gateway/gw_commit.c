@@ -85,27 +85,30 @@ apply(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_snap *s)
 {
     int stale, rc;
 
-    op->had_old = 0;
+    gw_meta_old_reset(&op->old);
     switch (op->kind) {
     case COMMIT_PUT:
         if (s != NULL && gw_snap_tenant(s, op->lay.tenant) == NULL) {
             op->rc = GW_COMMIT_TENANT_GONE;
             return 0;
         }
-        op->rc = gw_meta_put(b, op->key, op->klen, &op->lay, &op->old, &op->had_old);
+        op->attrs.mtime_ms = gw_meta_batch_time(b);
+        op->rc = gw_meta_put(b, op->key, op->klen, &op->lay, &op->attrs, &op->old);
         return op->rc;
     case COMMIT_DELETE:
         rc = gw_meta_delete(b, op->tenant, op->key, op->klen, &op->old);
         op->rc = rc;
-        op->had_old = rc == 0;
         return rc == CM_E_NOTFOUND ? 0 : rc;
     case COMMIT_UPDATE:
         op->rc = gw_meta_update(b, &op->lay, op->report, &stale);
         return op->rc;
     case COMMIT_MOVE:
         op->rc = gw_meta_move(b, op->key, op->klen, &op->lay, &stale);
-        op->had_old = op->rc == 0 && !stale;
+        op->moved = op->rc == 0 && !stale;
         return op->rc;
+    case COMMIT_CALL:
+        op->rc = 0;
+        return op->apply(b, op, s);
     }
     return CM_E_BADARG;
 }
@@ -129,7 +132,7 @@ commit_list(struct gw_commit *cm, struct gw_state *st, struct gw_commit_op *list
         if (rc != 0) {
             for (op = list; op != NULL; op = op->next) {
                 op->rc = rc;
-                op->had_old = 0;
+                gw_meta_old_reset(&op->old);
             }
         }
     } else {
@@ -148,7 +151,7 @@ commit_list(struct gw_commit *cm, struct gw_state *st, struct gw_commit_op *list
             }
             if (rc != 0) {
                 op->rc = rc;
-                op->had_old = 0;
+                gw_meta_old_reset(&op->old);
             }
         }
     }

@@ -22,9 +22,10 @@
 
 #include "cm_metrics.h"
 #include "gw_engine.h"
+#include "gw_meta.h"
 
-struct gw_meta;
 struct gw_state;
+struct gw_snap;
 struct gw_commit;
 
 enum gw_commit_kind {
@@ -32,6 +33,7 @@ enum gw_commit_kind {
     COMMIT_DELETE, /* a tombstone for key */
     COMMIT_UPDATE, /* an engine report (enum gw_report): holders, tags, done */
     COMMIT_MOVE,   /* a migrated version's holders and tags, if key still holds lay.object */
+    COMMIT_CALL,   /* the op's own apply (the S3 front door's writes) */
 };
 
 #define GW_COMMIT_TENANT_GONE (-EACCES) /* a PUT refused: its tenant was deleted */
@@ -41,15 +43,31 @@ struct gw_commit_op {
     uint32_t tenant; /* DELETE */
     const char *key; /* PUT, DELETE, MOVE: borrowed until done */
     size_t klen;
-    struct gw_layout lay;  /* PUT, MOVE: the version (lay.tenant set); UPDATE: the report's */
+    /* PUT, MOVE: the version (lay.tenant set; a PUT's tags owned by the op,
+     * freed by its owner); UPDATE: the report's */
+    struct gw_layout lay;
+    /* PUT: what the version keeps beside its layout (hdrs borrowed until
+     * done); the commit sets mtime_ms, which done hands on to
+     * gw_engine_committed with the layout */
+    struct gw_meta_attrs attrs;
     enum gw_report report; /* UPDATE */
+    /*
+     * CALL: applies the op in b, on the committer; s is the state snapshot
+     * (NULL before the state is set). Returns 0 with op->rc its own result
+     * (an op that fails before it wrote anything), or a negative code when
+     * b is no longer usable: then the op is applied again, alone, in a
+     * batch of its own, and fails with that code if it does again.
+     */
+    int (*apply)(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_snap *s);
     /* Set before done: rc 0, CM_E_NOTFOUND (DELETE of nothing),
      * GW_COMMIT_TENANT_GONE (PUT) or the error; the version the op
-     * replaced or deleted, when had_old. MOVE: had_old = the live version
-     * was lay.object and now has its holders (0: stale, nothing stored). */
+     * replaced or deleted, when old.had (its parts and key owned by the op
+     * until done hands them to gw_front_retire, or gw_meta_old_reset).
+     * MOVE: moved = the live version was lay.object and now has its
+     * holders (0: stale, nothing stored). */
     int rc;
-    int had_old;
-    struct gw_layout old;
+    int moved;
+    struct gw_meta_old old;
     void (*done)(struct gw_commit_op *op); /* on the committer thread */
     struct gw_commit_op *next;             /* the queue's */
 };

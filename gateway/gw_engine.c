@@ -181,9 +181,14 @@ gw_engine_delete(struct gw_engine *e, const struct gw_layout *layout, int delay_
 }
 
 void
-gw_engine_track(struct gw_engine *e, const struct gw_layout *layout, const char *key, size_t klen)
+gw_engine_track(struct gw_engine *e, const struct gw_layout *layout,
+                const struct gw_meta_attrs *attrs, const char *key, size_t klen)
 {
-    if (layout->k < 1 || layout->k > CM_EC_MAX_K || layout->m > CM_EC_MAX_M || klen == 0) {
+    if (layout->k == 0) {
+        gw_engine_committed(e, layout, attrs, key, klen);
+        return;
+    }
+    if (layout->k > CM_EC_MAX_K || layout->m > CM_EC_MAX_M || klen == 0) {
         return;
     }
     struct gw_obj *o = obj_new(e);
@@ -199,7 +204,8 @@ gw_engine_track(struct gw_engine *e, const struct gw_layout *layout, const char 
         o->klen = klen;
         /* one byte at least: an empty object has no chunks */
         o->persisted = calloc(gw_layout_nchunks(layout) + 1, 1);
-        if (o->key && o->persisted) {
+        if (o->key && o->persisted &&
+            (attrs == NULL || gw_meta_attrs_dup(attrs, &o->attrs, &o->attrs_mem) == 0)) {
             memcpy(o->key, key, klen);
             if (gw_net_post(e->net, gw_pbuf_track_start, o) == 0) {
                 return;
@@ -275,11 +281,21 @@ gw_engine_drop(struct gw_engine *e, const struct gw_layout *layout, uint64_t mas
 }
 
 void
-gw_engine_committed(struct gw_engine *e, const struct gw_layout *layout, const char *key,
-                    size_t klen)
+gw_engine_committed(struct gw_engine *e, const struct gw_layout *layout,
+                    const struct gw_meta_attrs *attrs, const char *key, size_t klen)
 {
-    struct committed_cmd *c = malloc(sizeof(*c) + klen);
-    if (c) {
+    if (gw_layout_record_only(layout)) {
+        struct gw_mjob *j = gw_mlog_record_new(e, layout, attrs, key, klen);
+        if (j && gw_net_post(e->net, gw_mlog_start, j) == 0) {
+            return;
+        }
+        gw_mlog_cancel(j);
+        CM_ERROR("gateway record dropped tenant=%u object=%016llx err=ENOMEM", layout->tenant,
+                 (unsigned long long)layout->object);
+        return;
+    }
+    struct committed_cmd *c = calloc(1, sizeof(*c) + klen);
+    if (c && (attrs == NULL || gw_meta_attrs_dup(attrs, &c->attrs, &c->attrs_mem) == 0)) {
         c->e = e;
         c->tenant = layout->tenant;
         c->object = layout->object;
@@ -289,8 +305,9 @@ gw_engine_committed(struct gw_engine *e, const struct gw_layout *layout, const c
         if (gw_net_post(e->net, gw_pbuf_committed, c) == 0) {
             return;
         }
-        free(c);
+        free(c->attrs_mem);
     }
+    free(c);
     /* Pending keeps the version: the next start sends its record. */
     CM_ERROR("gateway commit notice dropped tenant=%u object=%016llx err=ENOMEM", layout->tenant,
              (unsigned long long)layout->object);
@@ -301,7 +318,7 @@ gw_engine_tombstone(struct gw_engine *e, const struct gw_layout *layout, const c
                     size_t klen)
 {
     struct gw_mjob *j = gw_mlog_tomb_new(e, layout, key, klen);
-    if (j && gw_net_post(e->net, gw_mlog_tomb_start, j) == 0) {
+    if (j && gw_net_post(e->net, gw_mlog_start, j) == 0) {
         return;
     }
     gw_mlog_cancel(j);

@@ -204,11 +204,18 @@ void gw_engine_delete(struct gw_engine *e, const struct gw_layout *layout, int d
  * (meta_unlogged).
  */
 
-/* The front committed layout (tenant, object, version set) as the live
- * version of key (copied). The version stays in the persistent buffer
- * until its META record is logged, then it is reported GW_REPORT_DONE. */
-void gw_engine_committed(struct gw_engine *e, const struct gw_layout *layout, const char *key,
-                         size_t klen);
+/*
+ * The front committed layout (tenant, object, version set) as the live
+ * version of key, with attrs (what the version record keeps beside the
+ * layout, gw_meta.h; may be NULL); all copied. The version stays in the
+ * persistent buffer until its META record is logged, then it is reported
+ * GW_REPORT_DONE. A record-only version (k = 0: a composite, a bucket, an
+ * upload, which the buffer never held) has its record sent at once, and
+ * is reported GW_REPORT_DONE once it is logged.
+ */
+struct gw_meta_attrs;
+void gw_engine_committed(struct gw_engine *e, const struct gw_layout *layout,
+                         const struct gw_meta_attrs *attrs, const char *key, size_t klen);
 
 /* A DELETE of key was committed; layout is the deleted version (tenant,
  * object, version, m, holders; borrowed). Sends its tombstone record and
@@ -217,12 +224,13 @@ void gw_engine_committed(struct gw_engine *e, const struct gw_layout *layout, co
 void gw_engine_tombstone(struct gw_engine *e, const struct gw_layout *layout, const char *key,
                          size_t klen);
 
-/* After a restart: a committed version still pending (layout and key
- * copied). Keeps polling it until every chunk is persisted, rebuilding (by
- * decoding from other holders) chunks whose holder is gone, then sends its
- * META record and reports GW_REPORT_DONE. */
-void gw_engine_track(struct gw_engine *e, const struct gw_layout *layout, const char *key,
-                     size_t klen);
+/* After a restart: a committed version still pending (layout, attrs and
+ * key copied). Keeps polling it until every chunk is persisted, rebuilding
+ * (by decoding from other holders) chunks whose holder is gone, then sends
+ * its META record and reports GW_REPORT_DONE. A record-only version: as
+ * gw_engine_committed. */
+void gw_engine_track(struct gw_engine *e, const struct gw_layout *layout,
+                     const struct gw_meta_attrs *attrs, const char *key, size_t klen);
 
 /*
  * Migration: moves the positions in mask of a stored version (layout

@@ -22,6 +22,7 @@
 #include "cm_ec.h"
 #include "cm_hmap.h"
 #include "gw_engine.h"
+#include "gw_meta.h"
 #include "gw_stripe.h"
 #include "pol_rs.h"
 
@@ -136,10 +137,12 @@ struct gw_obj {
     struct gw_op *ops;
     struct gw_sfetch *fetches;
     int dirty;     /* holders or tags changed since the last report */
-    int committed; /* the front committed it (version and key set) */
+    int committed; /* the front committed it (version, key and attrs set) */
     int meta_done; /* its META record is logged: it may leave */
     char *key;     /* once committed */
     size_t klen;
+    struct gw_meta_attrs attrs; /* what its record keeps beside the layout */
+    void *attrs_mem;            /* attrs' strings (owned) */
     struct gw_mjob *mjob; /* its META record on its way */
     uint64_t stat_at;     /* ns: STAT unpersisted chunks from then on */
     uint64_t stat_gap;    /* ns: wait for notices this long before STATs */
@@ -237,11 +240,13 @@ struct committed_cmd {
     struct gw_engine *e;
     uint32_t tenant;
     uint64_t object, version;
+    struct gw_meta_attrs attrs;
+    void *attrs_mem; /* attrs' strings (owned; the object takes them) */
     size_t klen;
     char key[];
 };
 
-/* gw_pbuf.c: posted functions, timers, and shutdown. */
+/* gw_pbuf.c, gw_pbuf_del.c: posted functions, timers, and shutdown. */
 void gw_pbuf_put_start(void *obj);
 void gw_pbuf_track_start(void *obj);
 void gw_pbuf_committed(void *cmd);        /* posted by gw_engine_committed */
@@ -253,24 +258,35 @@ void gw_pbuf_poll(void *engine);
 void gw_pbuf_on_note(void *engine, uint32_t node, const struct cm_wire_note *note);
 void gw_pbuf_stop(struct gw_engine *e); /* fails every object, drops deletes */
 void gw_obj_unref(struct gw_obj *o);
+/* The live object (tenant, object), or NULL; ends o: the put callback
+ * (if not yet run) gets status. */
+struct gw_obj *gw_obj_find(struct gw_engine *e, uint32_t tenant, uint64_t object);
+void gw_obj_finish(struct gw_obj *o, int status);
+/* gw_pbuf_del.c: DELs every chunk of l (answers not waited for). */
+void gw_pbuf_send_dels(struct gw_engine *e, const struct gw_layout *l);
 
 /*
  * gw_mlog.c. gw_mlog_version starts the META record of o (committed, every
  * chunk persisted): 0, or -ENOMEM (try again at the next poll);
  * gw_pbuf_meta_done runs once it is logged. gw_mlog_cancel drops one (its
- * object is finishing). gw_mlog_tomb_start is posted by
- * gw_engine_tombstone; gw_mlog_poll (every persist poll) resends, replaces
- * nodes gone for redrive_after_ms and fills the node set; gw_mlog_stop
- * drops every record (pending keeps them for the next start).
+ * object is finishing). gw_mlog_start is posted by gw_engine_tombstone and
+ * gw_engine_committed (a record-only version); gw_mlog_poll (every persist
+ * poll) resends, replaces nodes gone for redrive_after_ms and fills the
+ * node set; gw_mlog_stop drops every record (pending keeps them for the
+ * next start).
  */
 int gw_mlog_version(struct gw_obj *o);
 void gw_mlog_cancel(struct gw_mjob *j);
-void gw_mlog_tomb_start(void *job);
+void gw_mlog_start(void *job);
 void gw_mlog_poll(struct gw_engine *e);
 void gw_mlog_stop(struct gw_engine *e);
-/* A tombstone's record for gw_engine_tombstone to post; NULL when out of
- * memory. key and layout copied (holders: the nodes to try first). */
+/* The record of a tombstone, or of a record-only version (reported
+ * GW_REPORT_DONE once logged), for gw_engine_tombstone and
+ * gw_engine_committed to post; NULL when out of memory. Everything copied
+ * (holders: the nodes to try first). */
 struct gw_mjob *gw_mlog_tomb_new(struct gw_engine *e, const struct gw_layout *l, const char *key,
                                  size_t klen);
+struct gw_mjob *gw_mlog_record_new(struct gw_engine *e, const struct gw_layout *l,
+                                   const struct gw_meta_attrs *a, const char *key, size_t klen);
 
 #endif

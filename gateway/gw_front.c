@@ -50,6 +50,7 @@
 #include "gw_grace.h"
 #include "gw_migrate.h"
 #include "gw_meta.h"
+#include "gw_s3_route.h"
 #include "gw_state.h"
 
 #define OBJ_PREFIX "/v1/objects/"
@@ -120,6 +121,10 @@ req_done(struct req *q, int status, const char *error)
     }
     gw_layout_fini(&q->lay);
     gw_layout_fini(&q->commit.lay);
+    for (uint32_t i = 0; q->parts != NULL && i < q->nparts; i++) {
+        gw_layout_fini(&q->parts[i]);
+    }
+    free(q->parts);
     free(q);
 }
 
@@ -482,6 +487,7 @@ handle_metrics(struct req *q)
 
     cm_buf_init(&b);
     cm_reqstats_expose(f->rs, "gateway", &b);
+    cm_reqstats_expose(f->rs_s3, "gateway_s3", &b);
 #define GW_FM_EXPOSE_(name, type, help)                                                            \
     cm_prom_family(&b, "shoal_gateway_" #name, type, help);                                        \
     cm_prom_u64(&b, "shoal_gateway_" #name, NULL, v.name);
@@ -607,6 +613,7 @@ gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_
     f->cfg = *cfg;
     f->meta = meta;
     f->rs = cm_reqstats_create(req_names, REQ_N);
+    f->rs_s3 = cm_reqstats_create(gw_s3_op_names, GW_S3_OP_COUNT);
     f->grace = gw_grace_create();
     atomic_init(&f->inflight, 0);
     atomic_init(&f->draining, 0);
@@ -614,6 +621,7 @@ gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_
     if (rc != 0) {
         gw_grace_destroy(f->grace);
         cm_reqstats_destroy(f->rs);
+        cm_reqstats_destroy(f->rs_s3);
         free(f);
         return rc;
     }
@@ -629,7 +637,7 @@ track_one(void *arg, const struct gw_pending *p)
     if (p->tomb) {
         gw_engine_tombstone(f->engine, p->lay, p->key, p->klen);
     } else {
-        gw_engine_track(f->engine, p->lay, p->key, p->klen);
+        gw_engine_track(f->engine, p->lay, p->attrs, p->key, p->klen);
     }
 }
 
@@ -699,5 +707,6 @@ gw_front_destroy(struct gw_front *f)
         CM_WARN("old versions left undeleted at shutdown (GETs never answered) n=%zu", dropped);
     }
     cm_reqstats_destroy(f->rs);
+    cm_reqstats_destroy(f->rs_s3);
     free(f);
 }

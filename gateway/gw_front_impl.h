@@ -46,6 +46,8 @@ struct req {
     /* GET */
     struct gw_grace_bucket *grace; /* in the grace period from before the layout read */
     struct gw_layout lay;
+    struct gw_layout *parts; /* a composite's (owned) */
+    uint32_t nparts;
     uint64_t off, len;
     int partial;
     /* PUT, DELETE */
@@ -58,7 +60,8 @@ struct gw_front {
     struct gw_engine *engine;
     struct gw_state *state;
     struct cm_reqstats *rs;
-    struct gw_grace *grace; /* GETs in flight vs the deletes of old versions */
+    struct cm_reqstats *rs_s3; /* the S3 front door's requests, by S3 operation */
+    struct gw_grace *grace;    /* GETs in flight vs the deletes of old versions */
     struct gw_commit *commit;
     struct gw_demand *demand;   /* placement's demand counts (may be NULL) */
     struct gw_migrate *migrate; /* for /metrics (may be NULL) */
@@ -78,6 +81,27 @@ void gw_req_fail_status(struct req *q, int rc);
 /* q is answered later, from another thread. */
 void gw_req_suspend(struct req *q);
 void gw_req_etag_version(struct req *q, const struct gw_layout *l);
+
+/* gw_objects.c: data chunks per stripe of a new version of size bytes
+ * (small objects are stored as 1+m whole copies). */
+uint8_t gw_front_put_k(const struct gw_front *f, const struct gw_tenant *t, uint64_t size);
+
+/* gw_objects.c: what a read or a stored version of key asked of the
+ * nodes, for the demand reports (off, len: the range read; got: the bytes
+ * answered, 0 when it failed; t0: when the request came in, cm_now_ns).
+ * A record-only version (a composite) asks nothing. */
+void gw_front_note_read(struct gw_front *f, uint32_t tenant, const char *key, size_t klen,
+                        const struct gw_layout *l, uint64_t off, uint64_t len, uint64_t got,
+                        uint64_t t0);
+void gw_front_note_write(struct gw_front *f, uint32_t tenant, const char *key, size_t klen,
+                         const struct gw_layout *l, uint64_t t0);
+
+/* gw_objects.c: for a version a commit replaced or deleted, sends the
+ * tombstone of a delete (old->key set: gw_engine_tombstone) and deletes
+ * its chunks (those of every part of a composite) once no GET that may
+ * have read its layout is left; takes what old owns (old is reset).
+ * Committer thread, after the commit. */
+void gw_front_retire(struct gw_front *f, struct gw_meta_old *old);
 
 /* gw_objects.c: the handlers, q authenticated (its tenant set) and its key
  * parsed (but for LIST). s and t are borrowed for the call. */

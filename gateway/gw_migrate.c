@@ -190,7 +190,7 @@ commit_done(struct gw_commit_op *op)
     struct mv_item *it = CM_CONTAINER_OF(op, struct mv_item, op);
     struct gw_migrate *m = it->m;
 
-    if (op->rc == 0 && op->had_old) {
+    if (op->rc == 0 && op->moved) {
         struct mv_drop *d = malloc(sizeof(*d));
 
         CM_DEBUG("version moved tenant=%u object=%016llx positions=%llx", op->lay.tenant,
@@ -291,7 +291,10 @@ scan_cb(void *arg, const char *key, size_t klen, const struct gw_layout *l)
     memcpy(sc->after, key, klen);
     sc->alen = klen;
     sc->res[pidx] += holder_bytes(l);
-    if (!sc->plan || sc->t->row_epoch[p] <= sc->done || l->nstripes == 0) {
+    /* An empty version, or a record-only one (a composite, whose parts
+     * move at their own keys; a bucket; an upload), has nothing to move. */
+    if (!sc->plan || sc->t->row_epoch[p] <= sc->done || l->nstripes == 0 ||
+        gw_layout_record_only(l)) {
         return;
     }
     gw_snap_row(sc->s, sc->t, p, &row, &nrow);
@@ -371,14 +374,20 @@ scan_all(struct gw_migrate *m, const struct gw_snap *s, int plan, uint64_t done,
     sc->left = cm_calloc(n + 1, sizeof(*sc->left));
     sc->stuck = cm_calloc(n + 1, 1);
     for (size_t ti = 0; ti < s->ntenants && rc == 0 && !stopped(m); ti++) {
-        int more = 1;
-
         sc->t = &s->tenants[ti];
         sc->ti = ti;
-        sc->alen = 0;
-        while (more && rc == 0) {
-            rc = gw_meta_list(m->meta, sc->t->id, "", 0, sc->alen ? sc->after : NULL, sc->alen,
-                              LIST_BATCH, scan_cb, sc, &more);
+        /* Internal keys first (the parts of multipart uploads and of the
+         * composites they completed: ordinary versions, which move at
+         * their own keys), then the others. */
+        for (int internal = 1; internal >= 0 && rc == 0; internal--) {
+            int more = 1;
+
+            sc->alen = 0;
+            while (more && rc == 0) {
+                rc = gw_meta_list(m->meta, sc->t->id, "\0", (size_t)internal,
+                                  sc->alen ? sc->after : NULL, sc->alen, LIST_BATCH, scan_cb, sc,
+                                  &more);
+            }
         }
     }
     if (rc == 0) {

@@ -8,6 +8,9 @@
  *              ─▶ every one logged it ─▶ gw_pbuf_meta_done: it leaves the buffer
  *   tombstone: a DELETE committed (gw_engine_tombstone) ─▶ m + 1 nodes
  *              ─▶ logged ─▶ GW_REPORT_TOMB: it leaves pending
+ *   record-only version (a composite, a bucket, an upload: no chunks, never
+ *              in the buffer): committed (gw_engine_committed) ─▶ m + 1
+ *              nodes ─▶ logged ─▶ GW_REPORT_DONE: it leaves pending
  *
  * Nodes: the version's holders in position order (distinct), then the
  * other usable nodes in directory order; m + 1 of them, so that losing m
@@ -50,7 +53,8 @@ struct gw_mtarget {
 struct gw_mjob {
     struct gw_mjob *prev, *next;
     struct gw_engine *e;
-    struct gw_obj *o;     /* a version's record: its object; NULL: a tombstone */
+    struct gw_obj *o;     /* a version's record: its object; NULL: a tombstone or a record-only */
+    int record_only;      /* o == NULL: a record-only version's record, not a tombstone */
     struct gw_layout lay; /* tenant, object, version, m; holders: nodes to try first */
     uint32_t npref;       /* holders to try first (0: unknown) */
     int linked;
@@ -173,6 +177,7 @@ mjob_finish(struct gw_mjob *j)
     struct gw_engine *e = j->e;
     struct gw_obj *o = j->o;
     struct gw_layout l = j->lay;
+    int record_only = j->record_only;
     CM_DEBUG("gateway meta record logged tenant=%u object=%016llx version=%llu tomb=%d nodes=%zu",
              l.tenant, (unsigned long long)l.object, (unsigned long long)l.version, o == NULL,
              j->nt);
@@ -182,7 +187,7 @@ mjob_finish(struct gw_mjob *j)
     } else if (e->on_layout) {
         l.k = 0;
         l.nstripes = 0;
-        e->on_layout(e->arg, &l, GW_REPORT_TOMB);
+        e->on_layout(e->arg, &l, record_only ? GW_REPORT_DONE : GW_REPORT_TOMB);
     }
 }
 
@@ -263,27 +268,36 @@ meta_answered(void *arg, int status, const struct cm_wire_hdr *rsp)
     mjob_step(j);
 }
 
-int
-gw_mlog_version(struct gw_obj *o)
+/* The job of a version's record: layout and attrs as they are now
+ * (persisted: every bit). */
+static struct gw_mjob *
+version_job(struct gw_engine *e, const struct gw_layout *l, const struct gw_meta_attrs *a,
+            const char *key, size_t klen)
 {
-    struct gw_layout *l = &o->lay;
-    size_t rlen = gw_meta_rec_len(l);
+    size_t rlen = gw_meta_rec_len(l, a);
     uint8_t *rec = malloc(rlen);
     if (!rec) {
-        return -ENOMEM;
+        return NULL;
     }
-    gw_meta_encode(l, rec); /* persisted: every bit, as it is now */
+    gw_meta_encode(l, a, rec);
     struct gw_mrec m = {
         .kind = GW_MREC_VERSION,
         .tenant = l->tenant,
-        .key = o->key,
-        .klen = o->klen,
+        .key = key,
+        .klen = klen,
         .version = l->version,
         .rec = rec,
         .rec_len = rlen,
     };
-    struct gw_mjob *j = mjob_new(o->e, l, &m);
+    struct gw_mjob *j = mjob_new(e, l, &m);
     free(rec);
+    return j;
+}
+
+int
+gw_mlog_version(struct gw_obj *o)
+{
+    struct gw_mjob *j = version_job(o->e, &o->lay, &o->attrs, o->key, o->klen);
     if (!j) {
         return -ENOMEM;
     }
@@ -292,6 +306,17 @@ gw_mlog_version(struct gw_obj *o)
     mjob_link(j);
     mjob_step(j);
     return 0;
+}
+
+struct gw_mjob *
+gw_mlog_record_new(struct gw_engine *e, const struct gw_layout *l, const struct gw_meta_attrs *a,
+                   const char *key, size_t klen)
+{
+    struct gw_mjob *j = version_job(e, l, a, key, klen);
+    if (j) {
+        j->record_only = 1;
+    }
+    return j;
 }
 
 struct gw_mjob *
@@ -308,7 +333,7 @@ gw_mlog_tomb_new(struct gw_engine *e, const struct gw_layout *l, const char *key
 }
 
 void
-gw_mlog_tomb_start(void *arg)
+gw_mlog_start(void *arg)
 {
     struct gw_mjob *j = arg;
     if (j->e->stopping) {

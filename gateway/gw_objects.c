@@ -26,12 +26,12 @@
 #include "gw_front_impl.h"
 #include "gw_grace.h"
 #include "gw_meta.h"
+#include "gw_oread.h"
 #include "gw_state.h"
 #include "gw_stripe.h"
 
-/* Data chunks per stripe: small objects are stored as 1+m whole copies. */
-static uint8_t
-put_k(const struct gw_front *f, const struct gw_tenant *t, uint64_t size)
+uint8_t
+gw_front_put_k(const struct gw_front *f, const struct gw_tenant *t, uint64_t size)
 {
     return size < f->cfg.small_threshold ? 1 : t->k;
 }
@@ -61,25 +61,44 @@ gw_obj_put_headers(struct req *q, const struct gw_tenant *t)
         return -1;
     }
     /* Room to pad the last stripe in place: the engine need not copy it. */
-    cm_http_reserve_body(q->r,
-                         gw_engine_put_room(q->f->engine, put_k(q->f, t, q->bytes), q->bytes));
+    cm_http_reserve_body(
+        q->r, gw_engine_put_room(q->f->engine, gw_front_put_k(q->f, t, q->bytes), q->bytes));
     return 0;
 }
 
 /* ---- GET / HEAD ---- */
+
+void
+gw_front_note_read(struct gw_front *f, uint32_t tenant, const char *key, size_t klen,
+                   const struct gw_layout *l, uint64_t off, uint64_t len, uint64_t got,
+                   uint64_t t0)
+{
+    if (f->demand != NULL && l->nstripes > 0 && len > 0) {
+        /* What the read asked of the nodes: k chunks (one copy) per stripe. */
+        uint64_t sb = (uint64_t)l->k * l->chunk_size;
+        uint64_t stripes = sb ? (off + len - 1) / sb - off / sb + 1 : 1;
+        gw_demand_note(f->demand, tenant, key, klen, stripes * l->k, got, cm_now_ns() - t0);
+    }
+}
+
+void
+gw_front_note_write(struct gw_front *f, uint32_t tenant, const char *key, size_t klen,
+                    const struct gw_layout *l, uint64_t t0)
+{
+    if (f->demand != NULL) {
+        uint64_t chunks = (uint64_t)l->nstripes * gw_stripe_n(l);
+        gw_demand_note(f->demand, tenant, key, klen, chunks, chunks * l->chunk_size,
+                       cm_now_ns() - t0);
+    }
+}
 
 static void
 get_done(void *arg, int status, void *buf, size_t len)
 {
     struct req *q = arg;
 
-    if (q->f->demand != NULL && q->lay.nstripes > 0) {
-        /* What the read asked of the nodes: k chunks (one copy) per stripe. */
-        uint64_t sb = (uint64_t)q->lay.k * q->lay.chunk_size;
-        uint64_t stripes = sb ? (q->off + q->len - 1) / sb - q->off / sb + 1 : 1;
-        gw_demand_note(q->f->demand, q->tenant, q->key, q->klen, stripes * q->lay.k,
-                       status == 0 ? len : 0, cm_now_ns() - q->t0);
-    }
+    gw_front_note_read(q->f, q->tenant, q->key, q->klen, &q->lay, q->off, q->len,
+                       status == 0 ? len : 0, q->t0);
     if (status != 0) {
         cm_free_big(buf);
         gw_req_fail_status(q, status);
@@ -109,13 +128,20 @@ gw_obj_get(struct req *q)
 {
     struct gw_front *f = q->f;
     const char *range = cm_http_header(q->r, "Range");
+    struct gw_meta_obj *obj = malloc(sizeof(*obj));
     char cr[96];
     int rc;
 
     if (q->kind == REQ_GET) {
-        q->grace = gw_grace_enter(f->grace); /* before the read: see retire() */
+        q->grace = gw_grace_enter(f->grace); /* before the read: see gw_front_retire() */
     }
-    rc = gw_meta_get(f->meta, q->tenant, q->key, q->klen, &q->lay);
+    rc = obj == NULL ? -ENOMEM : gw_meta_get_obj(f->meta, q->tenant, q->key, q->klen, obj);
+    if (obj != NULL) {
+        q->lay = obj->lay;
+        q->parts = obj->parts; /* q owns them now */
+        q->nparts = obj->a.nparts;
+        free(obj);
+    }
     if (rc == CM_E_NOTFOUND) {
         gw_req_fail(q, 404, "not_found", "no such object");
         return;
@@ -157,14 +183,14 @@ gw_obj_get(struct req *q)
         return;
     }
     gw_req_suspend(q);
-    gw_engine_get(f->engine, &q->lay, q->off, q->len, get_done, q);
+    gw_oread(f->engine, &q->lay, q->parts, q->nparts, q->off, q->len, get_done, q);
 }
 
 /* ---- PUT / DELETE: the committer answers ---- */
 
 struct retired {
     struct gw_front *f;
-    struct gw_layout lay;
+    struct gw_meta_old old;
 };
 
 static void
@@ -172,28 +198,48 @@ retire_run(void *arg)
 {
     struct retired *r = arg;
 
-    gw_engine_delete(r->f->engine, &r->lay, r->f->cfg.delete_delay_ms);
+    if (!gw_layout_record_only(&r->old.lay)) {
+        gw_engine_delete(r->f->engine, &r->old.lay, r->f->cfg.delete_delay_ms);
+    }
+    for (uint32_t i = 0; i < r->old.nparts; i++) {
+        gw_engine_delete(r->f->engine, &r->old.parts[i], r->f->cfg.delete_delay_ms);
+    }
+    gw_meta_old_reset(&r->old);
     free(r);
 }
 
-/* Deletes the chunks of a version that a commit replaced or deleted, once
- * the GETs that may have read its layout are answered. The commit happened
- * before this call, and a GET enters before it reads: a GET that enters
- * later reads the new layout. Out of memory, the chunks stay (orphans, as
- * when the gateway stops before their delete). */
-static void
-retire(struct gw_front *f, const struct gw_layout *old)
+/* The commit happened before this call, and a GET enters before it reads:
+ * a GET that enters later reads the new layout. Out of memory, the chunks
+ * stay (orphans, as when the gateway stops before their delete). */
+void
+gw_front_retire(struct gw_front *f, struct gw_meta_old *old)
 {
-    struct retired *r = malloc(sizeof(*r));
+    struct retired *r;
 
+    if (old->had && old->key != NULL) {
+        /* a delete: its tombstone goes to the nodes' insertion logs */
+        gw_engine_tombstone(f->engine, &old->lay, old->key, old->klen);
+    }
+    if (!old->had || (gw_layout_record_only(&old->lay) && old->nparts == 0)) {
+        gw_meta_old_reset(old);
+        return;
+    }
+    r = malloc(sizeof(*r));
     if (r != NULL) {
         r->f = f;
-        r->lay = *old;
+        r->old = *old;
+        memset(old, 0, sizeof(*old)); /* r owns the parts */
     }
     if (r == NULL || gw_grace_defer(f->grace, retire_run, r) != 0) {
         CM_WARN("old version left undeleted object=%016llx tenant=%u err=ENOMEM",
-                (unsigned long long)old->object, old->tenant);
-        free(r);
+                (unsigned long long)(r != NULL ? r->old.lay.object : old->lay.object),
+                r != NULL ? r->old.lay.tenant : old->lay.tenant);
+        if (r != NULL) {
+            gw_meta_old_reset(&r->old);
+            free(r);
+        } else {
+            gw_meta_old_reset(old);
+        }
     }
 }
 
@@ -203,16 +249,19 @@ commit_done(struct gw_commit_op *op)
 {
     struct req *q = CM_CONTAINER_OF(op, struct req, commit);
     struct gw_front *f = q->f;
-    struct gw_layout old = op->old; /* op is freed with q, once q is answered */
-    int retire_old = op->rc == 0 && op->had_old;
+    struct gw_meta_old old = op->old; /* op is freed with q, once q is answered */
+
+    memset(&op->old, 0, sizeof(op->old));
+    if (op->rc != 0) {
+        gw_meta_old_reset(&old);
+    }
 
     if (op->kind == COMMIT_DELETE && op->rc == 0) {
-        gw_engine_tombstone(f->engine, &op->old, q->key, q->klen);
         gw_req_reply(q, 204, NULL, NULL, 0, CM_HTTP_STATIC);
     } else if (op->kind == COMMIT_DELETE && op->rc == CM_E_NOTFOUND) {
         gw_req_fail(q, 404, "not_found", "no such object");
     } else if (op->rc == 0) {
-        gw_engine_committed(f->engine, &op->lay, q->key, q->klen);
+        gw_engine_committed(f->engine, &op->lay, &op->attrs, q->key, q->klen);
         gw_req_etag_version(q, &op->lay);
         gw_req_reply(q, 201, NULL, NULL, 0, CM_HTTP_STATIC);
     } else {
@@ -225,9 +274,7 @@ commit_done(struct gw_commit_op *op)
             gw_req_fail_status(q, op->rc);
         }
     }
-    if (retire_old) {
-        retire(f, &old);
-    }
+    gw_front_retire(f, &old);
 }
 
 static void
@@ -239,11 +286,7 @@ put_done(void *arg, int status, const struct gw_layout *layout)
         gw_req_fail_status(q, status);
         return;
     }
-    if (q->f->demand != NULL) {
-        uint64_t chunks = (uint64_t)layout->nstripes * gw_stripe_n(layout);
-        gw_demand_note(q->f->demand, q->tenant, q->key, q->klen, chunks,
-                       chunks * layout->chunk_size, cm_now_ns() - q->t0);
-    }
+    gw_front_note_write(q->f, q->tenant, q->key, q->klen, layout, q->t0);
     q->commit.kind = COMMIT_PUT;
     q->commit.key = q->key;
     q->commit.klen = q->klen;
@@ -297,7 +340,8 @@ gw_obj_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
         }
     }
     gw_req_suspend(q);
-    gw_engine_put(f->engine, t->id, row, nrow, put_k(f, t, len), t->m, body, len, cap, put_done, q);
+    gw_engine_put(f->engine, t->id, row, nrow, gw_front_put_k(f, t, len), t->m, body, len, cap,
+                  put_done, q);
 }
 
 void

@@ -10,12 +10,14 @@
  *              after a restart); each PUT answer's tag is recorded
  *              ─▶ every position persisted and the front's commit notice
  *              in: its META record (gw_mlog.c) ─▶ logged: freed
- *   delete:    after its delay, DEL every chunk (the newest holders)
+ *   delete:    after its delay, DEL every chunk (the newest holders;
+ *              gw_pbuf_del.c)
  *   move:      a stored version's positions to new holders (migration): a
  *              tracked object whose moving chunks are read from the old
  *              layout (src), PUT, then followed until persisted; the
  *              caller is told instead of on_layout
  *   drop:      DEL the chunks a moved version left behind, keeping COS
+ *              (gw_pbuf_del.c)
  *
  * The holder policy (pol_holders.h) decides where positions go; this file
  * sends, counts and reports.
@@ -58,22 +60,14 @@ struct gw_op {
     enum chunk_kind kind;
 };
 
-static void
-noop_done(void *arg, int status, const struct cm_wire_hdr *rsp)
-{
-    (void)arg;
-    (void)status;
-    (void)rsp;
-}
-
 static uint64_t
 obj_hash(uint32_t tenant, uint64_t object)
 {
     return cm_hmix64(object ^ ((uint64_t)tenant << 32));
 }
 
-static struct gw_obj *
-obj_find(struct gw_engine *e, uint32_t tenant, uint64_t object)
+struct gw_obj *
+gw_obj_find(struct gw_engine *e, uint32_t tenant, uint64_t object)
 {
     uint64_t h = obj_hash(tenant, object);
     for (struct cm_hnode *n = cm_hmap_first(&e->objmap, h); n; n = cm_hmap_next(n, h)) {
@@ -106,6 +100,7 @@ gw_obj_unref(struct gw_obj *o)
     free(o->persisted);
     free(o->src);
     free(o->key);
+    free(o->attrs_mem);
     free(o);
 }
 
@@ -353,39 +348,9 @@ obj_unlink(struct gw_obj *o)
     }
 }
 
-/* DELs the chunks of the positions in mask (flags: CM_WF_KEEP_COS or 0). */
-static void
-send_dels_mask(struct gw_engine *e, const struct gw_layout *l, uint64_t mask, uint16_t flags)
-{
-    for (uint32_t j = 0; j < gw_stripe_n(l); j++) {
-        if (!(mask & GW_BIT(j))) {
-            continue;
-        }
-        for (uint32_t s = 0; s < l->nstripes; s++) {
-            struct gw_net_send ns = {
-                .hdr = {.op = CM_OP_DEL,
-                        .flags = flags,
-                        .tenant = l->tenant,
-                        .object = l->object,
-                        .index = gw_stripe_index(l, s, j)},
-                .done = noop_done,
-            };
-            if (gw_net_send(e->net, l->holders[j], &ns, NULL) < 0) {
-                break;
-            }
-        }
-    }
-}
-
-static void
-send_dels(struct gw_engine *e, const struct gw_layout *l)
-{
-    send_dels_mask(e, l, gw_stripe_all(l), 0);
-}
-
 /* Ends o: the put callback (if not yet run) gets status. */
-static void
-obj_finish(struct gw_obj *o, int status)
+void
+gw_obj_finish(struct gw_obj *o, int status)
 {
     obj_unlink(o);
     if (o->state == OBJ_PUTTING && o->cb) {
@@ -396,7 +361,7 @@ obj_finish(struct gw_obj *o, int status)
                     (unsigned long long)o->lay.object, (unsigned long long)o->lay.size,
                     cm_errname(status));
             if (o->placed && o->lay.nstripes > 0 && !o->e->stopping) {
-                send_dels(o->e, &o->lay);
+                gw_pbuf_send_dels(o->e, &o->lay);
             }
         }
         cb(o->cb_arg, status, &o->lay);
@@ -481,7 +446,7 @@ obj_step(struct gw_obj *o)
     struct gw_layout *l = &o->lay;
     int rc = o->nomem ? -ENOMEM : obj_move(o);
     if (rc < 0) {
-        obj_finish(o, rc); /* only a put fails */
+        gw_obj_finish(o, rc); /* only a put fails */
         return;
     }
     if (o->state == OBJ_PUTTING) {
@@ -516,7 +481,7 @@ obj_step(struct gw_obj *o)
                 o->move_cb = NULL;
                 cb(o->move_arg, 0, l);
             }
-            obj_finish(o, 0);
+            gw_obj_finish(o, 0);
         }
         return;
     }
@@ -537,7 +502,7 @@ obj_step(struct gw_obj *o)
     if (e->on_layout) {
         e->on_layout(e->arg, l, GW_REPORT_DONE);
     }
-    obj_finish(o, 0);
+    gw_obj_finish(o, 0);
 }
 
 void
@@ -572,7 +537,7 @@ op_done(void *arg, int status, const struct cm_wire_hdr *rsp)
                 mark_persisted(o, j, s);
             }
         } else if (st == CM_E_BUSY && o->state == OBJ_PUTTING) {
-            obj_finish(o, CM_E_BUSY);
+            gw_obj_finish(o, CM_E_BUSY);
             return;
         } else {
             CM_DEBUG("gateway chunk put failed tenant=%u object=%016llx index=%u node=%u "
@@ -738,7 +703,7 @@ gw_pbuf_poll(void *arg)
 void
 gw_pbuf_on_note(void *arg, uint32_t node, const struct cm_wire_note *note)
 {
-    struct gw_obj *o = obj_find(arg, note->tenant, note->object);
+    struct gw_obj *o = gw_obj_find(arg, note->tenant, note->object);
     if (!o || o->lay.nstripes == 0) {
         return; /* done already, or not ours */
     }
@@ -767,7 +732,7 @@ gw_pbuf_put_start(void *arg)
         }
     }
     if (rc < 0) {
-        obj_finish(o, rc);
+        gw_obj_finish(o, rc);
         return;
     }
     o->placed = 1;
@@ -788,13 +753,16 @@ void
 gw_pbuf_committed(void *arg)
 {
     struct committed_cmd *c = arg;
-    struct gw_obj *o = obj_find(c->e, c->tenant, c->object);
+    struct gw_obj *o = gw_obj_find(c->e, c->tenant, c->object);
     if (o && !o->committed && o->state != OBJ_PUTTING) {
         o->key = malloc(c->klen);
         if (o->key) {
             memcpy(o->key, c->key, c->klen);
             o->klen = c->klen;
             o->lay.version = c->version;
+            o->attrs = c->attrs;
+            o->attrs_mem = c->attrs_mem;
+            c->attrs_mem = NULL;
             o->committed = 1;
             obj_step(o);
         } else {
@@ -803,6 +771,7 @@ gw_pbuf_committed(void *arg)
                      (unsigned long long)c->object);
         }
     }
+    free(c->attrs_mem);
     free(c);
 }
 
@@ -811,7 +780,7 @@ gw_pbuf_track_start(void *arg)
 {
     struct gw_obj *o = arg;
     const struct gw_layout *l = &o->lay;
-    if (obj_find(o->e, l->tenant, l->object)) {
+    if (gw_obj_find(o->e, l->tenant, l->object)) {
         gw_obj_unref(o);
         return;
     }
@@ -828,54 +797,20 @@ gw_pbuf_track_start(void *arg)
     obj_step(o);
 }
 
-static void
-del_fire(void *arg)
-{
-    struct gw_del *d = arg;
-    struct gw_engine *e = d->e;
-    struct gw_obj *o = obj_find(e, d->lay.tenant, d->lay.object);
-    if (o && o->state != OBJ_PUTTING) {
-        if (o->src) {
-            send_dels(e, o->src); /* a move in flight: where the chunks still are */
-        }
-        /* Still buffered: its holders are the newest word. */
-        memcpy(d->lay.holders, o->lay.holders, sizeof(d->lay.holders));
-        obj_finish(o, 0);
-    }
-    send_dels(e, &d->lay);
-    DL_UNLINK(e->dels, d);
-    gw_timer_destroy(d->t);
-    free(d);
-}
-
-void
-gw_pbuf_delete_start(void *arg)
-{
-    struct gw_del *d = arg;
-    struct gw_engine *e = d->e;
-    DL_PUSH(e->dels, d);
-    d->t = gw_timer_create(e->net, del_fire, d);
-    if (!d->t) {
-        del_fire(d); /* no timer: delete now rather than never */
-        return;
-    }
-    gw_timer_arm(d->t, d->delay_ms);
-}
-
 void
 gw_pbuf_move_start(void *arg)
 {
     struct gw_obj *o = arg;
     struct gw_engine *e = o->e;
     struct gw_layout *l = &o->lay;
-    int rc = e->stopping ? -ECANCELED : obj_find(e, l->tenant, l->object) ? -EBUSY : 0;
+    int rc = e->stopping ? -ECANCELED : gw_obj_find(e, l->tenant, l->object) ? -EBUSY : 0;
     for (uint32_t j = 0; j < gw_stripe_n(l) && rc == 0; j++) {
         if ((o->move_mask & GW_BIT(j)) && !gw_net_node_usable(e->net, l->holders[j])) {
             rc = CM_E_UNAVAIL;
         }
     }
     if (rc < 0) {
-        obj_finish(o, rc);
+        gw_obj_finish(o, rc);
         return;
     }
     for (uint32_t j = 0; j < gw_stripe_n(l); j++) {
@@ -897,20 +832,10 @@ gw_pbuf_move_start(void *arg)
 }
 
 void
-gw_pbuf_drop_start(void *arg)
-{
-    struct gw_del *d = arg;
-    if (!d->e->stopping) {
-        send_dels_mask(d->e, &d->lay, d->mask, CM_WF_KEEP_COS);
-    }
-    free(d);
-}
-
-void
 gw_pbuf_stop(struct gw_engine *e)
 {
     while (e->objs) {
-        obj_finish(e->objs, CM_E_UNAVAIL);
+        gw_obj_finish(e->objs, CM_E_UNAVAIL);
     }
     while (e->dels) {
         struct gw_del *d = e->dels;

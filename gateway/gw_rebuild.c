@@ -5,7 +5,9 @@
  *   list "ilog/" ─▶ names ─▶ readers (nthreads, each the next name):
  *     get, cm_ilog_open (CRC), every CM_ILOG_META ─▶ fold (mutex):
  *     per (tenant, key) the newest record ─▶ sorted by (tenant, key)
- *     ─▶ LMDB, a transaction per GW_REBUILD_TXN keys
+ *     ─▶ links: multipart objects whole or left out, parts kept only
+ *     with them or with their upload ─▶ LMDB, a transaction per
+ *     GW_REBUILD_TXN keys
  *
  * Owns the names, the map of newest records and the reader threads, all
  * for the one call. A record that does not decode, or whose layout record
@@ -29,6 +31,7 @@
 #include "cm_time.h"
 #include "gw_meta.h"
 #include "gw_parse.h"
+#include "gw_s3_cksum.h"
 
 #define GW_REBUILD_TXN 1024
 #define GW_REBUILD_THREADS_MAX 64
@@ -38,6 +41,7 @@ struct newest {
     struct cm_hnode hn;
     uint32_t tenant;
     uint8_t kind;
+    uint8_t part_kept; /* a part a whole composite names */
     uint64_t version;
     uint8_t *rec; /* VERSION: the layout record */
     size_t rec_len;
@@ -233,10 +237,118 @@ newest_cmp(const void *a, const void *b)
     return x->klen < y->klen ? -1 : x->klen > y->klen;
 }
 
+/* ---- multipart objects and uploads ---- */
+
+static struct newest *
+find(struct rebuild *r, uint32_t tenant, const char *key, size_t klen)
+{
+    uint64_t h = cm_hash64(key, klen, tenant);
+
+    for (struct cm_hnode *n = cm_hmap_first(&r->map, h); n; n = cm_hmap_next(n, h)) {
+        struct newest *x = CM_CONTAINER_OF(n, struct newest, hn);
+        if (x->tenant == tenant && x->klen == klen && memcmp(x->key, key, klen) == 0) {
+            return x;
+        }
+    }
+    return NULL;
+}
+
+/* A live version record of e's (tenant, key) that is not record-only:
+ * its layout into *l. */
+static int
+live_chunks(const struct newest *e, struct gw_layout *l)
+{
+    return e != NULL && e->kind == GW_MREC_VERSION &&
+           gw_meta_decode(e->rec, e->rec_len, l) == 0 && !gw_layout_record_only(l);
+}
+
+/* Turns e into what it deleted: kept out, versions above it. */
+static void
+drop(struct newest *e)
+{
+    e->kind = GW_MREC_TOMB;
+    free(e->rec);
+    e->rec = NULL;
+    e->rec_len = 0;
+}
+
+/*
+ * A composite comes back only whole: every part it names a live version
+ * whose sizes add up to its size and whose CRC-64s combine into its own
+ * (a part replaced later than its upload's last logged record, or not
+ * logged yet, would give other bytes). Its parts are then kept, and its
+ * upload, if its tombstone was not logged, dropped. A part comes back only
+ * with a whole composite or with its live upload.
+ */
+static void
+links(struct rebuild *r, struct newest **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct newest *e = v[i];
+        struct gw_layout l, p;
+        struct gw_meta_attrs a;
+        uint64_t size = 0, crc = 0;
+        uint32_t j;
+
+        if (e->kind != GW_MREC_VERSION ||
+            gw_meta_decode_attrs(e->rec, e->rec_len, &l, &a) != 0 || a.nparts == 0) {
+            continue;
+        }
+        for (j = 0; j < a.nparts; j++) {
+            char pk[GW_META_PART_KEY_LEN];
+            size_t pklen = gw_meta_part_key(a.upload, gw_meta_part_no(&a, j), pk);
+
+            if (!live_chunks(find(r, e->tenant, pk, pklen), &p)) {
+                break;
+            }
+            crc = j == 0 ? p.etag : gw_s3_crc64_combine(crc, p.etag, p.size);
+            size += p.size;
+        }
+        if (j < a.nparts || size != l.size || crc != l.etag) {
+            CM_WARN("rebuild-meta leaves out a multipart object whose parts were not all logged "
+                    "tenant=%u version=%llu parts=%u",
+                    e->tenant, (unsigned long long)e->version, a.nparts);
+            r->st.broken++;
+            drop(e);
+            continue;
+        }
+        for (j = 0; j < a.nparts; j++) {
+            char pk[GW_META_PART_KEY_LEN];
+            size_t pklen = gw_meta_part_key(a.upload, gw_meta_part_no(&a, j), pk);
+
+            find(r, e->tenant, pk, pklen)->part_kept = 1;
+        }
+        {
+            char uk[2 + GW_META_UPLOAD_ID_LEN];
+            size_t uklen = gw_meta_upload_key(a.upload, uk);
+            struct newest *u = find(r, e->tenant, uk, uklen);
+
+            if (u != NULL && u->kind == GW_MREC_VERSION) {
+                drop(u); /* completed: its tombstone was not logged */
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct newest *e = v[i], *u;
+        char uk[2 + GW_META_UPLOAD_ID_LEN];
+
+        if (e->kind != GW_MREC_VERSION || e->part_kept || e->klen != GW_META_PART_KEY_LEN ||
+            e->key[0] != '\0' || e->key[1] != 'p') {
+            continue;
+        }
+        u = find(r, e->tenant, uk, gw_meta_upload_key(e->key + 2, uk));
+        if (u == NULL || u->kind != GW_MREC_VERSION) {
+            r->st.orphan_parts++;
+            drop(e); /* its upload ended, its composite is gone or left out */
+        }
+    }
+}
+
 static int
 store_one(struct gw_meta_batch *b, const struct newest *e, struct gw_rebuild_stats *st)
 {
     struct gw_layout l;
+    struct gw_meta_attrs a;
     int rc;
 
     if (e->kind == GW_MREC_TOMB) {
@@ -244,11 +356,15 @@ store_one(struct gw_meta_batch *b, const struct newest *e, struct gw_rebuild_sta
         return gw_meta_restore_tomb(b, e->tenant, e->key, e->klen, e->version);
     }
     rc = gw_meta_decode_tags(e->rec, e->rec_len, &l);
+    if (rc == 0) {
+        rc = gw_meta_decode_attrs(e->rec, e->rec_len, &(struct gw_layout){0}, &a);
+    }
     if (rc != 0) {
+        gw_layout_fini(&l);
         return rc; /* checked when read: only -ENOMEM is left */
     }
     l.version = e->version;
-    rc = gw_meta_restore(b, e->key, e->klen, &l);
+    rc = gw_meta_restore(b, e->key, e->klen, &l, &a);
     gw_layout_fini(&l);
     st->versions++;
     return rc;
@@ -264,6 +380,7 @@ store(struct rebuild *r, struct gw_meta *meta)
 
     cm_hmap_each(&r->map, collect_one, &c);
     qsort(c.v, c.n, sizeof(*c.v), newest_cmp);
+    links(r, c.v, c.n);
     for (size_t i = 0; i < c.n && rc == 0; i++) {
         if (b == NULL && (rc = gw_meta_batch_begin(meta, &b)) != 0) {
             break;

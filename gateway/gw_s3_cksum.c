@@ -240,6 +240,66 @@ gw_s3_b64_decode(const char *in, size_t len, uint8_t *out, size_t cap)
     return (long)k;
 }
 
+/* ---- CRC-64/XZ combination (zlib's crc32_combine, on 64 bits) ---- */
+
+#define CRC64_XZ_POLY_REFL 0xc96c5795d7870f42ull
+
+static uint64_t
+gf2_times(const uint64_t *mat, uint64_t vec)
+{
+    uint64_t sum = 0;
+
+    for (; vec != 0; vec >>= 1, mat++) {
+        if (vec & 1) {
+            sum ^= *mat;
+        }
+    }
+    return sum;
+}
+
+static void
+gf2_square(uint64_t *sq, const uint64_t *mat)
+{
+    for (int n = 0; n < 64; n++) {
+        sq[n] = gf2_times(mat, mat[n]);
+    }
+}
+
+uint64_t
+gw_s3_crc64_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b)
+{
+    uint64_t even[64], odd[64], row = 1;
+
+    if (len_b == 0) {
+        return crc_a;
+    }
+    /* odd: one zero bit through the CRC register */
+    odd[0] = CRC64_XZ_POLY_REFL;
+    for (int n = 1; n < 64; n++) {
+        odd[n] = row;
+        row <<= 1;
+    }
+    gf2_square(even, odd); /* two zero bits */
+    gf2_square(odd, even); /* four */
+    do {
+        /* apply len_b zero bytes to crc_a, a bit of len_b at a time */
+        gf2_square(even, odd);
+        if (len_b & 1) {
+            crc_a = gf2_times(even, crc_a);
+        }
+        len_b >>= 1;
+        if (len_b == 0) {
+            break;
+        }
+        gf2_square(odd, even);
+        if (len_b & 1) {
+            crc_a = gf2_times(odd, crc_a);
+        }
+        len_b >>= 1;
+    } while (len_b != 0);
+    return crc_a ^ crc_b;
+}
+
 /* ---- ETags ---- */
 
 void

@@ -75,6 +75,13 @@ size_t gw_s3_b64_encode(const void *in, size_t n, char *out);
  * the decoded length, or -1 if malformed or longer than cap. */
 long gw_s3_b64_decode(const char *in, size_t len, uint8_t *out, size_t cap);
 
+/*
+ * CRC-64/XZ (cm_crc64, the native ETag) of A followed by B, from the CRCs
+ * of A and B and B's length: a multipart object's native ETag without
+ * reading its bytes again.
+ */
+uint64_t gw_s3_crc64_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
+
 #define GW_S3_ETAG_MAX 48 /* "\"" 32 hex "-" 5 digits "\"" NUL, rounded up */
 /* "\"<32 hex>\"" */
 void gw_s3_etag(const uint8_t md5[16], char out[GW_S3_ETAG_MAX]);

@@ -56,6 +56,8 @@
       "The XML you provided was not well-formed or did not validate against our published "        \
       "schema.")                                                                                   \
     X(MAX_MESSAGE_LENGTH, "MaxMessageLengthExceeded", 400, "Your request was too big.")            \
+    X(METADATA_TOO_LARGE, "MetadataTooLarge", 400,                                                 \
+      "Your metadata headers exceed the maximum allowed metadata size.")                           \
     X(METHOD_NOT_ALLOWED, "MethodNotAllowed", 405,                                                 \
       "The specified method is not allowed against this resource.")                                \
     X(MISSING_CONTENT_LENGTH, "MissingContentLength", 411,                                         \

@@ -1,5 +1,8 @@
 /*
- * gw_s3_sig.c - AWS Signature Version 4 verification (see gw_s3_sig.h).
+ * gw_s3_sig.c - AWS Signature Version 4 verification (see gw_s3_sig.h):
+ * the signing key and its cache, the credentials, the canonical request
+ * and the verification. The canonical URI, query and dates are in
+ * gw_s3_canon.c.
  *
  * Invariants: every input byte is untrusted and every loop is bounded by an
  * explicit length; the only state shared between calls is the key cache
@@ -7,294 +10,33 @@
  */
 #include "gw_s3_sig.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cm_bytes.h"
 #include "cm_err.h"
 #include "cm_hash.h"
+#include "gw_s3_route.h"
 
 #define ALGORITHM "AWS4-HMAC-SHA256"
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-static const char hexup[] = "0123456789ABCDEF";
-
-/* ---- encoding ---- */
-
-/* RFC 3986 unreserved: what AWS's UriEncode leaves alone. */
-static int
-unreserved(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '.' || c == '_' || c == '~';
-}
-
-/* Next byte of a percent-encoded string: %XX decoded, anything else (a
- * stray '%' included) taken as is. '+' is a plus: S3 signs it as %2B. */
-static unsigned char
-pct_next(const char *s, size_t n, size_t *i)
-{
-    int hi, lo;
-
-    if (s[*i] == '%' && *i + 2 < n && (hi = cm_hexval((unsigned char)s[*i + 1])) >= 0 &&
-        (lo = cm_hexval((unsigned char)s[*i + 2])) >= 0) {
-        *i += 3;
-        return (unsigned char)(hi << 4 | lo);
-    }
-    return (unsigned char)s[(*i)++];
-}
-
-/* Appends s[n] decoded then encoded as UriEncode does; '/' kept if asked. */
-static void
-uri_encode(struct cm_buf *b, const char *s, size_t n, int keep_slash)
-{
-    char stage[256];
-    size_t i = 0, k = 0;
-
-    while (i < n) {
-        unsigned char c = pct_next(s, n, &i);
-
-        if (k + 3 > sizeof(stage)) {
-            cm_buf_append(b, stage, k);
-            k = 0;
-        }
-        if (unreserved(c) || (keep_slash && c == '/')) {
-            stage[k++] = (char)c;
-        } else {
-            stage[k++] = '%';
-            stage[k++] = hexup[c >> 4];
-            stage[k++] = hexup[c & 15];
-        }
-    }
-    cm_buf_append(b, stage, k);
-}
+/* ---- the signing key and its cache ---- */
 
 void
-gw_s3_canonical_uri(struct cm_buf *b, const char *path, size_t len)
+gw_s3_signing_key_from_date(const uint8_t kdate[32], const char *region, uint8_t out[32])
 {
-    if (len == 0) {
-        cm_buf_append(b, "/", 1);
-        return;
-    }
-    uri_encode(b, path, len, 1);
+    uint8_t k[32];
+
+    cm_hmac_sha256(kdate, 32, region, strlen(region), k);
+    cm_hmac_sha256(k, 32, "s3", 2, k);
+    cm_hmac_sha256(k, 32, "aws4_request", 12, out);
+    memset(k, 0, sizeof(k));
 }
-
-struct qparam {
-    size_t name_off, name_len, val_off, val_len;
-};
-
-static int
-qparam_cmp(const void *a, const void *b, void *arg)
-{
-    const struct qparam *x = a, *y = b;
-    const char *base = arg;
-    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
-    int c = memcmp(base + x->name_off, base + y->name_off, n);
-
-    if (c != 0 || x->name_len != y->name_len) {
-        return c != 0 ? c : (x->name_len < y->name_len ? -1 : 1);
-    }
-    n = x->val_len < y->val_len ? x->val_len : y->val_len;
-    c = memcmp(base + x->val_off, base + y->val_off, n);
-    if (c != 0 || x->val_len == y->val_len) {
-        return c;
-    }
-    return x->val_len < y->val_len ? -1 : 1;
-}
-
-int
-gw_s3_canonical_query(struct cm_buf *b, const char *query, size_t len, int presigned)
-{
-    struct qparam *ps = NULL;
-    struct cm_buf s;
-    size_t np = 0, i = 0;
-    int ret = 0;
-
-    cm_buf_init(&s);
-    while (i < len) {
-        size_t end = i, eq;
-
-        while (end < len && query[end] != '&') {
-            end++;
-        }
-        if (end > i) {
-            struct qparam p;
-
-            if (np == GW_S3_QUERY_PARAMS_MAX) {
-                ret = CM_E_TOOBIG;
-                goto out;
-            }
-            for (eq = i; eq < end && query[eq] != '='; eq++) {
-            }
-            p.name_off = s.len;
-            uri_encode(&s, query + i, eq - i, 0);
-            p.name_len = s.len - p.name_off;
-            p.val_off = s.len;
-            if (eq < end) {
-                uri_encode(&s, query + eq + 1, end - eq - 1, 0);
-            }
-            p.val_len = s.len - p.val_off;
-            if (!(presigned && p.name_len == 15 &&
-                  memcmp(s.p + p.name_off, "X-Amz-Signature", 15) == 0)) {
-                if (ps == NULL) {
-                    ps = cm_malloc(GW_S3_QUERY_PARAMS_MAX * sizeof(*ps));
-                }
-                ps[np++] = p;
-            }
-        }
-        i = end + 1;
-    }
-    if (np > 1) {
-        qsort_r(ps, np, sizeof(*ps), qparam_cmp, s.p);
-    }
-    for (i = 0; i < np; i++) {
-        if (i > 0) {
-            cm_buf_append(b, "&", 1);
-        }
-        cm_buf_append(b, s.p + ps[i].name_off, ps[i].name_len);
-        cm_buf_append(b, "=", 1);
-        cm_buf_append(b, s.p + ps[i].val_off, ps[i].val_len);
-    }
-out:
-    free(ps);
-    cm_buf_fini(&s);
-    return ret;
-}
-
-/* The first query parameter whose decoded name is name, decoded into out
- * (NUL-terminated, at most cap-1 bytes). 1 found, 0 absent, -1 too long. */
-static int
-query_get(const char *q, size_t len, const char *name, char *out, size_t cap)
-{
-    size_t i = 0, nl = strlen(name);
-
-    while (i < len) {
-        size_t end = i, eq, j, k = 0;
-        int match = 1;
-
-        while (end < len && q[end] != '&') {
-            end++;
-        }
-        for (eq = i; eq < end && q[eq] != '='; eq++) {
-        }
-        for (j = i; j < eq && match;) {
-            unsigned char c = pct_next(q, eq, &j);
-            match = k < nl && c == (unsigned char)name[k];
-            k++;
-        }
-        if (match && k == nl) {
-            k = 0;
-            for (j = eq + 1; j < end && eq < end;) {
-                if (k + 1 >= cap) {
-                    return -1;
-                }
-                out[k++] = (char)pct_next(q, end, &j);
-            }
-            out[k] = '\0';
-            return 1;
-        }
-        i = end + 1;
-    }
-    return 0;
-}
-
-/* ---- times ---- */
-
-static int64_t
-days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-    int64_t era;
-    unsigned yoe, doy, doe;
-
-    y -= m <= 2;
-    era = (y >= 0 ? y : y - 399) / 400;
-    yoe = (unsigned)(y - era * 400);
-    doy = (153 * (m + (m > 2 ? (unsigned)-3 : 9)) + 2) / 5 + d - 1;
-    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
-
-static int
-digits(const char *s, int n, int *out)
-{
-    int v = 0;
-
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') {
-            return -1;
-        }
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
-static int
-civil_ok(int y, int mo, int d, int h, int mi, int s)
-{
-    static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-
-    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 ||
-        s > 59) {
-        return 0;
-    }
-    return !(mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)));
-}
-
-static int64_t
-civil_to_unix(int y, int mo, int d, int h, int mi, int s)
-{
-    return days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + s;
-}
-
-int
-gw_s3_parse_amz_date(const char *s, int64_t *out)
-{
-    int y, mo, d, h, mi, sec;
-
-    if (s == NULL || strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z' || digits(s, 4, &y) ||
-        digits(s + 4, 2, &mo) || digits(s + 6, 2, &d) || digits(s + 9, 2, &h) ||
-        digits(s + 11, 2, &mi) || digits(s + 13, 2, &sec) || !civil_ok(y, mo, d, h, mi, sec)) {
-        return -1;
-    }
-    *out = civil_to_unix(y, mo, d, h, mi, sec);
-    return 0;
-}
-
-/* An IMF-fixdate Date header ("Fri, 24 May 2013 00:00:00 GMT") as the
- * ISO 8601 basic form that goes into the string to sign. */
-static int
-parse_http_date(const char *s, char amz[17])
-{
-    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-    int y, mo = 0, d, h, mi, sec;
-
-    if (strlen(s) != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' ||
-        s[16] != ' ' || s[19] != ':' || s[22] != ':' || strcmp(s + 25, " GMT") != 0 ||
-        digits(s + 5, 2, &d) || digits(s + 12, 4, &y) || digits(s + 17, 2, &h) ||
-        digits(s + 20, 2, &mi) || digits(s + 23, 2, &sec)) {
-        return -1;
-    }
-    for (int i = 0; i < 12; i++) {
-        if (memcmp(s + 8, months + 3 * i, 3) == 0) {
-            mo = i + 1;
-        }
-    }
-    if (!civil_ok(y, mo, d, h, mi, sec)) {
-        return -1;
-    }
-    {
-        char tmp[64]; /* the fields are in range; the compiler cannot tell */
-
-        snprintf(tmp, sizeof(tmp), "%04d%02d%02dT%02d%02d%02dZ", y, mo, d, h, mi, sec);
-        memcpy(amz, tmp, 17);
-    }
-    return 0;
-}
-
-/* ---- the signing key and its cache ---- */
 
 void
 gw_s3_signing_key(const char *secret, const char *date, const char *region, uint8_t out[32])
@@ -306,18 +48,24 @@ gw_s3_signing_key(const char *secret, const char *date, const char *region, uint
     memcpy(k0, "AWS4", 4);
     memcpy(k0 + 4, secret, sl);
     cm_hmac_sha256(k0, 4 + sl, date, strlen(date), k);
-    cm_hmac_sha256(k, 32, region, strlen(region), k);
-    cm_hmac_sha256(k, 32, "s3", 2, k);
-    cm_hmac_sha256(k, 32, "aws4_request", 12, out);
+    gw_s3_signing_key_from_date(k, region, out);
     memset(k0, 0, sizeof(k0));
+    memset(k, 0, sizeof(k));
 }
+
+/* What a signing key is derived from: a secret, or a date key. */
+struct kc_root {
+    int is_date_key;
+    size_t len;
+    uint8_t b[GW_S3_SECRET_MAX];
+};
 
 struct kc_entry {
     int used;
     char akid[GW_S3_AKID_MAX + 1];
     char date[9];
     char region[GW_S3_REGION_MAX + 1];
-    char secret[GW_S3_SECRET_MAX + 1];
+    struct kc_root root;
     uint8_t key[32];
 };
 
@@ -369,35 +117,85 @@ kc_slot(const struct gw_s3_keycache *c, const char *akid, const char *date, cons
 }
 
 static void
-signing_key_cached(struct gw_s3_keycache *c, const char *akid, const char *secret, const char *date,
-                   const char *region, uint8_t out[32])
+derive(const struct kc_root *root, const char *date, const char *region, uint8_t out[32])
+{
+    char secret[GW_S3_SECRET_MAX + 1];
+
+    if (root->is_date_key) {
+        gw_s3_signing_key_from_date(root->b, region, out);
+        return;
+    }
+    memcpy(secret, root->b, root->len);
+    secret[root->len] = '\0';
+    gw_s3_signing_key(secret, date, region, out);
+    memset(secret, 0, sizeof(secret));
+}
+
+static void
+signing_key_cached(struct gw_s3_keycache *c, const char *akid, const struct kc_root *root,
+                   const char *date, const char *region, uint8_t out[32])
 {
     struct kc_entry *e;
-    size_t sl = strlen(secret);
 
     if (c == NULL) {
-        gw_s3_signing_key(secret, date, region, out);
+        derive(root, date, region, out);
         return;
     }
     pthread_mutex_lock(&c->mu);
     e = &c->e[kc_slot(c, akid, date, region)];
     if (e->used && strcmp(e->akid, akid) == 0 && strcmp(e->date, date) == 0 &&
-        strcmp(e->region, region) == 0 && strlen(e->secret) == sl &&
-        cm_ct_equal(e->secret, secret, sl)) {
+        strcmp(e->region, region) == 0 && e->root.is_date_key == root->is_date_key &&
+        e->root.len == root->len && cm_ct_equal(e->root.b, root->b, root->len)) {
         memcpy(out, e->key, 32);
         pthread_mutex_unlock(&c->mu);
         return;
     }
     pthread_mutex_unlock(&c->mu);
-    gw_s3_signing_key(secret, date, region, out);
+    derive(root, date, region, out);
     pthread_mutex_lock(&c->mu);
     e->used = 1;
     snprintf(e->akid, sizeof(e->akid), "%s", akid);
     snprintf(e->date, sizeof(e->date), "%s", date);
     snprintf(e->region, sizeof(e->region), "%s", region);
-    snprintf(e->secret, sizeof(e->secret), "%s", secret);
+    e->root = *root;
     memcpy(e->key, out, 32);
     pthread_mutex_unlock(&c->mu);
+}
+
+/* The verifier's root material for (akid, date): the secret, or the date
+ * key, per opts. GW_S3_OK, or the error with *why. */
+static enum gw_s3_err
+root_of(const struct gw_s3_verify_opts *opts, const char *akid, const char *date,
+        struct kc_root *root, const char **why)
+{
+    char secret[GW_S3_SECRET_MAX + 1];
+    int r;
+
+    memset(root, 0, sizeof(*root));
+    if (opts->date_key != NULL) {
+        root->is_date_key = 1;
+        root->len = 32;
+        r = opts->date_key(opts->date_key_arg, akid, date, root->b);
+    } else {
+        r = opts->secret(opts->secret_arg, akid, secret, sizeof(secret));
+        if (r == 0) {
+            root->len = strnlen(secret, GW_S3_SECRET_MAX);
+            memcpy(root->b, secret, root->len);
+        }
+        memset(secret, 0, sizeof(secret));
+    }
+    if (r == CM_E_NOTFOUND) {
+        return GW_S3_E_INVALID_ACCESS_KEY;
+    }
+    if (r == -ERANGE) {
+        *why = "the credential date is outside the dates this access key can sign for";
+        return GW_S3_E_ACCESS_DENIED;
+    }
+    if (r != 0) {
+        *why = "the secret of the access key could not be read";
+        return GW_S3_E_INTERNAL;
+    }
+    return GW_S3_OK;
 }
 
 /* ---- parsing the credentials ---- */
@@ -437,7 +235,7 @@ parse_credential(const char *s, size_t n, struct sigv4 *v)
     memcpy(v->akid, s, cut[3]);
     v->akid[cut[3]] = '\0';
     len = cut[2] - cut[3] - 1;
-    if (len != 8 || digits(s + cut[3] + 1, 8, &(int){0})) {
+    if (len != 8 || gw_s3_digits(s + cut[3] + 1, 8, &(int){0})) {
         return "the credential date is not YYYYMMDD";
     }
     memcpy(v->date, s + cut[3] + 1, 8);
@@ -448,7 +246,7 @@ parse_credential(const char *s, size_t n, struct sigv4 *v)
     }
     for (i = cut[2] + 1; i < cut[1]; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (!unreserved(c)) {
+        if (!gw_s3_unreserved(c)) {
             return "the credential region holds a character outside [A-Za-z0-9._~-]";
         }
     }
@@ -736,7 +534,8 @@ gw_s3_verify(const struct gw_s3_req *req, const struct gw_s3_verify_opts *opts,
              struct gw_s3_auth *out, struct gw_s3_sig_detail *detail)
 {
     struct sigv4 v;
-    char amz_date[17], secret[GW_S3_SECRET_MAX + 1], scope[GW_S3_SCOPE_MAX + 1];
+    char amz_date[17], scope[GW_S3_SCOPE_MAX + 1];
+    struct kc_root root;
     char qv[GW_S3_SIGNED_HEADERS_MAX + 1], sighex[65];
     const char *authz = req->hdr(req->hdr_arg, "authorization");
     const char *query = req->query != NULL ? req->query : "";
@@ -752,14 +551,14 @@ gw_s3_verify(const struct gw_s3_req *req, const struct gw_s3_verify_opts *opts,
     cm_buf_init(&cr);
     memset(&v, 0, sizeof(v));
     memset(sha, 0, sizeof(sha));
-    r = query_get(query, qlen, "X-Amz-Algorithm", qv, sizeof(qv));
+    r = gw_s3_query_get(query, qlen, "X-Amz-Algorithm", qv, sizeof(qv));
     presigned = r != 0;
     if (authz != NULL && presigned) {
         FAIL(GW_S3_E_INVALID_ARGUMENT, "Only one auth mechanism allowed; only the X-Amz-Algorithm "
                                        "query parameter or the Authorization header may be set");
     }
     if (authz == NULL && !presigned) {
-        if (query_get(query, qlen, "AWSAccessKeyId", qv, sizeof(qv)) != 0) {
+        if (gw_s3_query_get(query, qlen, "AWSAccessKeyId", qv, sizeof(qv)) != 0) {
             FAIL(GW_S3_E_INVALID_REQUEST, "Signature Version 2 is not supported; please use "
                                           "AWS4-HMAC-SHA256");
         }
@@ -786,7 +585,7 @@ gw_s3_verify(const struct gw_s3_req *req, const struct gw_s3_verify_opts *opts,
             }
             memcpy(amz_date, hv, 17);
         } else if ((hv = req->hdr(req->hdr_arg, "date")) != NULL &&
-                   parse_http_date(hv, amz_date) == 0) {
+                   gw_s3_amz_of_http_date(hv, amz_date) == 0) {
             gw_s3_parse_amz_date(amz_date, &t);
         } else {
             FAIL(GW_S3_E_ACCESS_DENIED,
@@ -805,26 +604,26 @@ gw_s3_verify(const struct gw_s3_req *req, const struct gw_s3_verify_opts *opts,
         if (r < 0 || strcmp(qv, ALGORITHM) != 0) {
             FAIL(malformed, "X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\"");
         }
-        if (query_get(query, qlen, "X-Amz-Credential", qv, sizeof(qv)) != 1 ||
+        if (gw_s3_query_get(query, qlen, "X-Amz-Credential", qv, sizeof(qv)) != 1 ||
             (perr = parse_credential(qv, strlen(qv), &v)) != NULL) {
             FAIL(malformed, "X-Amz-Credential is missing or not AKID/date/region/s3/aws4_request");
         }
-        if (query_get(query, qlen, "X-Amz-SignedHeaders", qv, sizeof(qv)) != 1) {
+        if (gw_s3_query_get(query, qlen, "X-Amz-SignedHeaders", qv, sizeof(qv)) != 1) {
             FAIL(malformed, "X-Amz-SignedHeaders is missing");
         }
         if ((perr = parse_signed_headers(qv, strlen(qv), &v)) != NULL) {
             FAIL(malformed, perr);
         }
-        if (query_get(query, qlen, "X-Amz-Signature", qv, sizeof(qv)) != 1 ||
+        if (gw_s3_query_get(query, qlen, "X-Amz-Signature", qv, sizeof(qv)) != 1 ||
             gw_s3_unhex(qv, strlen(qv), v.sig, 32) != 0) {
             FAIL(malformed, "X-Amz-Signature is missing or not 64 hex digits");
         }
-        if (query_get(query, qlen, "X-Amz-Date", qv, sizeof(qv)) != 1 ||
+        if (gw_s3_query_get(query, qlen, "X-Amz-Date", qv, sizeof(qv)) != 1 ||
             gw_s3_parse_amz_date(qv, &t) != 0) {
             FAIL(malformed, "X-Amz-Date is missing or not YYYYMMDDTHHMMSSZ");
         }
         memcpy(amz_date, qv, 17);
-        if (query_get(query, qlen, "X-Amz-Expires", qv, sizeof(qv)) != 1 || qv[0] == '\0' ||
+        if (gw_s3_query_get(query, qlen, "X-Amz-Expires", qv, sizeof(qv)) != 1 || qv[0] == '\0' ||
             strlen(qv) > 7 || strspn(qv, "0123456789") != strlen(qv) ||
             (expires = strtol(qv, NULL, 10)) < 1 || expires > GW_S3_PRESIGN_MAX) {
             FAIL(malformed, "X-Amz-Expires must be a number of seconds from 1 to 604800");
@@ -858,17 +657,12 @@ gw_s3_verify(const struct gw_s3_req *req, const struct gw_s3_verify_opts *opts,
     } else if (t > opts->now + GW_S3_SKEW_MAX || t < opts->now - GW_S3_SKEW_MAX) {
         FAIL(GW_S3_E_TIME_SKEWED, NULL);
     }
-    r = opts->secret(opts->secret_arg, v.akid, secret, sizeof(secret));
-    if (r == CM_E_NOTFOUND) {
-        FAIL(GW_S3_E_INVALID_ACCESS_KEY, NULL);
+    if ((ret = root_of(opts, v.akid, v.date, &root, &why)) != GW_S3_OK) {
+        goto out;
     }
-    if (r != 0) {
-        FAIL(GW_S3_E_INTERNAL, "the secret of the access key could not be read");
-    }
-    secret[GW_S3_SECRET_MAX] = '\0';
     snprintf(scope, sizeof(scope), "%s/%s/s3/aws4_request", v.date, v.region);
-    signing_key_cached(opts->cache, v.akid, secret, v.date, v.region, key);
-    memset(secret, 0, sizeof(secret));
+    signing_key_cached(opts->cache, v.akid, &root, v.date, v.region, key);
+    memset(&root, 0, sizeof(root));
 
     /* method \n uri \n tail: the URI first as S3 encodes it, then as sent */
     cm_buf_printf(&cr, "%s\n", req->method);
@@ -932,6 +726,7 @@ gw_s3_verify(const struct gw_s3_req *req, const struct gw_s3_verify_opts *opts,
     memcpy(out->signed_headers, v.signed_headers, sizeof(out->signed_headers));
 out:
     memset(key, 0, sizeof(key));
+    memset(&root, 0, sizeof(root));
     cm_buf_fini(&cr);
     if (detail != NULL) {
         detail->why = why;

@@ -3,7 +3,7 @@
  * (private to gateway/): the Authorization header and presigned URLs.
  *
  *   request view ──▶ parse Authorization / X-Amz-* query ──▶ time checks
- *     ──▶ secret(access key) ──▶ canonical request ──▶ string to sign
+ *     ──▶ secret(access key), or its date key ──▶ canonical request ──▶ string to sign
  *     ──▶ HMAC with the signing key (cached per key, date, region)
  *     ──▶ constant-time compare ──▶ OK + struct gw_s3_auth
  *
@@ -66,11 +66,24 @@ struct gw_s3_req {
  */
 typedef int (*gw_s3_secret_fn)(void *arg, const char *akid, char *secret, size_t cap);
 
+/*
+ * Or, where only the controller holds secrets: the date key of access key
+ * akid for the credential date (YYYYMMDD), kDate = HMAC-SHA256("AWS4" +
+ * secret, date), copied into kdate: 0; CM_E_NOTFOUND (InvalidAccessKeyId);
+ * -ERANGE when the key has none for that date (AccessDenied); any other
+ * negative value gives InternalError. Called at most once per gw_s3_verify,
+ * on the caller's thread.
+ */
+typedef int (*gw_s3_date_key_fn)(void *arg, const char *akid, const char *date, uint8_t kdate[32]);
+
 struct gw_s3_keycache;
 
 struct gw_s3_verify_opts {
+    /* Exactly one of secret and date_key. */
     gw_s3_secret_fn secret;
     void *secret_arg;
+    gw_s3_date_key_fn date_key;
+    void *date_key_arg;
     const char *region;           /* the scope's region must be this; NULL accepts any */
     int64_t now;                  /* unix seconds */
     struct gw_s3_keycache *cache; /* shared, may be NULL (derive the key every time) */
@@ -131,7 +144,7 @@ void gw_s3_sig_detail_fini(struct gw_s3_sig_detail *d);
  *                             unparsable credentials, scope, SignedHeaders
  *                             (host and, in the header, x-amz-content-sha256
  *                             must be signed), X-Amz-Expires out of 1..7 days
- *   InvalidAccessKeyId        the secret callback does not know the key
+ *   InvalidAccessKeyId        the secret (or date key) callback does not know the key
  *   RequestTimeTooSkewed      header time more than 15 minutes from now
  *   SignatureDoesNotMatch
  * detail may be NULL. The body is not read: the payload mode in *out says
@@ -147,6 +160,8 @@ int gw_s3_header_signed(const struct gw_s3_auth *auth, const char *lname);
 /* kSigning = HMAC chain over "AWS4"+secret, date (YYYYMMDD), region, "s3",
  * "aws4_request". */
 void gw_s3_signing_key(const char *secret, const char *date, const char *region, uint8_t out[32]);
+/* The same chain from kDate on: kRegion, kService, kSigning. */
+void gw_s3_signing_key_from_date(const uint8_t kdate[32], const char *region, uint8_t out[32]);
 
 /*
  * The canonical forms S3 signs (exposed for tests and the fuzz targets):
@@ -158,17 +173,32 @@ void gw_s3_signing_key(const char *secret, const char *date, const char *region,
 void gw_s3_canonical_uri(struct cm_buf *b, const char *path, size_t len);
 int gw_s3_canonical_query(struct cm_buf *b, const char *query, size_t len, int presigned);
 
+/*
+ * The first query parameter named name (decoded as SigV4 decodes: %XX,
+ * '+' is a plus) in q[len], copied decoded into out[cap] NUL-terminated:
+ * 1, 0 when absent, -1 when longer than cap - 1 or holding a NUL.
+ */
+int gw_s3_query_get(const char *q, size_t len, const char *name, char *out, size_t cap);
+
 /* Exactly 2 * n hex digits (either case) s[len] into out[n]: 0, or -1. */
 int gw_s3_unhex(const char *s, size_t len, uint8_t *out, size_t n);
 
 /* "YYYYMMDDTHHMMSSZ" -> unix seconds: 0, or -1 if malformed. */
 int gw_s3_parse_amz_date(const char *s, int64_t *out);
 
+/* Shared by gw_s3_sig.c and gw_s3_canon.c: an RFC 3986 unreserved byte
+ * (what AWS's UriEncode leaves alone); n decimal digits at s into *out
+ * (0, or -1 on anything else); a Date header (an HTTP date) as the ISO
+ * 8601 basic form amz[17] the string to sign has (0, or -1). */
+int gw_s3_unreserved(unsigned char c);
+int gw_s3_digits(const char *s, int n, int *out);
+int gw_s3_amz_of_http_date(const char *s, char amz[17]);
+
 /*
- * A cache of signing keys per (access key, date, region): the four HMACs
- * of the derivation are skipped for a client's second and later requests
- * of the day. An entry also holds the secret it was derived from, so a
- * rotated secret misses. Shared by any number of threads (one mutex).
+ * A cache of signing keys per (access key, date, region): the HMACs of
+ * the derivation are skipped for a client's second and later requests of
+ * the day. An entry also holds the secret (or date key) it was derived
+ * from, so a rotated secret misses. Shared by any number of threads (one mutex).
  * slots: 1..65536 (rounded up to a power of two). Caller owns the cache.
  */
 struct gw_s3_keycache *gw_s3_keycache_create(unsigned slots);

@@ -1,6 +1,7 @@
 /*
  * gw_state.h - the gateway's view of the cluster (private to gateway/):
- * tenants and their key hashes, EC profiles, placement rows, nodes.
+ * tenants and their key hashes, their S3 access keys (per-day SigV4 date
+ * keys, never secrets), EC profiles, placement rows, nodes.
  *
  *   controller ──GET /v1/internal/state (every poll_ms)──▶ state thread
  *        parse ─▶ new gw_snap ─▶ swap (mutex) ─▶ gw_engine_set_nodes,
@@ -42,6 +43,7 @@ struct gw_tenant {
 };
 
 struct gw_snap_hash;
+struct gw_snap_s3key;
 
 struct gw_snap {
     atomic_int refs;
@@ -52,6 +54,8 @@ struct gw_snap {
     size_t ntenants;
     struct gw_snap_hash *hashes; /* sorted by key hash */
     size_t nhashes;
+    struct gw_snap_s3key *s3keys; /* sorted by access key id */
+    size_t ns3keys;
     struct gw_node *nodes;
     size_t nnodes;
     uint32_t *rows_mem, *off_mem;
@@ -69,6 +73,13 @@ void gw_snap_unref(struct gw_snap *s); /* NULL is a no-op */
  * Borrowed from s. */
 const struct gw_tenant *gw_snap_auth(const struct gw_snap *s, const char *tok, size_t len);
 const struct gw_tenant *gw_snap_tenant(const struct gw_snap *s, uint32_t id);
+/*
+ * S3 access key akid: its date key for date ("YYYYMMDD") copied into
+ * kdate, and the tenant it acts for (borrowed from s): 0; CM_E_NOTFOUND
+ * for an unknown key; -ERANGE when the key has no date key for that date.
+ */
+int gw_snap_s3_date_key(const struct gw_snap *s, const char *akid, const char *date,
+                        uint8_t kdate[32], const struct gw_tenant **t);
 /* Partition p's preferred nodes (borrowed from s). */
 void gw_snap_row(const struct gw_snap *s, const struct gw_tenant *t, uint32_t p,
                  const uint32_t **row, size_t *n);

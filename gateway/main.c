@@ -5,9 +5,11 @@
  *           nodes' insertion logs in --cos (gw_rebuild.c) -> front
  *           (committer) -> engine -> state (cached controller state, then
  *           polling) -> track pending layouts and tombstones -> migration
- *           and demand reports -> HTTP.
+ *           and demand reports -> S3 front door -> HTTP (tenant API, then
+ *           S3).
  * Shutdown (SIGTERM/SIGINT, waited for with sigwait on the main thread):
- *           stop HTTP (in-flight requests finish) -> stop polling and
+ *           stop both HTTP listeners (in-flight requests finish) -> drain
+ *           -> stop the S3 front door's copy worker -> stop polling and
  *           demand reports -> stop migrating -> flush commits -> destroy
  *           the engine -> stop the committer -> close LMDB.
  */
@@ -33,11 +35,15 @@
 #include "gw_meta.h"
 #include "gw_migrate.h"
 #include "gw_rebuild.h"
+#include "gw_s3.h"
 #include "gw_state.h"
 #include "pol_rs.h"
 
 struct gw_cfg {
     const char *listen;
+    const char *s3_listen;
+    const char *s3_domain;
+    const char *s3_region;
     const char *controller;
     const char *admin_token_file;
     const char *data_dir;
@@ -65,6 +71,11 @@ struct gw_cfg {
 #define T struct gw_cfg
 static const struct cm_opt opts[] = {
     CM_OPT_STR(T, listen, "127.0.0.1:9300", "address to serve the tenant API on"),
+    CM_OPT_STR(T, s3_listen, "127.0.0.1:9310", "address to serve the S3 API on (empty: none)"),
+    CM_OPT_STR(T, s3_domain, "s3.localhost",
+               "virtual-hosted S3 buckets: a Host of BUCKET.<this> names the bucket (empty: "
+               "path-style only)"),
+    CM_OPT_STR(T, s3_region, "us-east-1", "the region S3 clients are told buckets are in"),
     CM_OPT_STR(T, controller, "127.0.0.1:9400", "controller address (host:port or URL)"),
     CM_OPT_STR(T, admin_token_file, NULL, "admin token file shared with the controller"),
     CM_OPT_STR(T, data_dir, NULL, "directory for the metadata store (required)"),
@@ -182,9 +193,11 @@ rebuild(const struct gw_cfg *cfg, const char *metadir, struct gw_meta **meta)
     if (rc != 0) {
         die("cannot rebuild the metadata store (it is incomplete: run again)", rc);
     }
-    CM_INFO("rebuild-meta done versions=%llu tombstones=%llu records=%llu batches=%llu "
+    CM_INFO("rebuild-meta done versions=%llu tombstones=%llu multipart_left_out=%llu "
+            "parts_left_out=%llu records=%llu batches=%llu "
             "bad_records=%llu bad_batches=%llu seconds=%.3f read_seconds=%.3f store_seconds=%.3f",
             (unsigned long long)st.versions, (unsigned long long)st.tombstones,
+            (unsigned long long)st.broken, (unsigned long long)st.orphan_parts,
             (unsigned long long)st.records, (unsigned long long)st.batches,
             (unsigned long long)st.bad_records, (unsigned long long)st.bad_batches,
             (double)(cm_now_ns() - t0) / 1e9, (double)st.read_ns / 1e9, (double)st.store_ns / 1e9);
@@ -200,7 +213,8 @@ main(int argc, char **argv)
     struct gw_state *state = NULL;
     struct gw_migrate *migrate = NULL;
     struct gw_demand *demand = NULL;
-    struct cm_http_server *http = NULL;
+    struct cm_http_server *http = NULL, *s3http = NULL;
+    struct gw_s3 *s3 = NULL;
     enum cm_log_level level;
     char metadir[PATH_MAX];
     sigset_t sigs;
@@ -320,15 +334,34 @@ main(int argc, char **argv)
     if (rc != 0) {
         die("cannot listen", rc);
     }
-    CM_INFO("listening addr=%s controller=%s data_dir=%s rs=%s", cfg.listen, cfg.controller,
-            cfg.data_dir, rs->name);
+    if (cfg.s3_listen != NULL && cfg.s3_listen[0] != '\0') {
+        struct gw_s3_cfg s3cfg = {.domain = cfg.s3_domain, .region = cfg.s3_region};
+        struct cm_http_cfg s3hcfg = {
+            .addr = cfg.s3_listen,
+            .threads = (unsigned)cfg.threads,
+            .max_body = gw_s3_max_body(cfg.max_object_size),
+        };
+
+        rc = gw_s3_create(&s3cfg, front, &s3);
+        if (rc != 0) {
+            die("cannot start the S3 front door", rc);
+        }
+        rc = cm_http_start(&s3hcfg, &gw_s3_handlers, s3, &s3http);
+        if (rc != 0) {
+            die("cannot listen for S3", rc);
+        }
+    }
+    CM_INFO("listening addr=%s s3=%s controller=%s data_dir=%s rs=%s", cfg.listen,
+            s3http != NULL ? cfg.s3_listen : "-", cfg.controller, cfg.data_dir, rs->name);
 
     while (sigwait(&sigs, &sig) != 0) {
     }
     CM_INFO("shutting down signal=%d", sig);
     /* In-flight requests, uploads included, finish before anything stops. */
     cm_http_stop(http, 2 * cfg.io_timeout_ms + 1000);
+    cm_http_stop(s3http, 2 * cfg.io_timeout_ms + 1000);
     gw_front_drain(front, 2 * cfg.io_timeout_ms + 1000);
+    gw_s3_destroy(s3); /* runs the copies it holds, while the engine is up */
     gw_state_stop(state);
     gw_front_attach_pp(front, NULL, NULL);
     gw_demand_destroy(demand);

@@ -41,8 +41,8 @@ struct cm_http_cfg {
     unsigned timeout_s; /* idle connection timeout; 0 = 60 */
 };
 
-int cm_http_start(const struct cm_http_cfg *cfg, const struct cm_http_handlers *h,
-                  void *arg, struct cm_http_server **out);
+int cm_http_start(const struct cm_http_cfg *cfg, const struct cm_http_handlers *h, void *arg,
+                  struct cm_http_server **out);
 /* Stops accepting connections; requests already begun (uploading, running
  * or suspended) finish within timeout_ms, their connections then closed;
  * frees s. Suspended requests must still be answered by their owners. */
@@ -50,9 +50,15 @@ void cm_http_stop(struct cm_http_server *s, int timeout_ms);
 
 /* Accessors: borrowed strings valid while r lives. */
 const char *cm_http_method(const struct cm_http_req *r);
-const char *cm_http_path(const struct cm_http_req *r);   /* raw, still %-encoded, no query */
+const char *cm_http_path(const struct cm_http_req *r); /* raw, still %-encoded, no query */
 const char *cm_http_query(const struct cm_http_req *r, const char *name); /* decoded or NULL */
+/* The query string exactly as on the request line, after '?' ("" if none). */
+const char *cm_http_query_string(const struct cm_http_req *r);
 const char *cm_http_header(const struct cm_http_req *r, const char *name); /* NULL if absent */
+/* Calls cb for every request header in the order received (name as sent,
+ * value; borrowed for the call) until cb returns non-zero. */
+void cm_http_headers_each(const struct cm_http_req *r,
+                          int (*cb)(void *arg, const char *name, const char *value), void *arg);
 /* 0 and *len when the client sent Content-Length; -ENOENT otherwise. */
 int cm_http_content_length(const struct cm_http_req *r, uint64_t *len);
 /* The buffered body (borrowed), or NULL with *len = 0. */
@@ -79,8 +85,8 @@ enum cm_http_mem {
 };
 /* Thread-safe once r is suspended. For HEAD requests the body is not sent
  * but its length is announced. */
-void cm_http_respond(struct cm_http_req *r, int status, const char *content_type,
-                     void *body, size_t len, enum cm_http_mem mem);
+void cm_http_respond(struct cm_http_req *r, int status, const char *content_type, void *body,
+                     size_t len, enum cm_http_mem mem);
 /* A bodiless answer announcing Content-Length: len (for HEAD). */
 void cm_http_respond_head(struct cm_http_req *r, int status, const char *content_type,
                           uint64_t len);

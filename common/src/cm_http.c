@@ -14,7 +14,9 @@
  *
  * The URL is left %-encoded (a no-op unescape callback) so callers see
  * exactly what the client sent (a %00 or %2F in a key matters); query
- * values are decoded here on demand.
+ * values are decoded here on demand. The request line's target is kept as
+ * sent (the URI log callback, which also allocates the request), for
+ * callers that sign or verify it.
  *
  * Invariant: r->lock guards the answer, suspend_wanted, suspended, held; a
  * suspended request is never freed by MHD (it is not polled), so the thread
@@ -63,21 +65,23 @@ struct cm_http_server {
     struct cm_http_handlers h;
     void *arg;
     uint64_t max_body;
-    atomic_int active;    /* requests between their first call and completion */
-    atomic_int stopping;  /* answers close their connection */
+    atomic_int active;   /* requests between their first call and completion */
+    atomic_int stopping; /* answers close their connection */
 };
 
 struct cm_http_req {
     struct cm_http_server *srv;
     struct MHD_Connection *conn;
+    int begun;          /* the first access call came */
+    char *uri;          /* the request target as sent */
     const char *method; /* borrowed from MHD for the request's life */
     const char *path;
     char *body;
     size_t body_len, body_cap;
-    size_t body_room;   /* cm_http_reserve_body() */
-    int dispatched;     /* request() has been called */
-    int early;          /* answered before the body was read */
-    int held;           /* suspended by headers(): no body read yet */
+    size_t body_room; /* cm_http_reserve_body() */
+    int dispatched;   /* request() has been called */
+    int early;        /* answered before the body was read */
+    int held;         /* suspended by headers(): no body read yet */
     void *user;
     struct cm_http_kv *query_cache; /* decoded query values handed out */
 
@@ -89,12 +93,12 @@ struct cm_http_req {
      * that sends it builds the libmicrohttpd response (queue_stored), so the
      * response's allocations are made and freed on one thread. */
     int answered;
-    int head;           /* cm_http_respond_head(): announce resp_len, no body */
+    int head; /* cm_http_respond_head(): announce resp_len, no body */
     unsigned status;
-    char *resp_body;    /* cm_free_big'd once sent, unless resp_static */
+    char *resp_body; /* cm_free_big'd once sent, unless resp_static */
     int resp_static;
     uint64_t resp_len;
-    char *hdrs;         /* "name\0value\0" pairs in the order added */
+    char *hdrs; /* "name\0value\0" pairs in the order added */
     size_t hdrs_len, hdrs_cap;
     char hdrs_inline[HTTP_HDRS_INLINE];
 };
@@ -129,6 +133,7 @@ req_free(struct cm_http_req *r)
         free(r->hdrs);
     }
     kv_free(r->query_cache);
+    free(r->uri);
     cm_free_big(r->body);
     pthread_mutex_destroy(&r->lock);
     free(r);
@@ -197,8 +202,8 @@ build_response(struct cm_http_req *r)
         resp = MHD_create_response_from_buffer((size_t)r->resp_len, r->resp_body,
                                                MHD_RESPMEM_PERSISTENT);
     } else {
-        resp = MHD_create_response_from_buffer_with_free_callback((size_t)r->resp_len,
-                                                                  r->resp_body, cm_free_big);
+        resp = MHD_create_response_from_buffer_with_free_callback((size_t)r->resp_len, r->resp_body,
+                                                                  cm_free_big);
     }
     if (resp == NULL) {
         abort(); /* only on out-of-memory */
@@ -281,21 +286,38 @@ accept_body(struct cm_http_req *r)
     return MHD_YES;
 }
 
+/* A request begins: libmicrohttpd hands what this returns to every later
+ * call as its request context (also when the request then fails to
+ * parse: http_completed frees it either way). */
+static void *
+http_uri_log(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    struct cm_http_server *s = cls;
+    struct cm_http_req *r = cm_calloc(1, sizeof(*r));
+
+    r->srv = s;
+    r->conn = c;
+    r->uri = cm_strdup(uri != NULL ? uri : "");
+    pthread_mutex_init(&r->lock, NULL);
+    atomic_fetch_add(&s->active, 1);
+    return r;
+}
+
 static enum MHD_Result
 http_first_call(struct cm_http_server *s, struct MHD_Connection *c, const char *url,
                 const char *method, void **con_cls)
 {
-    struct cm_http_req *r;
+    struct cm_http_req *r = *con_cls;
     int early;
 
-    r = cm_calloc(1, sizeof(*r));
-    r->srv = s;
+    if (r == NULL) {
+        r = http_uri_log(s, url, c);
+        *con_cls = r;
+    }
+    r->begun = 1;
     r->conn = c;
     r->method = method;
     r->path = url;
-    pthread_mutex_init(&r->lock, NULL);
-    *con_cls = r;
-    atomic_fetch_add(&s->active, 1);
 
     if (s->h.headers == NULL) {
         return accept_body(r);
@@ -358,8 +380,7 @@ http_dispatch(struct cm_http_req *r)
         return MHD_YES;
     }
     if (!r->answered) {
-        CM_ERROR("http handler returned without an answer method=%s path=%s", r->method,
-                 r->path);
+        CM_ERROR("http handler returned without an answer method=%s path=%s", r->method, r->path);
         respond_error(r, 500, "internal", "no response");
     }
     return queue_stored(r);
@@ -367,13 +388,12 @@ http_dispatch(struct cm_http_req *r)
 
 static enum MHD_Result
 http_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-            const char *version, const char *upload_data, size_t *upload_data_size,
-            void **con_cls)
+            const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
     struct cm_http_server *s = cls;
     struct cm_http_req *r = *con_cls;
 
-    if (r == NULL) {
+    if (r == NULL || !r->begun) {
         return http_first_call(s, c, url, method, con_cls);
     }
     if (r->held) {
@@ -438,13 +458,13 @@ cm_http_start(const struct cm_http_cfg *cfg, const struct cm_http_handlers *h, v
     atomic_init(&s->active, 0);
     atomic_init(&s->stopping, 0);
     s->d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-            MHD_USE_TURBO,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO,
         0, NULL, NULL, http_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, 20000u,
         MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s ? cfg->timeout_s : 60u,
-        MHD_OPTION_NOTIFY_COMPLETED, http_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
-        http_unescape_none, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_CONN_MEMORY,
+        MHD_OPTION_NOTIFY_COMPLETED, http_completed, s, MHD_OPTION_URI_LOG_CALLBACK, http_uri_log,
+        s, MHD_OPTION_UNESCAPE_CALLBACK, http_unescape_none, NULL,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_CONN_MEMORY,
         MHD_OPTION_CONNECTION_MEMORY_INCREMENT, HTTP_READ_INCREMENT, MHD_OPTION_END);
     if (s->d == NULL) {
         err = errno ? -errno : -EADDRINUSE;
@@ -520,8 +540,8 @@ cm_http_query(const struct cm_http_req *cr, const char *name)
     const char *raw;
     int present;
 
-    present = MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND, name,
-                                            strlen(name), &raw, NULL) == MHD_YES;
+    present = MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name),
+                                            &raw, NULL) == MHD_YES;
     if (!present) {
         return NULL;
     }
@@ -532,6 +552,36 @@ cm_http_query(const struct cm_http_req *cr, const char *name)
     r->query_cache = kv;
     pthread_mutex_unlock(&r->lock);
     return kv->value;
+}
+
+const char *
+cm_http_query_string(const struct cm_http_req *r)
+{
+    const char *q = r->uri != NULL ? strchr(r->uri, '?') : NULL;
+
+    return q != NULL ? q + 1 : "";
+}
+
+struct each_ctx {
+    int (*cb)(void *arg, const char *name, const char *value);
+    void *arg;
+};
+
+static enum MHD_Result
+each_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    struct each_ctx *e = cls;
+
+    return e->cb(e->arg, key, value != NULL ? value : "") == 0 ? MHD_YES : MHD_NO;
+}
+
+void
+cm_http_headers_each(const struct cm_http_req *r,
+                     int (*cb)(void *arg, const char *name, const char *value), void *arg)
+{
+    struct each_ctx e = {cb, arg};
+
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, each_header, &e);
 }
 
 const char *
@@ -651,8 +701,8 @@ cm_http_proceed(struct cm_http_req *r)
 /* Records the answer and resumes r if it waits for one; the HTTP thread
  * then queues it (queue_stored). body per resp_static. */
 static void
-store_response(struct cm_http_req *r, int status, const char *content_type, int head,
-               void *body, int is_static, uint64_t len)
+store_response(struct cm_http_req *r, int status, const char *content_type, int head, void *body,
+               int is_static, uint64_t len)
 {
     int resumed = 0;
 
@@ -687,8 +737,8 @@ store_response(struct cm_http_req *r, int status, const char *content_type, int 
 }
 
 void
-cm_http_respond(struct cm_http_req *r, int status, const char *content_type, void *body,
-                size_t len, enum cm_http_mem mem)
+cm_http_respond(struct cm_http_req *r, int status, const char *content_type, void *body, size_t len,
+                enum cm_http_mem mem)
 {
     if (mem == CM_HTTP_COPY) {
         void *copy = len ? cm_malloc(len) : NULL;

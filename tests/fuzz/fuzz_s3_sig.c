@@ -1,4 +1,4 @@
-/* fuzz_s3_sig.c - SigV4 verification (gateway/gw_s3_sig.c): the
+/* fuzz_s3_sig.c - SigV4 verification (gateway/gw_s3_sig.c, gw_s3_canon.c): the
  * Authorization and presigned-query parsers, the canonical forms, the time
  * checks.
  *

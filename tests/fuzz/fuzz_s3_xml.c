@@ -1,4 +1,4 @@
-/* fuzz_s3_xml.c - the S3 XML body parser and escaper (gateway/gw_s3_xml.c).
+/* fuzz_s3_xml.c - the S3 XML body parser and escaper (gateway/gw_s3_xml_parse.c, gw_s3_xml.c).
  *
  * Input: any bytes, parsed as a CompleteMultipartUpload and as a Delete
  * body; what is accepted must meet the documented bounds. Then the input

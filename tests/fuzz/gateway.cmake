@@ -8,8 +8,8 @@ shoal_fuzz(fuzz_header SOURCES ${SHOAL_SOURCE_DIR}/gateway/gw_parse.c
 foreach(t fuzz_key fuzz_range fuzz_header)
     target_include_directories(${t} PRIVATE ${SHOAL_SOURCE_DIR}/gateway)
 endforeach()
-# What --rebuild-meta reads from COS (gateway/gw_meta.c): META records and layout records,
+# What --rebuild-meta reads from COS (gateway/gw_meta_rec.c): META records and layout records,
 # alone and inside insertion-log batches.
-shoal_fuzz(fuzz_layout SOURCES ${SHOAL_SOURCE_DIR}/gateway/gw_meta.c
+shoal_fuzz(fuzz_layout SOURCES ${SHOAL_SOURCE_DIR}/gateway/gw_meta_rec.c
            ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_layout.c LIBS common)
 target_include_directories(fuzz_layout PRIVATE ${SHOAL_SOURCE_DIR}/gateway)

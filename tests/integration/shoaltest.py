@@ -243,6 +243,10 @@ class Cluster:
     def ctl_port(self):
         return 9400 + self.offset
 
+    @property
+    def s3_port(self):
+        return 9310 + self.offset
+
     def data_port(self, i):
         return 9500 + i + self.offset
 
@@ -250,7 +254,7 @@ class Cluster:
         return 9600 + i + self.offset
 
     def ports(self, offset):
-        p = [9300 + offset, 9400 + offset]
+        p = [9300 + offset, 9310 + offset, 9400 + offset]
         p += [9500 + i + offset for i in range(self.nodes)]
         p += [9600 + i + offset for i in range(self.nodes)]
         return p

@@ -356,7 +356,7 @@ do_put(struct gw_engine *e, const uint32_t *place, size_t np, int k, int m, cons
         *out = w.lay;
         remember(&w.lay);
         snprintf(key, sizeof(key), "key%u", calls);
-        gw_engine_committed(e, &w.lay, key, strlen(key)); /* as the front does */
+        gw_engine_committed(e, &w.lay, NULL, key, strlen(key)); /* as the front does */
     }
     return w.status;
 }
@@ -725,7 +725,7 @@ main(int argc, char **argv)
     gw_engine_stats(e, &st);
     CHECK(st.buffered_objects == 1);
     trk.version = 1;
-    gw_engine_track(e, &trk, "trk", 3); /* as from a record without tags */
+    gw_engine_track(e, &trk, NULL, "trk", 3); /* as from a record without tags */
     kill_node(BROKEN);
     printf("killed node %d (unpersisted holder)\n", BROKEN);
     if (!wait_persisted(red.object, 15000)) {

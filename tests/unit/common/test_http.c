@@ -6,6 +6,7 @@
  * A request suspended by headers() reads no body until it is let go on
  * (then it is served whole, also behind "Expect: 100-continue", and its
  * connection stays usable) or answered early (then no body is read).
+ * The query string is kept as sent, and every header can be walked.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,6 +16,7 @@
 #include "t_check.h"
 #include "../t_net.h"
 
+#include "cm_buf.h"
 #include "cm_http.h"
 #include "cm_log.h"
 
@@ -81,6 +83,13 @@ on_headers(void *arg, struct cm_http_req *r)
     return 0;
 }
 
+static int
+echo_header(void *arg, const char *name, const char *value)
+{
+    cm_buf_printf(arg, " %s=%s", name, value);
+    return 0;
+}
+
 static void
 on_request(void *arg, struct cm_http_req *r)
 {
@@ -95,6 +104,18 @@ on_request(void *arg, struct cm_http_req *r)
         (void)cm_http_body(r, &len);
         snprintf(n, sizeof(n), "got %zu;", len);
         cm_http_respond(r, 200, "text/plain", n, strlen(n), CM_HTTP_COPY);
+        return;
+    }
+    if (strcmp(cm_http_path(r), "/echo") == 0) {
+        struct cm_buf b;
+        size_t len;
+        char *body;
+
+        cm_buf_init(&b);
+        cm_buf_printf(&b, "q=[%s]", cm_http_query_string(r));
+        cm_http_headers_each(r, echo_header, &b);
+        body = cm_buf_take(&b, &len);
+        cm_http_respond(r, 200, "text/plain", body, len, CM_HTTP_FREE);
         return;
     }
     if (strcmp(cm_http_path(r), "/later") == 0) {
@@ -279,6 +300,11 @@ main(void)
     fetch(port, "/later", resp, sizeof(resp));
     check_answer(resp, "HTTP/1.1 201", "later");
     test_held(port);
+    fetch(port, "/echo?b=%2B+x&a&c=1%2f2", resp, sizeof(resp));
+    CHECK(strncmp(resp, "HTTP/1.1 200", 12) == 0);
+    CHECK(strstr(resp, "\r\n\r\nq=[b=%2B+x&a&c=1%2f2] Host=t Connection=close") != NULL);
+    fetch(port, "/echo", resp, sizeof(resp));
+    CHECK(strstr(resp, "\r\n\r\nq=[] Host=t Connection=close") != NULL);
 
     cm_http_stop(srv, 1000);
     return 0;

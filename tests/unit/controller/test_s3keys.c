@@ -592,7 +592,7 @@ test_rotate(const char *dir)
     int rc;
 
     CHECK(mkdir(dir, 0700) == 0);
-    snprintf(path, sizeof(path), "%s/secrets.key", dir);
+    CHECK(snprintf(path, sizeof(path), "%s/secrets.key", dir) < (int)sizeof(path));
     snprintf(newpath, sizeof(newpath), "%s.new", path);
     CHECK_EQ_INT(ctl_s3_master_load(path, &m), 0);
     slurp(path, k0, sizeof(k0));

@@ -29,7 +29,7 @@ struct node_log {
 };
 
 static struct node_log logs[NNODES];
-static struct cm_cos *cos;
+static struct cm_cos *tcos;
 static uint64_t batches, records, bytes;
 
 static void
@@ -43,7 +43,7 @@ flush(uint32_t node)
     }
     cm_ilog_end(&lg->b);
     cm_ilog_name(name, sizeof(name), node, lg->seq);
-    CHECK_EQ_INT(cm_cos_put(cos, name, lg->b.p, lg->b.len), 0);
+    CHECK_EQ_INT(cm_cos_put(tcos, name, lg->b.p, lg->b.len), 0);
     batches++;
     bytes += lg->b.len;
     lg->nrec = 0;
@@ -109,7 +109,7 @@ log_object(uint64_t i, uint64_t version, int tomb)
     l.tags = tags;
     if (!tomb) {
         m.rec = rec;
-        m.rec_len = gw_meta_encode(&l, rec);
+        m.rec_len = gw_meta_encode(&l, NULL, rec);
     }
     log_record(&m, l.holders[0]);
 }
@@ -123,7 +123,7 @@ main(void)
 
     cm_log_init("bench", CM_LOG_WARN);
     snprintf(path, sizeof(path), "%s/cos", dir);
-    CHECK_EQ_INT(cm_cos_open(path, &cos), 0);
+    CHECK_EQ_INT(cm_cos_open(path, &tcos), 0);
     for (uint32_t i = 0; i < NNODES; i++) {
         cm_buf_init(&logs[i].b);
         logs[i].seq = 1;
@@ -153,7 +153,7 @@ main(void)
         snprintf(path, sizeof(path), "%s/meta%d", dir, threads);
         CHECK_EQ_INT(gw_meta_open(path, 4ull << 30, &m), 0);
         t0 = cm_now_ns();
-        CHECK_EQ_INT(gw_rebuild_meta(cos, m, threads, &st), 0);
+        CHECK_EQ_INT(gw_rebuild_meta(tcos, m, threads, &st), 0);
         s = (double)(cm_now_ns() - t0) / 1e9;
         gw_meta_close(m);
         CHECK_EQ_INT(st.versions + st.tombstones, n);
@@ -164,7 +164,7 @@ main(void)
                (unsigned long long)st.records, s, (double)st.read_ns / 1e9,
                (double)st.store_ns / 1e9, (double)st.records / s, (double)n / s);
     }
-    cm_cos_close(cos);
+    cm_cos_close(tcos);
     if (!root) {
         t_rmtree(dir);
     }

@@ -14,6 +14,9 @@ endfunction()
 
 shoal_gw_pure_test(parse 60)
 shoal_gw_pure_test(meta 120)
+# the store's writes and its records are in files of their own
+target_sources(test_gw_meta PRIVATE ${SHOAL_SOURCE_DIR}/gateway/gw_meta_write.c
+               ${SHOAL_SOURCE_DIR}/gateway/gw_meta_rec.c)
 shoal_gw_pure_test(grace 60)
 
 add_executable(test_gw_state ${CMAKE_CURRENT_SOURCE_DIR}/test_state.c)

@@ -7,7 +7,9 @@
  * record or layout that does not decode never wins; a torn batch is
  * skipped whole; other COS objects are left alone), then random histories
  * spread over random batches in random order, checked against the rule
- * applied by brute force, with 1 and 4 readers.
+ * applied by brute force, with 1 and 4 readers; then what the S3 front
+ * door keeps (buckets, uploads, parts, multipart objects whole or left
+ * out, their attributes).
  */
 #include "t_check.h"
 
@@ -19,8 +21,9 @@
 #include "cm_log.h"
 #include "gw_meta.h"
 #include "gw_rebuild.h"
+#include "gw_s3_cksum.h"
 
-static struct cm_cos *cos;
+static struct cm_cos *tcos;
 static uint64_t next_seq = 1;
 
 static struct gw_layout
@@ -68,7 +71,7 @@ add_meta(struct cm_buf *b, uint8_t kind, uint32_t tenant, const char *key, uint6
     l.tags = tags;
     if (kind == GW_MREC_VERSION) {
         m.rec = rec;
-        m.rec_len = gw_meta_encode(&l, rec);
+        m.rec_len = gw_meta_encode(&l, NULL, rec);
     }
     CHECK(gw_mrec_len(&m) <= sizeof(pay));
     gw_mrec_encode(&m, pay);
@@ -91,7 +94,7 @@ put_batch(struct cm_buf *b, size_t cut)
     cm_ilog_end(b);
     cm_ilog_name(name, sizeof(name), cm_get_le32((uint8_t *)b->p + 8),
                  cm_get_le64((uint8_t *)b->p + 16));
-    CHECK_EQ_INT(cm_cos_put(cos, name, b->p, b->len - cut), 0);
+    CHECK_EQ_INT(cm_cos_put(tcos, name, b->p, b->len - cut), 0);
 }
 
 static struct gw_meta *
@@ -119,7 +122,7 @@ live(struct gw_meta *m, uint32_t tenant, const char *key, uint64_t *version)
     CHECK_EQ_INT(rc, 0);
     *version = l.version;
     obj = l.object;
-    CHECK(l.tags != NULL && l.tags[2] == (uint32_t)obj); /* format 2 kept */
+    CHECK(l.tags != NULL && l.tags[2] == (uint32_t)obj); /* tags kept */
     CHECK(l.holders[1] == 2 && l.size == obj % 5000);
     gw_layout_fini(&l);
     return obj;
@@ -130,11 +133,12 @@ static uint64_t
 next_version(struct gw_meta *m, uint32_t tenant, const char *key)
 {
     struct gw_meta_batch *b;
-    struct gw_layout l = mk_layout(tenant, 999999, 0), old;
-    int had_old;
+    struct gw_layout l = mk_layout(tenant, 999999, 0);
+    struct gw_meta_old old = {0};
 
     CHECK_EQ_INT(gw_meta_batch_begin(m, &b), 0);
-    CHECK_EQ_INT(gw_meta_put(b, key, strlen(key), &l, &old, &had_old), 0);
+    CHECK_EQ_INT(gw_meta_put(b, key, strlen(key), &l, NULL, &old), 0);
+    gw_meta_old_reset(&old);
     gw_meta_batch_abort(b);
     return l.version;
 }
@@ -187,12 +191,12 @@ test_cases(const char *root)
     add_meta(&b, GW_MREC_VERSION, 1, "f", 1, 601);
     put_batch(&b, 1);
     /* what else is in the COS is no concern */
-    CHECK_EQ_INT(cm_cos_put(cos, "ilog/n3/notalog", "x", 1), 0);
-    CHECK_EQ_INT(cm_cos_put(cos, "t1/0000000000000065.0.0", "chunk", 5), 0);
+    CHECK_EQ_INT(cm_cos_put(tcos, "ilog/n3/notalog", "x", 1), 0);
+    CHECK_EQ_INT(cm_cos_put(tcos, "t1/0000000000000065.0.0", "chunk", 5), 0);
     cm_buf_fini(&b);
 
     m = fresh_meta(root, "cases");
-    CHECK_EQ_INT(gw_rebuild_meta(cos, m, 2, &st), 0);
+    CHECK_EQ_INT(gw_rebuild_meta(tcos, m, 2, &st), 0);
     CHECK_EQ_INT(st.batches, 3);
     CHECK_EQ_INT(st.bad_batches, 1);
     CHECK_EQ_INT(st.records, 13);
@@ -292,7 +296,7 @@ test_random(const char *root)
         struct gw_meta *m;
         snprintf(sub, sizeof(sub), "random%d", threads);
         m = fresh_meta(root, sub);
-        CHECK_EQ_INT(gw_rebuild_meta(cos, m, threads, &st), 0);
+        CHECK_EQ_INT(gw_rebuild_meta(tcos, m, threads, &st), 0);
         CHECK_EQ_INT(st.bad_records, 0);
         for (int k = 0; k < NKEYS; k++) {
             struct rrec best = {0};
@@ -328,6 +332,207 @@ test_random(const char *root)
     printf("ok random: %zu records\n", n);
 }
 
+/* ---- the S3 front door's versions ---- */
+
+/* One META record of key (klen bytes) with l and a appended to b. */
+static void
+add_rec(struct cm_buf *b, uint8_t kind, const char *key, size_t klen, const struct gw_layout *l,
+        const struct gw_meta_attrs *a)
+{
+    static uint8_t rec[GW_META_REC_LIMIT], pay[GW_META_REC_LIMIT + 2048];
+    struct gw_mrec m = {.kind = kind,
+                        .tenant = l->tenant,
+                        .key = key,
+                        .klen = klen,
+                        .version = l->version};
+
+    if (kind == GW_MREC_VERSION) {
+        m.rec = rec;
+        m.rec_len = gw_meta_encode(l, a, rec);
+    }
+    gw_mrec_encode(&m, pay);
+    add_raw(b, pay, gw_mrec_len(&m));
+}
+
+static struct gw_layout
+record_only(uint32_t tenant, uint64_t object, uint64_t version)
+{
+    struct gw_layout l;
+
+    memset(&l, 0, sizeof(l));
+    l.tenant = tenant;
+    l.object = object;
+    l.version = version;
+    l.m = 2;
+    return l;
+}
+
+/* A part: a 1+2 version with etag and size of its own. */
+static void
+add_part(struct cm_buf *b, const char *up, unsigned n, uint64_t object, uint64_t version)
+{
+    char pk[GW_META_PART_KEY_LEN];
+    struct gw_layout l = mk_layout(30, object, version);
+    uint32_t tags[3] = {0x100001, 0x200002, (uint32_t)object};
+
+    l.tags = tags;
+    add_rec(b, GW_MREC_VERSION, pk, gw_meta_part_key(up, n, pk), &l, NULL);
+}
+
+/* A composite of up's parts nums[n] as add_part logged them (objects[i]). */
+static void
+add_composite(struct cm_buf *b, const char *key, uint64_t version, const char *up,
+              const unsigned *nums, const uint64_t *objects, uint32_t n)
+{
+    struct gw_layout c = record_only(30, 9000 + version, version);
+    struct gw_meta_attrs a = {.mtime_ms = 1700000000000ull + version, .has_md5 = 1};
+    uint8_t pn[8];
+
+    for (uint32_t i = 0; i < n; i++) {
+        struct gw_layout p = mk_layout(30, objects[i], 1);
+
+        c.etag = i == 0 ? p.etag : gw_s3_crc64_combine(c.etag, p.etag, p.size);
+        c.size += p.size;
+        cm_put_le16(pn + 2 * i, (uint16_t)nums[i]);
+    }
+    memset(a.md5, 0x5a, 16);
+    a.hdrs = "content-type\0application/zip\0x-amz-meta-who\0me\0";
+    a.hdrs_len = 47;
+    a.upload = up;
+    a.parts = pn;
+    a.nparts = n;
+    add_rec(b, GW_MREC_VERSION, key, strlen(key), &c, &a);
+}
+
+static void
+test_s3(const char *root)
+{
+    static const char U1[] = "00000000000000000000000000000001", U2[] = "00000000000000000000000000000002",
+                      U3[] = "00000000000000000000000000000003", U4[] = "00000000000000000000000000000004",
+                      U5[] = "00000000000000000000000000000005";
+    const unsigned n13[2] = {1, 3}, n12[2] = {1, 2};
+    const uint64_t o13[2] = {2001, 2003}, o12[2] = {3001, 3002}, o1[1] = {4002};
+    char k[64];
+    size_t kl;
+    struct cm_buf b;
+    struct gw_meta *m;
+    struct gw_meta_obj *obj = malloc(sizeof(*obj));
+    struct gw_rebuild_stats st;
+    struct gw_layout l;
+    struct gw_meta_attrs a = {.mtime_ms = 77};
+    uint64_t v = 0;
+
+    CHECK(obj != NULL);
+    cm_buf_init(&b);
+    begin(&b, 1);
+    /* buckets: one live, one deleted */
+    l = record_only(30, 1, 1);
+    add_rec(&b, GW_MREC_VERSION, k, gw_meta_bucket_key("photos", 6, k), &l, &a);
+    l = record_only(30, 2, 1);
+    kl = gw_meta_bucket_key("old", 3, k);
+    add_rec(&b, GW_MREC_VERSION, k, kl, &l, &a);
+    add_rec(&b, GW_MREC_TOMB, k, kl, &l, NULL);
+    /* an upload in progress and its parts */
+    l = record_only(30, 3, 1);
+    a.target = "photos/up";
+    a.target_len = 9;
+    add_rec(&b, GW_MREC_VERSION, k, gw_meta_upload_key(U1, k), &l, &a);
+    add_part(&b, U1, 1, 1001, 1);
+    add_part(&b, U1, 2, 1002, 1);
+    /* a completed upload: parts 1 and 3 listed, 2 left out, the upload's
+     * tombstone not logged */
+    l = record_only(30, 4, 1);
+    add_rec(&b, GW_MREC_VERSION, k, gw_meta_upload_key(U2, k), &l, &a);
+    a.target = NULL;
+    a.target_len = 0;
+    add_part(&b, U2, 1, 2001, 1);
+    add_part(&b, U2, 2, 2002, 1);
+    put_batch(&b, 0);
+    begin(&b, 2);
+    add_part(&b, U2, 3, 2003, 1);
+    add_composite(&b, "photos/big", 2, U2, n13, o13, 2);
+    /* a composite whose second part was never logged */
+    add_part(&b, U3, 1, 3001, 1);
+    add_composite(&b, "photos/broken", 5, U3, n12, o12, 2);
+    /* a composite completed from a part version that was not logged: the
+     * log has the one before it */
+    add_part(&b, U4, 1, 4001, 1);
+    add_composite(&b, "photos/stale", 1, U4, n12, o1, 1);
+    /* an aborted upload: its parts end with it */
+    l = record_only(30, 5, 1);
+    a.target = "photos/gone";
+    a.target_len = 11;
+    kl = gw_meta_upload_key(U5, k);
+    add_rec(&b, GW_MREC_VERSION, k, kl, &l, &a);
+    add_rec(&b, GW_MREC_TOMB, k, kl, &l, NULL);
+    add_part(&b, U5, 1, 5001, 1);
+    /* a single S3 version with its MD5 and headers */
+    l = mk_layout(30, 6001, 3);
+    a = (struct gw_meta_attrs){.mtime_ms = 1700000000999ull, .has_md5 = 1};
+    memset(a.md5, 0x11, 16);
+    a.hdrs = "x-amz-meta-k\0v\0";
+    a.hdrs_len = 15;
+    add_rec(&b, GW_MREC_VERSION, "photos/a.txt", 12, &l, &a);
+    put_batch(&b, 0);
+    cm_buf_fini(&b);
+
+    m = fresh_meta(root, "s3");
+    CHECK_EQ_INT(gw_rebuild_meta(tcos, m, 2, &st), 0);
+    CHECK_EQ_INT(st.bad_records, 0);
+    CHECK_EQ_INT(st.broken, 2);       /* photos/broken, photos/stale */
+    CHECK_EQ_INT(st.orphan_parts, 4); /* U2/2, U3/1, U4/1, U5/1 */
+    /* buckets */
+    CHECK_EQ_INT(gw_meta_get_obj(m, 30, k, gw_meta_bucket_key("photos", 6, k), obj), 0);
+    CHECK(gw_layout_record_only(&obj->lay) && obj->a.mtime_ms == 77);
+    gw_meta_obj_fini(obj);
+    kl = gw_meta_bucket_key("old", 3, k);
+    CHECK_EQ_INT(gw_meta_get(m, 30, k, kl, &l), CM_E_NOTFOUND);
+    {
+        struct gw_meta_batch *bt;
+        struct gw_meta_old old = {0};
+        l = record_only(30, 0, 0);
+        CHECK_EQ_INT(gw_meta_batch_begin(m, &bt), 0);
+        CHECK_EQ_INT(gw_meta_put(bt, k, kl, &l, NULL, &old), 0);
+        CHECK_EQ_INT(l.version, 2); /* a bucket's name counts on */
+        gw_meta_batch_abort(bt);
+    }
+    /* the upload in progress, whole */
+    CHECK_EQ_INT(gw_meta_get_obj(m, 30, k, gw_meta_upload_key(U1, k), obj), 0);
+    CHECK(obj->a.target_len == 9 && memcmp(obj->a.target, "photos/up", 9) == 0);
+    gw_meta_obj_fini(obj);
+    CHECK_EQ_INT(gw_meta_get(m, 30, k, gw_meta_part_key(U1, 2, k), &l), 0);
+    CHECK_EQ_INT(l.object, 1002);
+    gw_layout_fini(&l);
+    /* the multipart object, whole, with what S3 keeps; its upload and the
+     * part it left out are not back */
+    CHECK_EQ_INT(gw_meta_get_obj(m, 30, "photos/big", 10, obj), 0);
+    CHECK_EQ_INT(obj->a.nparts, 2);
+    CHECK(obj->parts[0].object == 2001 && obj->parts[1].object == 2003);
+    CHECK(obj->lay.version == 2 && obj->a.has_md5 && obj->a.md5[3] == 0x5a);
+    CHECK(obj->a.mtime_ms == 1700000000002ull && obj->a.hdrs_len == 47);
+    CHECK(memcmp(obj->a.hdrs + 29, "x-amz-meta-who", 14) == 0);
+    CHECK_EQ_INT(obj->lay.size, obj->parts[0].size + obj->parts[1].size);
+    CHECK(gw_layout_tag(&obj->parts[1], 2) == 2003); /* parts keep their tags */
+    gw_meta_obj_fini(obj);
+    CHECK_EQ_INT(gw_meta_get(m, 30, k, gw_meta_upload_key(U2, k), &l), CM_E_NOTFOUND);
+    CHECK_EQ_INT(gw_meta_get(m, 30, k, gw_meta_part_key(U2, 2, k), &l), CM_E_NOTFOUND);
+    /* left out, its version still counted; its parts gone */
+    CHECK_EQ_INT(live(m, 30, "photos/broken", &v), 0);
+    CHECK_EQ_INT(next_version(m, 30, "photos/broken"), 6);
+    CHECK_EQ_INT(gw_meta_get(m, 30, k, gw_meta_part_key(U3, 1, k), &l), CM_E_NOTFOUND);
+    CHECK_EQ_INT(live(m, 30, "photos/stale", &v), 0);
+    CHECK_EQ_INT(gw_meta_get(m, 30, k, gw_meta_part_key(U4, 1, k), &l), CM_E_NOTFOUND);
+    CHECK_EQ_INT(gw_meta_get(m, 30, k, gw_meta_part_key(U5, 1, k), &l), CM_E_NOTFOUND);
+    /* a single version with its attributes */
+    CHECK_EQ_INT(gw_meta_get_obj(m, 30, "photos/a.txt", 12, obj), 0);
+    CHECK(obj->lay.object == 6001 && obj->a.mtime_ms == 1700000000999ull);
+    CHECK(obj->a.has_md5 && obj->a.md5[0] == 0x11 && obj->a.hdrs_len == 15);
+    gw_meta_obj_fini(obj);
+    gw_meta_close(m);
+    free(obj);
+    printf("ok s3\n");
+}
+
 int
 main(void)
 {
@@ -337,14 +542,18 @@ main(void)
     t_seed();
     dir = t_tmpdir();
     snprintf(cosdir, sizeof(cosdir), "%s/cos", dir);
-    CHECK_EQ_INT(cm_cos_open(cosdir, &cos), 0);
+    CHECK_EQ_INT(cm_cos_open(cosdir, &tcos), 0);
     test_cases(dir);
     /* the random histories get a COS of their own */
-    cm_cos_close(cos);
+    cm_cos_close(tcos);
     snprintf(cosdir, sizeof(cosdir), "%s/cos2", dir);
-    CHECK_EQ_INT(cm_cos_open(cosdir, &cos), 0);
+    CHECK_EQ_INT(cm_cos_open(cosdir, &tcos), 0);
     test_random(dir);
-    cm_cos_close(cos);
+    cm_cos_close(tcos);
+    snprintf(cosdir, sizeof(cosdir), "%s/cos3", dir);
+    CHECK_EQ_INT(cm_cos_open(cosdir, &tcos), 0);
+    test_s3(dir);
+    cm_cos_close(tcos);
     t_rmtree(dir);
     printf("PASS\n");
     return 0;

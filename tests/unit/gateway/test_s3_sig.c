@@ -7,6 +7,7 @@
  * the time windows and the signing-key cache.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <strings.h>
 
 #include "t_check.h"
@@ -717,6 +718,98 @@ test_cache(void)
     cache = NULL;
 }
 
+/* Date keys (what a gateway gets from the controller instead of secrets):
+ * kDate = HMAC("AWS4" + secret, date) verifies exactly as the secret does;
+ * an unknown key and a date without a date key are refused; a changed
+ * date key misses the cache, and entries derived from secrets and from
+ * date keys never stand in for one another. */
+static const char *date_key_secret = SECRET;
+static const char *date_key_date = "20130524";
+static int date_key_calls;
+
+static int
+date_key_of(void *arg, const char *akid, const char *date, uint8_t kdate[32])
+{
+    char k0[128];
+
+    (void)arg;
+    date_key_calls++;
+    if (strcmp(akid, AKID) != 0) {
+        return CM_E_NOTFOUND;
+    }
+    if (strcmp(date, date_key_date) != 0) {
+        return -ERANGE;
+    }
+    snprintf(k0, sizeof(k0), "AWS4%s", date_key_secret);
+    cm_hmac_sha256(k0, strlen(k0), date, strlen(date), kdate);
+    return 0;
+}
+
+static enum gw_s3_err
+verify_date_key(struct t_hdrs *h, struct gw_s3_auth *a, struct gw_s3_sig_detail *d)
+{
+    struct gw_s3_req req = {
+        .method = "GET", .path = "/test.txt", .path_len = 9, .hdr = t_hdr_get, .hdr_arg = h};
+    struct gw_s3_verify_opts o = {
+        .date_key = date_key_of, .region = NULL, .now = T0, .cache = cache};
+
+    return gw_s3_verify(&req, &o, a, d);
+}
+
+static void
+test_date_keys(void)
+{
+    struct t_hdrs h = {0};
+    struct gw_s3_auth a;
+    struct gw_s3_sig_detail d;
+    uint8_t k1[32], kdate[32];
+
+    get_object_headers(&h);
+    gw_s3_signing_key(SECRET, "20130524", "us-east-1", k1);
+    for (int pass = 0; pass < 2; pass++) {
+        cache = pass == 0 ? NULL : gw_s3_keycache_create(4);
+        date_key_calls = 0;
+        for (int i = 0; i < 3; i++) {
+            CHECK_EQ_INT(verify_date_key(&h, &a, NULL), GW_S3_OK);
+            CHECK(memcmp(a.signing_key, k1, 32) == 0);
+        }
+        CHECK_EQ_INT(date_key_calls, 3); /* looked up every time: it may change */
+        /* kDate of the secret gives the same chain */
+        CHECK_EQ_INT(date_key_of(NULL, AKID, "20130524", kdate), 0);
+        {
+            uint8_t k2[32];
+            gw_s3_signing_key_from_date(kdate, "us-east-1", k2);
+            CHECK(memcmp(k1, k2, 32) == 0);
+        }
+        /* a changed date key (the secret was rotated) misses the cache */
+        date_key_secret = "rotated";
+        CHECK_EQ_INT(verify_date_key(&h, &a, NULL), GW_S3_E_SIGNATURE_MISMATCH);
+        date_key_secret = SECRET;
+        CHECK_EQ_INT(verify_date_key(&h, &a, NULL), GW_S3_OK);
+        /* the secret path and the date key path share the cache safely */
+        CHECK_EQ_INT(verify("GET", "/test.txt", NULL, &h, &a), GW_S3_OK);
+        CHECK(memcmp(a.signing_key, k1, 32) == 0);
+        current_secret = "rotated";
+        CHECK_EQ_INT(verify("GET", "/test.txt", NULL, &h, &a), GW_S3_E_SIGNATURE_MISMATCH);
+        CHECK_EQ_INT(verify_date_key(&h, &a, NULL), GW_S3_OK);
+        current_secret = SECRET;
+        /* no date key for the credential date */
+        date_key_date = "20130523";
+        gw_s3_sig_detail_init(&d);
+        CHECK_EQ_INT(verify_date_key(&h, &a, &d), GW_S3_E_ACCESS_DENIED);
+        CHECK(d.why != NULL && strstr(d.why, "outside") != NULL);
+        gw_s3_sig_detail_fini(&d);
+        date_key_date = "20130524";
+        gw_s3_keycache_destroy(cache);
+        cache = NULL;
+    }
+    /* an unknown key */
+    t_hdr_set(&h, "Authorization",
+              "AWS4-HMAC-SHA256 Credential=AKIDUNKNOWN/20130524/us-east-1/s3/aws4_request,"
+              "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,Signature=" EMPTY);
+    CHECK_EQ_INT(verify_date_key(&h, &a, NULL), GW_S3_E_INVALID_ACCESS_KEY);
+}
+
 static void
 test_dates(void)
 {
@@ -752,6 +845,7 @@ main(void)
     test_refusals();
     test_skew();
     test_cache();
+    test_date_keys();
     test_dates();
     return 0;
 }

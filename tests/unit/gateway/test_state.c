@@ -110,6 +110,69 @@ test_parse(void)
     }
 }
 
+#define S3_FMT                                                                                     \
+    "{\"epoch\": 1, \"tenants\": [{\"id\": 3, \"name\": \"a\"}, {\"id\": 4, \"name\": \"b\"}],"    \
+    " \"s3_keys\": [{\"access_key_id\": \"AKB\", \"tenant_id\": 4,"                                \
+    "                 \"date_keys\": {\"20261124\": \"%s\", \"20261125\": \"%s\"}},"               \
+    "               {\"access_key_id\": \"AKA\", \"tenant_id\": 3,"                                \
+    "                 \"date_keys\": {\"20261125\": \"%s\"}},"                                     \
+    "               {\"access_key_id\": \"AKGONE\", \"tenant_id\": 9,"                             \
+    "                 \"date_keys\": {\"20261125\": \"%s\"}}]}"
+
+/* S3 keys: date keys by access key and date, the tenant they act for;
+ * keys of tenants not in the snapshot are left out; malformed lists are
+ * refused whole. */
+static void
+test_s3_keys(void)
+{
+    char k1[65], k2[65], k3[65], json[2048];
+    uint8_t kd[32], want[32];
+    struct gw_snap *s;
+    const struct gw_tenant *t = NULL;
+    const char *why = NULL;
+
+    memset(k1, 'a', 64);
+    memset(k2, 'B', 64);
+    memset(k3, '0', 64);
+    k1[64] = k2[64] = k3[64] = '\0';
+    snprintf(json, sizeof(json), S3_FMT, k1, k2, k3, k3);
+    CHECK_EQ_INT(gw_snap_parse(json, strlen(json), &s, &why), 0);
+    CHECK_EQ_INT(s->ns3keys, 2);
+    CHECK_EQ_INT(gw_snap_s3_date_key(s, "AKB", "20261125", kd, &t), 0);
+    memset(want, 0xbb, 32);
+    CHECK(memcmp(kd, want, 32) == 0);
+    CHECK(t != NULL && t->id == 4);
+    CHECK_EQ_INT(gw_snap_s3_date_key(s, "AKB", "20261124", kd, &t), 0);
+    memset(want, 0xaa, 32);
+    CHECK(memcmp(kd, want, 32) == 0);
+    CHECK_EQ_INT(gw_snap_s3_date_key(s, "AKA", "20261125", kd, &t), 0);
+    CHECK(t != NULL && t->id == 3);
+    CHECK_EQ_INT(gw_snap_s3_date_key(s, "AKA", "20261124", kd, &t), -ERANGE);
+    CHECK_EQ_INT(gw_snap_s3_date_key(s, "AKGONE", "20261125", kd, &t), CM_E_NOTFOUND);
+    CHECK_EQ_INT(gw_snap_s3_date_key(s, "AKC", "20261125", kd, &t), CM_E_NOTFOUND);
+    gw_snap_unref(s);
+
+    /* refused whole */
+    k1[3] = 'x';
+    snprintf(json, sizeof(json), S3_FMT, k1, k2, k3, k3);
+    CHECK_EQ_INT(gw_snap_parse(json, strlen(json), &s, &why), CM_E_PROTO);
+    k1[3] = 'a';
+    snprintf(json, sizeof(json), S3_FMT, k1, k2, k3, k3);
+    json[strstr(json, "20261124") - json + 7] = 'x';
+    CHECK_EQ_INT(gw_snap_parse(json, strlen(json), &s, &why), CM_E_PROTO);
+    CHECK_EQ_INT(gw_snap_parse("{\"s3_keys\": {}}", 15, &s, &why), CM_E_PROTO);
+    snprintf(
+        json, sizeof(json),
+        "{\"tenants\": [{\"id\": 3}], \"s3_keys\": [{\"access_key_id\": \"X\", \"tenant_id\": "
+        "3, \"date_keys\": {}}, {\"access_key_id\": \"X\", \"tenant_id\": 3, \"date_keys\": {}}]}");
+    CHECK_EQ_INT(gw_snap_parse(json, strlen(json), &s, &why), CM_E_PROTO);
+    CHECK_EQ_STR(why, "duplicate s3 access key id");
+    /* none at all */
+    CHECK_EQ_INT(gw_snap_parse("{}", 2, &s, &why), 0);
+    CHECK_EQ_INT(gw_snap_s3_date_key(s, "AKA", "20261125", kd, &t), CM_E_NOTFOUND);
+    gw_snap_unref(s);
+}
+
 /* With no controller listening, the cached state is what is served. */
 static void
 test_cached(void)
@@ -278,6 +341,7 @@ main(void)
 {
     t_seed();
     test_parse();
+    test_s3_keys();
     test_cached();
     test_refresh();
     printf("ok\n");
