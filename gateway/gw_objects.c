@@ -6,9 +6,15 @@
  * the chunks of replaced and deleted versions once no GET can still read
  * them (gw_grace).
  *
+ * Large GETs and PUTs (--admit-min-bytes and up) enter the engine through
+ * the admission queue (gw_admit.c): a GET before its chunks are read, a
+ * PUT before its body is read.
+ *
  * Threads: handlers on HTTP threads (or on the state thread, for a request
  * that waited for a state refresh); get_done and put_done on the engine
- * thread; commit_done on the committer.
+ * thread; commit_done on the committer; get_admitted and put_admitted on
+ * the thread that released bytes (HTTP) or gave the waiter up (admission
+ * deadline thread).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -22,6 +28,7 @@
 #include "cm_hmap.h"
 #include "cm_log.h"
 #include "cm_time.h"
+#include "gw_admit.h"
 #include "gw_demand.h"
 #include "gw_front_impl.h"
 #include "gw_grace.h"
@@ -54,6 +61,57 @@ put_precheck(struct req *q)
     return 0;
 }
 
+/* ---- admission of large requests (gw_admit.c) ---- */
+
+/* The answer to a large request that waited --admit-wait-ms in vain, or
+ * that found no memory for its ticket. */
+static void
+admit_fail(struct req *q)
+{
+    cm_http_add_header(q->r, "Retry-After", "1");
+    gw_req_fail(q, 503, "unavailable", "too many large requests in flight, retry later");
+}
+
+/*
+ * Enters q (suspended) with bytes; 1: go on now, 0: waits and cb follows
+ * (cb may run before this returns), -1: answered 503. A ticket held is
+ * released once q's HTTP request is gone (its answer sent), so the bound
+ * covers the answer's buffer too.
+ */
+static int
+admit(struct req *q, uint64_t bytes, gw_admit_cb cb)
+{
+    struct gw_admit_ticket *t;
+    int rc;
+
+    gw_req_suspend(q); /* before: the admission may come at once, elsewhere */
+    rc = gw_admit_enter(q->f->admit, q->tenant, bytes, cm_now_ns(), cb, q, &t);
+    if (rc < 0) {
+        admit_fail(q);
+        return -1;
+    }
+    if (rc > 0 && t != NULL) {
+        cm_http_on_done(q->r, gw_admit_done, t);
+    }
+    return rc;
+}
+
+/* A PUT admitted after a wait: its body can come (as in put_headers). */
+static void
+put_admitted(void *arg, struct gw_admit_ticket *t, int status)
+{
+    struct req *q = arg;
+
+    if (status != 0) {
+        admit_fail(q);
+        return;
+    }
+    cm_http_on_done(q->r, gw_admit_done, t);
+    atomic_fetch_sub(&q->f->inflight, 1);
+    cm_http_proceed(q->r);
+    free(q);
+}
+
 int
 gw_obj_put_headers(struct req *q, const struct gw_tenant *t)
 {
@@ -63,7 +121,17 @@ gw_obj_put_headers(struct req *q, const struct gw_tenant *t)
     /* Room to pad the last stripe in place: the engine need not copy it. */
     cm_http_reserve_body(q->r,
                          gw_engine_put_room(q->f->engine, put_k(q->f, t, q->bytes), q->bytes));
-    return 0;
+    if (q->bytes < q->f->cfg.admit.min_bytes || q->f->cfg.admit.max_bytes == 0) {
+        return 0;
+    }
+    switch (admit(q, q->bytes, put_admitted)) {
+    case 1:
+        return 0; /* suspended: put_headers lets the body come */
+    case 0:
+        return 1;
+    default:
+        return -1;
+    }
 }
 
 /* ---- GET / HEAD ---- */
@@ -102,6 +170,19 @@ get_done(void *arg, int status, void *buf, size_t len)
         cm_http_add_header(q->r, "Content-Range", cr);
     }
     gw_req_reply(q, q->partial ? 206 : 200, "application/octet-stream", buf, len, CM_HTTP_FREE);
+}
+
+static void
+get_admitted(void *arg, struct gw_admit_ticket *t, int status)
+{
+    struct req *q = arg;
+
+    if (status != 0) {
+        admit_fail(q);
+        return;
+    }
+    cm_http_on_done(q->r, gw_admit_done, t);
+    gw_engine_get(q->f->engine, &q->lay, q->off, q->len, get_done, q);
 }
 
 void
@@ -156,8 +237,9 @@ gw_obj_get(struct req *q)
         }
         return;
     }
-    gw_req_suspend(q);
-    gw_engine_get(f->engine, &q->lay, q->off, q->len, get_done, q);
+    if (admit(q, q->len, get_admitted) > 0) {
+        gw_engine_get(f->engine, &q->lay, q->off, q->len, get_done, q);
+    }
 }
 
 /* ---- PUT / DELETE: the committer answers ---- */

@@ -79,6 +79,8 @@ struct cm_http_req {
     int early;          /* answered before the body was read */
     int held;           /* suspended by headers(): no body read yet */
     void *user;
+    void (*done_fn)(void *arg); /* cm_http_on_done */
+    void *done_arg;
     struct cm_http_kv *query_cache; /* decoded query values handed out */
 
     pthread_mutex_t lock;
@@ -131,6 +133,9 @@ req_free(struct cm_http_req *r)
     kv_free(r->query_cache);
     cm_free_big(r->body);
     pthread_mutex_destroy(&r->lock);
+    if (r->done_fn != NULL) {
+        r->done_fn(r->done_arg);
+    }
     free(r);
 }
 
@@ -628,6 +633,15 @@ cm_http_suspend(struct cm_http_req *r)
 {
     pthread_mutex_lock(&r->lock);
     r->suspend_wanted = 1;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void
+cm_http_on_done(struct cm_http_req *r, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&r->lock);
+    r->done_fn = fn;
+    r->done_arg = arg;
     pthread_mutex_unlock(&r->lock);
 }
 

@@ -15,6 +15,7 @@ endfunction()
 shoal_gw_pure_test(parse 60)
 shoal_gw_pure_test(meta 120)
 shoal_gw_pure_test(grace 60)
+shoal_gw_pure_test(admit 60)
 
 add_executable(test_gw_state ${CMAKE_CURRENT_SOURCE_DIR}/test_state.c)
 target_include_directories(test_gw_state PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/../common)
