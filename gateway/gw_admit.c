@@ -290,9 +290,11 @@ gw_admit_expose(struct gw_admit *a, struct cm_buf *b)
     GW_ADMIT_FIG_("waited_total", "counter", "Large requests admitted after a wait", st.waited)
     GW_ADMIT_FIG_("timed_out_total", "counter",
                   "Large requests answered 503 after waiting --admit-wait-ms", st.timed_out)
-    GW_ADMIT_FIG_("wait_milliseconds_total", "counter", "Time admitted requests waited",
-                  st.wait_ns_total / 1000000u)
 #undef GW_ADMIT_FIG_
+    cm_prom_family(b, "shoal_gateway_admit_wait_seconds_total", "counter",
+                   "Time admitted requests waited");
+    cm_prom_double(b, "shoal_gateway_admit_wait_seconds_total", NULL,
+                   (double)st.wait_ns_total / 1e9);
 }
 
 /* Removes the waiters past their deadline (status CM_E_TIMEOUT) or all of
