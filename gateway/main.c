@@ -81,7 +81,7 @@ static const struct cm_opt opts[] = {
                "freed body and result buffers kept for reuse (0: off)"),
     CM_OPT_U64(T, migrate_rate, "32MiB", 1024, 1ull << 40,
                "chunk bytes per second moved to new holders when placement rows change"),
-    CM_OPT_U64(T, inflight_bytes, "256MiB", 0, 1ull << 40,
+    CM_OPT_U64(T, inflight_bytes, "64MiB", 0, 1ull << 40,
                "object bytes of large GETs and PUTs in flight, gateway-wide (0: no bound)"),
     CM_OPT_U64(T, admit_min_bytes, "1MiB", 0, 1ull << 40,
                "GETs and PUTs this large or larger wait for --inflight-bytes"),
