@@ -13,6 +13,8 @@ Retry-After instead of hanging.
    a burst of 24 concurrent GETs of the same object. Every request is
    answered (none hangs), each either 200 with the whole object or 503
    with Retry-After and error "unavailable"; at least one of each.
+3. PUTs wait before their body is read: 8 concurrent 10 MiB PUTs under a
+   10 MiB bound all get 201 and read back whole.
 """
 import json
 import os
@@ -122,9 +124,43 @@ def check_deadline(t):
     c.stop()
 
 
+def check_put_wait(t):
+    """PUTs wait before their body is read: 8 concurrent 10 MiB PUTs under a
+    10 MiB bound all succeed, one at a time, and read back whole."""
+    c = t.cluster(nodes=6, gateway_args="--inflight-bytes 10MiB --admit-wait-ms 60000")
+    g = c.gw(c.create_tenant("puts"))
+    datas = [os.urandom(SIZE) for _ in range(8)]
+    got = [None] * 8
+
+    def one(i):
+        try:
+            got[i] = g.put("admit/put%d" % i, datas[i], timeout=120)
+        except OSError as e:
+            got[i] = e
+
+    ths = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(8)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(timeout=150)
+    for i, r in enumerate(got):
+        t.check(isinstance(r, st.Resp), "PUT %d failed: %r" % (i, r))
+        t.status(r, 201, "PUT %d of 10 MiB after waiting" % i)
+    for i in range(8):
+        r = g.get("admit/put%d" % i)
+        t.status(r, 200, "GET back")
+        t.eq(st.sha256(r.body), st.sha256(datas[i]), "object %d read back" % i)
+    m = st.parse_metrics(st.http_request(c.gw_port, "GET", "/metrics").body.decode())
+    t.check(m.get("shoal_gateway_admit_waited_total", 0) >= 1, "no PUT waited")
+    st.log("8 PUTs of 10 MiB under a 10 MiB bound: all 201, %d waited"
+           % m.get("shoal_gateway_admit_waited_total", 0))
+    c.stop()
+
+
 def main(t):
     t.section(check_bound)
     t.section(check_deadline)
+    t.section(check_put_wait)
 
 
 if __name__ == "__main__":

@@ -469,7 +469,11 @@ def sweep(env, points):
             loaded.add(name)
         log("%s %s at conc %d: gateway vs %s" % (op, name, conc,
                                                  "nginx" if op == "get" else "redis fsync"))
-        out.append(sweep_point(env, redis_aof, op, name, conc))
+        try:
+            out.append(sweep_point(env, redis_aof, op, name, conc))
+        except RuntimeError as e:  # a point that fails is recorded as failed, the rest run
+            log("  %s %s conc %d FAILED: %s" % (op, name, conc, str(e)[:300]))
+            out.append({"op": op, "size": name, "conc": conc, "failed": str(e)[:300]})
     return out
 
 
@@ -481,7 +485,11 @@ def check(points, recorded, floor):
                                              "verdict"))
     for p in points:
         r = rec.get((p["op"], p["size"], p["conc"]))
-        if r is None or r["ratio"] is None or p["ratio"] is None:
+        if "failed" in p:
+            print("%-22s %s" % ("%s %s conc %d" % (p["op"], p["size"], p["conc"]), "FAILED"))
+            bad.append(p)
+            continue
+        if r is None or r.get("ratio") is None or p["ratio"] is None:
             continue
         noise = max(r["noise"] or 0.0, floor)
         low = r["ratio"] * (1 - noise)
@@ -648,6 +656,7 @@ def main_sweep(args):
         env.start_nginx()
         env.start_cluster()
         res = sweep(env, points)
+        failed = any("failed" in p for p in res) and args.check
     except Exception as e:  # noqa: BLE001 - report and fail
         log("FAILED: %s" % e)
         failed = True
@@ -657,6 +666,9 @@ def main_sweep(args):
         "op", "size", "conc", "gw MB/s", "base MB/s", "ratio", "p99 ms", "max ms", "503",
         "RSS MiB"))
     for p in res:
+        if "failed" in p:
+            print("%-5s %-5s %5d FAILED" % (p["op"], p["size"], p["conc"]))
+            continue
         print("%-5s %-5s %5d %10.1f %10s %10s %8.1f %8.0f %6d %6d" % (
             p["op"], p["size"], p["conc"], p["gateway_mb_s"],
             "-" if p["baseline_mb_s"] is None else "%.1f" % p["baseline_mb_s"],
