@@ -6,7 +6,11 @@
  *
  * Threads: any; a.mu guards everything but the thread handle. Callbacks
  * are collected under the mutex and run after it is released, so a
- * callback may enter or exit again.
+ * callback may enter or exit again. Once the thread runs, the admissions
+ * that a release makes are handed to it: a release comes from the HTTP
+ * library's completion callback, and a PUT's admission resumes another
+ * connection of that library, which it must not do from inside its own
+ * callback (the resume was lost: the ticket never came back).
  *
  * Invariants: inflight is the sum of the granted tickets' bytes; a tenant
  * record exists while it has bytes in flight or waiters; each tenant's
@@ -52,6 +56,10 @@ struct gw_admit {
     uint64_t inflight;
     int stop;
     int running;
+    /* With the thread running: admissions made by gw_admit_exit, whose
+     * callbacks the thread runs (never the releasing thread, which may be
+     * inside an HTTP library callback). */
+    struct gw_admit_ticket *ready, **ready_tail;
     pthread_t thread;
     struct gw_admit_stats st;
 };
@@ -259,6 +267,20 @@ gw_admit_exit(struct gw_admit *a, struct gw_admit_ticket *t, uint64_t now_ns)
     free(t);
     list = admit_waiters_locked(a, now_ns);
     tenants_prune(a);
+    if (a->running && list != NULL) {
+        struct gw_admit_ticket *last = list;
+
+        while (last->next != NULL) {
+            last = last->next;
+        }
+        if (a->ready == NULL) {
+            a->ready_tail = &a->ready;
+        }
+        *a->ready_tail = list;
+        a->ready_tail = &last->next;
+        list = NULL;
+        pthread_cond_signal(&a->cv);
+    }
     pthread_mutex_unlock(&a->mu);
     run_callbacks(list);
 }
@@ -384,6 +406,15 @@ deadline_main(void *arg)
     while (!a->stop) {
         uint64_t d = next_deadline_locked(a), now = cm_now_ns();
 
+        if (a->ready != NULL) {
+            struct gw_admit_ticket *list = a->ready;
+
+            a->ready = NULL;
+            pthread_mutex_unlock(&a->mu);
+            run_callbacks(list);
+            pthread_mutex_lock(&a->mu);
+            continue;
+        }
         if (d == UINT64_MAX) {
             pthread_cond_wait(&a->cv, &a->mu);
             continue;
@@ -431,6 +462,8 @@ gw_admit_destroy(struct gw_admit *a)
     pthread_mutex_lock(&a->mu);
     list = take_overdue_locked(a, 0, CM_E_UNAVAIL);
     pthread_mutex_unlock(&a->mu);
+    run_callbacks(a->ready); /* admitted before the stop, not yet told */
+    a->ready = NULL;
     run_callbacks(list);
     while (a->tenants != NULL) {
         struct admit_tenant *tn = a->tenants;

@@ -13,10 +13,11 @@
  * given up: its callback gets CM_E_TIMEOUT (the caller answers 503).
  *
  * Threads: every call may come from any thread; one mutex inside. Callbacks
- * run with the mutex released, on the thread that released bytes
- * (gw_admit_exit), that gave up waiters (gw_admit_expire, the deadline
- * thread of gw_admit_start), or that destroys (CM_E_UNAVAIL). Time is passed
- * in, so the queue is tested without a clock or a thread.
+ * run with the mutex released: on the admission thread once gw_admit_start
+ * ran (admissions and deadlines alike), else on the thread that released
+ * bytes (gw_admit_exit) or gave up waiters (gw_admit_expire); on the
+ * destroying thread for CM_E_UNAVAIL. Time is passed in, so the queue is
+ * tested without a clock or a thread.
  */
 #ifndef GW_ADMIT_H
 #define GW_ADMIT_H

@@ -357,14 +357,11 @@ put_headers(struct req *q)
     if (rc != 0) {
         return rc < 0;
     }
-    if (parse_key(q) != 0 || (rc = gw_obj_put_headers(q, t)) < 0) {
+    if (parse_key(q) != 0 || gw_obj_put_headers(q, t) != 0) {
         gw_snap_unref(s);
         return 1;
     }
     gw_snap_unref(s);
-    if (rc > 0) {
-        return 0; /* waits for admission (gw_objects.c) */
-    }
     if (q->async) { /* it waited: the body can come now (request() makes a new req) */
         atomic_fetch_sub(&q->f->inflight, 1);
         cm_http_proceed(q->r);

@@ -83,9 +83,7 @@ void gw_req_etag_version(struct req *q, const struct gw_layout *l);
 /* gw_objects.c: the handlers, q authenticated (its tenant set) and its key
  * parsed (but for LIST). s and t are borrowed for the call. */
 void gw_obj_get(struct req *q); /* GET and HEAD */
-/* The PUT checks before its body is read (411, 413) and its admission:
- * 0, -1 answered, or 1: q waits (suspended) and reads its body or is
- * answered 503 later, from another thread. */
+/* The PUT checks before its body is read (411, 413): 0, or answered. */
 int gw_obj_put_headers(struct req *q, const struct gw_tenant *t);
 void gw_obj_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t);
 void gw_obj_delete(struct req *q);

@@ -8,7 +8,7 @@
  *
  * Large GETs and PUTs (--admit-min-bytes and up) enter the engine through
  * the admission queue (gw_admit.c): a GET before its chunks are read, a
- * PUT before its body is read.
+ * PUT once its body is read, before it is encoded and sent.
  *
  * Threads: handlers on HTTP threads (or on the state thread, for a request
  * that waited for a state refresh); get_done and put_done on the engine
@@ -73,19 +73,19 @@ admit_fail(struct req *q)
 }
 
 /*
- * Enters q (suspended) with bytes; 1: go on now, 0: waits and cb follows
- * (cb may run before this returns), -1: answered 503. A ticket held is
- * released once q's HTTP request is gone (its answer sent), so the bound
- * covers the answer's buffer too.
+ * Enters q (suspended) with bytes; 1: go on now, 0: waits and cb(arg)
+ * follows (it may run before this returns), -1: answered 503. A ticket
+ * held is released once q's HTTP request is gone (its answer sent), so the
+ * bound covers the answer's buffer too.
  */
 static int
-admit(struct req *q, uint64_t bytes, gw_admit_cb cb)
+admit(struct req *q, uint64_t bytes, gw_admit_cb cb, void *arg)
 {
     struct gw_admit_ticket *t;
     int rc;
 
     gw_req_suspend(q); /* before: the admission may come at once, elsewhere */
-    rc = gw_admit_enter(q->f->admit, q->tenant, bytes, cm_now_ns(), cb, q, &t);
+    rc = gw_admit_enter(q->f->admit, q->tenant, bytes, cm_now_ns(), cb, arg, &t);
     if (rc < 0) {
         admit_fail(q);
         return -1;
@@ -94,22 +94,6 @@ admit(struct req *q, uint64_t bytes, gw_admit_cb cb)
         cm_http_on_done(q->r, gw_admit_done, t);
     }
     return rc;
-}
-
-/* A PUT admitted after a wait: its body can come (as in put_headers). */
-static void
-put_admitted(void *arg, struct gw_admit_ticket *t, int status)
-{
-    struct req *q = arg;
-
-    if (status != 0) {
-        admit_fail(q);
-        return;
-    }
-    cm_http_on_done(q->r, gw_admit_done, t);
-    atomic_fetch_sub(&q->f->inflight, 1);
-    cm_http_proceed(q->r);
-    free(q);
 }
 
 int
@@ -121,17 +105,7 @@ gw_obj_put_headers(struct req *q, const struct gw_tenant *t)
     /* Room to pad the last stripe in place: the engine need not copy it. */
     cm_http_reserve_body(q->r,
                          gw_engine_put_room(q->f->engine, put_k(q->f, t, q->bytes), q->bytes));
-    if (q->bytes < q->f->cfg.admit.min_bytes || q->f->cfg.admit.max_bytes == 0) {
-        return 0;
-    }
-    switch (admit(q, q->bytes, put_admitted)) {
-    case 1:
-        return 0; /* suspended: put_headers lets the body come */
-    case 0:
-        return 1;
-    default:
-        return -1;
-    }
+    return 0;
 }
 
 /* ---- GET / HEAD ---- */
@@ -237,7 +211,7 @@ gw_obj_get(struct req *q)
         }
         return;
     }
-    if (admit(q, q->len, get_admitted) > 0) {
+    if (admit(q, q->len, get_admitted, q) > 0) {
         gw_engine_get(f->engine, &q->lay, q->off, q->len, get_done, q);
     }
 }
@@ -348,6 +322,67 @@ gw_front_on_layout(void *arg, const struct gw_layout *layout, enum gw_report wha
     }
 }
 
+/* A large PUT, its body read, waiting for admission into the engine. The
+ * body is already in memory: the wait bounds the encoding, the node
+ * traffic and the parity. */
+struct put_waiter {
+    struct req *q;
+    struct gw_snap *s; /* a reference: row lives in it */
+    const uint32_t *row;
+    size_t nrow;
+    uint32_t tenant;
+    uint8_t k, m;
+    void *body;
+    size_t len, cap;
+};
+
+static void
+put_admitted(void *arg, struct gw_admit_ticket *t, int status)
+{
+    struct put_waiter *w = arg;
+    struct req *q = w->q;
+
+    if (status != 0) {
+        cm_free_big(w->body);
+        admit_fail(q);
+    } else {
+        if (t != NULL) {
+            cm_http_on_done(q->r, gw_admit_done, t);
+        }
+        gw_engine_put(q->f->engine, w->tenant, w->row, w->nrow, w->k, w->m, w->body, w->len,
+                      w->cap, put_done, q);
+    }
+    gw_snap_unref(w->s);
+    free(w);
+}
+
+static void
+put_wait(struct req *q, struct gw_snap *s, const struct gw_tenant *t, const uint32_t *row,
+         size_t nrow, void *body, size_t len, size_t cap)
+{
+    struct put_waiter *w = malloc(sizeof(*w));
+
+    if (w == NULL) {
+        cm_free_big(body);
+        gw_req_fail_status(q, -ENOMEM);
+        return;
+    }
+    gw_snap_ref(s);
+    *w = (struct put_waiter){q, s, row, nrow, t->id, put_k(q->f, t, len), t->m, body, len, cap};
+    switch (admit(q, len, put_admitted, w)) {
+    case 1:
+        put_admitted(w, NULL, 0); /* its ticket, if any, is already registered */
+        break;
+    case 0:
+        break; /* put_admitted follows */
+    default: /* answered */
+        cm_free_big(body);
+        gw_snap_unref(s);
+        free(w);
+        break;
+    }
+}
+
 void
 gw_obj_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
 {
@@ -378,8 +413,13 @@ gw_obj_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
             return;
         }
     }
-    gw_req_suspend(q);
-    gw_engine_put(f->engine, t->id, row, nrow, put_k(f, t, len), t->m, body, len, cap, put_done, q);
+    if (len < f->cfg.admit.min_bytes || f->cfg.admit.max_bytes == 0) {
+        gw_req_suspend(q);
+        gw_engine_put(f->engine, t->id, row, nrow, put_k(f, t, len), t->m, body, len, cap,
+                      put_done, q);
+        return;
+    }
+    put_wait(q, s, t, row, nrow, body, len, cap);
 }
 
 void

@@ -382,14 +382,25 @@ http_access(void *cls, struct MHD_Connection *c, const char *url, const char *me
         return http_first_call(s, c, url, method, con_cls);
     }
     if (r->held) {
-        /* Resumed, as a first call again: answered (early), or go on. */
+        /* Resumed: answered (early), or go on. The call may already carry
+         * the first bytes of the body: they are taken below, since
+         * libmicrohttpd calls again only when more bytes arrive, and a
+         * client that has sent its whole body sends none (the request
+         * then hung until the connection timeout). */
         int answered;
+        enum MHD_Result ret;
 
         pthread_mutex_lock(&r->lock);
         r->held = 0;
         answered = r->answered;
         pthread_mutex_unlock(&r->lock);
-        return answered ? answer_early(r) : accept_body(r);
+        if (answered) {
+            return answer_early(r);
+        }
+        ret = accept_body(r);
+        if (ret != MHD_YES || r->early || *upload_data_size == 0) {
+            return ret;
+        }
     }
     if (r->early) {
         /* Swallow a small body so the connection can be kept alive. */

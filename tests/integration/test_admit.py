@@ -13,8 +13,9 @@ Retry-After instead of hanging.
    a burst of 24 concurrent GETs of the same object. Every request is
    answered (none hangs), each either 200 with the whole object or 503
    with Retry-After and error "unavailable"; at least one of each.
-3. PUTs wait before their body is read: 8 concurrent 10 MiB PUTs under a
-   10 MiB bound all get 201 and read back whole.
+3. PUTs wait (once their body is read) before the engine: 8 concurrent
+   10 MiB PUTs under a 10 MiB bound all get 201 and read back whole, and
+   no bytes stay admitted afterwards.
 """
 import json
 import os
@@ -125,8 +126,8 @@ def check_deadline(t):
 
 
 def check_put_wait(t):
-    """PUTs wait before their body is read: 8 concurrent 10 MiB PUTs under a
-    10 MiB bound all succeed, one at a time, and read back whole."""
+    """8 concurrent 10 MiB PUTs under a 10 MiB bound all succeed, one at a
+    time, and read back whole; nothing stays admitted."""
     c = t.cluster(nodes=6, gateway_args="--inflight-bytes 10MiB --admit-wait-ms 60000")
     g = c.gw(c.create_tenant("puts"))
     datas = [os.urandom(SIZE) for _ in range(8)]
@@ -152,6 +153,7 @@ def check_put_wait(t):
         t.eq(st.sha256(r.body), st.sha256(datas[i]), "object %d read back" % i)
     m = st.parse_metrics(st.http_request(c.gw_port, "GET", "/metrics").body.decode())
     t.check(m.get("shoal_gateway_admit_waited_total", 0) >= 1, "no PUT waited")
+    t.eq(m.get("shoal_gateway_admit_inflight_bytes"), 0, "bytes admitted after the PUTs")
     st.log("8 PUTs of 10 MiB under a 10 MiB bound: all 201, %d waited"
            % m.get("shoal_gateway_admit_waited_total", 0))
     c.stop()

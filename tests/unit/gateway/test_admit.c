@@ -266,7 +266,13 @@ test_thread(void)
     struct rq h2 = RQ(1, 10 * MIB), w2 = RQ(2, 10 * MIB);
     CHECK_EQ_INT(enter(a, &h2, cm_now_ns()), 1);
     CHECK_EQ_INT(enter(a, &w2, cm_now_ns()), 0);
-    gw_admit_done(h2.t);
+    atomic_store(&g_calls, 0);
+    gw_admit_done(h2.t); /* the admission thread tells w2, not this one */
+    t0 = cm_now_ns();
+    while (atomic_load(&g_calls) == 0 && cm_now_ns() - t0 < 5000 * MS) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
     CHECK_EQ_INT(w2.state, 1);
     gw_admit_done(w2.t);
     gw_admit_destroy(a);
