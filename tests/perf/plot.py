@@ -88,8 +88,8 @@ def table(points, op, size):
     pts = sorted((p for p in points if p["op"] == op and p["size"] == size),
                  key=lambda p: p["conc"])
     u = unit(size)
-    lines = ["| conc | gateway %s | %s %s | ratio (pairs' spread) | p99 / slowest (ms) | 503s | "
-             "gateway peak RSS (MiB) |" % (u, pts[0]["baseline"], u),
+    lines = ["| %s %s: conc | gateway %s | %s %s | ratio (pairs' spread) | p99 / slowest (ms) "
+             "| 503s | gateway peak RSS (MiB) |" % (op.upper(), NAMES[size], u, pts[0]["baseline"], u),
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for p in pts:
         noise = "" if p["noise"] is None else " (±%.0f%%)" % (100 * p["noise"])
@@ -147,8 +147,7 @@ def main():
             name = "sweep-%s-%s.png" % (op, size)
             if not plot(points, op, size, os.path.join(args.img, name)):
                 continue
-            out += ["#### %s %s" % (op.upper(), NAMES[size]), "",
-                    "![%s %s sweep](img/%s)" % (op.upper(), NAMES[size], name), ""]
+            out += ["![%s %s sweep](img/%s)" % (op.upper(), NAMES[size], name), ""]
             out += table(points, op, size) + [""]
     out.append(END)
     with open(args.page) as f:
