@@ -24,8 +24,8 @@ of docs/benchmarks.md.
 --check: the regression guard (`make perf`). Runs the rows recorded in
 docs/benchmarks.json ("check" rows) and fails when a row's A/B ratio falls
 below its recorded ratio by more than the noise recorded with it (the
-spread of that row's alternated pairs when it was recorded, at least
---check-floor).
+spread of that row's alternated pairs when it was recorded or now, at
+least --check-floor, 35%: only gross regressions show on a shared VM).
 Every run's result is logged (stderr) as it finishes, the table has medians.
 Every client is shoal-bench at the same concurrency unless named. The
 cluster is deploy/local/shoal-cluster on ports shifted into 15000-15999.
@@ -406,8 +406,9 @@ def tail_rows(env, peak_a, peak_b):
 
 SWEEP_CASES = (("get", "1k"), ("get", "10m"), ("put", "1k"), ("put", "10m"))
 # Points the regression guard re-measures: (op, size, conc).
-CHECK_POINTS = (("get", "1k", 16), ("get", "10m", 16), ("get", "10m", 64), ("put", "1k", 16),
-                ("put", "10m", 16))
+# PUT 10 MiB is not one: durable Redis's 10 MiB SETs wait on the disk and
+# moved 70-170 MB/s between runs.
+CHECK_POINTS = (("get", "1k", 16), ("get", "10m", 16), ("get", "10m", 64), ("put", "1k", 16))
 # Redis with appendfsync always appends every 10 MiB SET to its AOF: above
 # this the file grows by GBs a point, so PUT 10 MiB has no baseline there.
 REDIS_BIG_MAX_CONC = 64
@@ -491,7 +492,9 @@ def check(points, recorded, floor):
             continue
         if r is None or r.get("ratio") is None or p["ratio"] is None:
             continue
-        noise = max(r["noise"] or 0.0, floor)
+        # The noise of either measurement: the recorded pairs' spread or
+        # this run's, never less than the floor.
+        noise = max(r["noise"] or 0.0, p["noise"] or 0.0, floor)
         low = r["ratio"] * (1 - noise)
         ok = p["ratio"] >= low
         print("%-22s %10.2f %10.2f %7.0f%% %8.2f  %s" % (
@@ -525,8 +528,9 @@ def main():
                     help="comma list of OP-SIZE (get-1k,get-10m,put-1k,put-10m)")
     ap.add_argument("--check", action="store_true", help="the regression guard (see above)")
     ap.add_argument("--figures", default=os.path.join(ROOT, "docs", "benchmarks.json"))
-    ap.add_argument("--check-floor", type=float, default=0.2,
-                    help="smallest noise allowed for a check row (relative)")
+    ap.add_argument("--check-floor", type=float, default=0.35,
+                    help="smallest noise allowed for a check row (relative); 0.35: the same "
+                         "build's ratios moved by up to 34%% between runs on the shared VM")
     ap.add_argument("--tmp-root",
                     help="where the run keeps cluster state, COS, nginx files and the AOF "
                          "(default $TMPDIR); /dev/shm takes the disk out of every side, "
