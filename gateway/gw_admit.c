@@ -205,8 +205,8 @@ run_callbacks(struct gw_admit_ticket *list)
 }
 
 int
-gw_admit_enter(struct gw_admit *a, uint32_t tenant, uint64_t bytes, uint64_t now_ns,
-               gw_admit_cb cb, void *arg, struct gw_admit_ticket **t)
+gw_admit_enter(struct gw_admit *a, uint32_t tenant, uint64_t bytes, uint64_t now_ns, gw_admit_cb cb,
+               void *arg, struct gw_admit_ticket **t)
 {
     struct gw_admit_ticket *k;
     struct admit_tenant *tn;

@@ -39,11 +39,11 @@ typedef void (*gw_admit_cb)(void *arg, struct gw_admit_ticket *t, int status);
 
 struct gw_admit_stats {
     uint64_t inflight_bytes;
-    uint64_t waiting;         /* requests queued now */
-    uint64_t admitted;        /* tickets granted, at once or after a wait */
-    uint64_t waited;          /* of those, after a wait */
-    uint64_t timed_out;       /* given up at the deadline */
-    uint64_t wait_ns_total;   /* summed over the waits that ended admitted */
+    uint64_t waiting;       /* requests queued now */
+    uint64_t admitted;      /* tickets granted, at once or after a wait */
+    uint64_t waited;        /* of those, after a wait */
+    uint64_t timed_out;     /* given up at the deadline */
+    uint64_t wait_ns_total; /* summed over the waits that ended admitted */
 };
 
 struct gw_admit *gw_admit_create(const struct gw_admit_cfg *cfg);

@@ -349,8 +349,8 @@ put_admitted(void *arg, struct gw_admit_ticket *t, int status)
         if (t != NULL) {
             cm_http_on_done(q->r, gw_admit_done, t);
         }
-        gw_engine_put(q->f->engine, w->tenant, w->row, w->nrow, w->k, w->m, w->body, w->len,
-                      w->cap, put_done, q);
+        gw_engine_put(q->f->engine, w->tenant, w->row, w->nrow, w->k, w->m, w->body, w->len, w->cap,
+                      put_done, q);
     }
     gw_snap_unref(w->s);
     free(w);
@@ -375,7 +375,7 @@ put_wait(struct req *q, struct gw_snap *s, const struct gw_tenant *t, const uint
         break;
     case 0:
         break; /* put_admitted follows */
-    default: /* answered */
+    default:   /* answered */
         cm_free_big(body);
         gw_snap_unref(s);
         free(w);
@@ -415,8 +415,8 @@ gw_obj_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
     }
     if (len < f->cfg.admit.min_bytes || f->cfg.admit.max_bytes == 0) {
         gw_req_suspend(q);
-        gw_engine_put(f->engine, t->id, row, nrow, put_k(f, t, len), t->m, body, len, cap,
-                      put_done, q);
+        gw_engine_put(f->engine, t->id, row, nrow, put_k(f, t, len), t->m, body, len, cap, put_done,
+                      q);
         return;
     }
     put_wait(q, s, t, row, nrow, body, len, cap);

@@ -14,7 +14,10 @@
 
 #define MIB ((uint64_t)1 << 20)
 #define MS ((uint64_t)1000000)
-#define RQ(t, b) {.tenant = (t), .bytes = (b)}
+#define RQ(t, b)                                                                                   \
+    {                                                                                              \
+        .tenant = (t), .bytes = (b)                                                                \
+    }
 
 /* One request as the caller sees it. */
 struct rq {
@@ -69,7 +72,8 @@ test_bound_and_small(void)
 {
     struct gw_admit_cfg cfg = {.max_bytes = 30 * MIB, .min_bytes = 1 * MIB, .wait_ns = 1000 * MS};
     struct gw_admit *a = gw_admit_create(&cfg);
-    struct rq r[5] = {RQ(1, 10 * MIB), RQ(1, 10 * MIB), RQ(1, 10 * MIB), RQ(1, 10 * MIB), RQ(1, 1024)};
+    struct rq r[5] = {RQ(1, 10 * MIB), RQ(1, 10 * MIB), RQ(1, 10 * MIB), RQ(1, 10 * MIB),
+                      RQ(1, 1024)};
 
     CHECK_EQ_INT(enter(a, &r[0], 0), 1);
     CHECK_EQ_INT(enter(a, &r[1], 0), 1);
