@@ -500,6 +500,7 @@ handle_metrics(struct req *q)
     if (f->migrate != NULL) {
         gw_migrate_metrics(f->migrate, &b);
     }
+    gw_admit_expose(f->admit, &b);
     cm_prom_family(&b, "shoal_gateway_commit_duration_seconds", "histogram",
                    "Time of one metadata write transaction, fsyncs included");
     cm_prom_hist(&b, "shoal_gateway_commit_duration_seconds", NULL, &cs.time);
@@ -615,10 +616,19 @@ gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_
     f->rs = cm_reqstats_create(req_names, REQ_N);
     f->rs_s3 = cm_reqstats_create(gw_s3_op_names, GW_S3_OP_COUNT);
     f->grace = gw_grace_create();
+    f->admit = gw_admit_create(&cfg->admit);
+    if (f->admit == NULL || gw_admit_start(f->admit) != 0) {
+        gw_admit_destroy(f->admit);
+        gw_grace_destroy(f->grace);
+        cm_reqstats_destroy(f->rs);
+        free(f);
+        return -ENOMEM;
+    }
     atomic_init(&f->inflight, 0);
     atomic_init(&f->draining, 0);
     rc = gw_commit_create(meta, &f->commit);
     if (rc != 0) {
+        gw_admit_destroy(f->admit);
         gw_grace_destroy(f->grace);
         cm_reqstats_destroy(f->rs);
         cm_reqstats_destroy(f->rs_s3);
@@ -702,6 +712,7 @@ gw_front_destroy(struct gw_front *f)
         return;
     }
     gw_commit_destroy(f->commit);
+    gw_admit_destroy(f->admit);
     size_t dropped = gw_grace_destroy(f->grace);
     if (dropped > 0) {
         CM_WARN("old versions left undeleted at shutdown (GETs never answered) n=%zu", dropped);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "cm_http.h"
+#include "gw_admit.h"
 #include "gw_engine.h"
 
 struct gw_meta;
@@ -23,6 +24,7 @@ struct gw_front_cfg {
     uint64_t max_object_size;
     uint64_t small_threshold; /* smaller objects are stored as 1+m copies */
     int delete_delay_ms;      /* extra wait before deleting an old version's chunks */
+    struct gw_admit_cfg admit; /* large GETs and PUTs into the engine (gw_admit.h) */
 };
 
 /* meta is borrowed and must outlive the front. Starts the committer. The

@@ -6,9 +6,15 @@
  * the chunks of replaced and deleted versions once no GET can still read
  * them (gw_grace).
  *
+ * Large GETs and PUTs (--admit-min-bytes and up) enter the engine through
+ * the admission queue (gw_admit.c): a GET before its chunks are read, a
+ * PUT once its body is read, before it is encoded and sent.
+ *
  * Threads: handlers on HTTP threads (or on the state thread, for a request
  * that waited for a state refresh); get_done and put_done on the engine
- * thread; commit_done on the committer.
+ * thread; commit_done on the committer; get_admitted and put_admitted on
+ * the thread that released bytes (HTTP) or gave the waiter up (admission
+ * deadline thread).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -22,6 +28,7 @@
 #include "cm_hmap.h"
 #include "cm_log.h"
 #include "cm_time.h"
+#include "gw_admit.h"
 #include "gw_demand.h"
 #include "gw_front_impl.h"
 #include "gw_grace.h"
@@ -52,6 +59,41 @@ put_precheck(struct req *q)
     }
     q->bytes = clen;
     return 0;
+}
+
+/* ---- admission of large requests (gw_admit.c) ---- */
+
+/* The answer to a large request that waited --admit-wait-ms in vain, or
+ * that found no memory for its ticket. */
+static void
+admit_fail(struct req *q)
+{
+    cm_http_add_header(q->r, "Retry-After", "1");
+    gw_req_fail(q, 503, "unavailable", "too many large requests in flight, retry later");
+}
+
+/*
+ * Enters q (suspended) with bytes; 1: go on now, 0: waits and cb(arg)
+ * follows (it may run before this returns), -1: answered 503. A ticket
+ * held is released once q's HTTP request is gone (its answer sent), so the
+ * bound covers the answer's buffer too.
+ */
+static int
+admit(struct req *q, uint64_t bytes, gw_admit_cb cb, void *arg)
+{
+    struct gw_admit_ticket *t;
+    int rc;
+
+    gw_req_suspend(q); /* before: the admission may come at once, elsewhere */
+    rc = gw_admit_enter(q->f->admit, q->tenant, bytes, cm_now_ns(), cb, arg, &t);
+    if (rc < 0) {
+        admit_fail(q);
+        return -1;
+    }
+    if (rc > 0 && t != NULL) {
+        cm_http_on_done(q->r, gw_admit_done, t);
+    }
+    return rc;
 }
 
 int
@@ -123,6 +165,19 @@ get_done(void *arg, int status, void *buf, size_t len)
     gw_req_reply(q, q->partial ? 206 : 200, "application/octet-stream", buf, len, CM_HTTP_FREE);
 }
 
+static void
+get_admitted(void *arg, struct gw_admit_ticket *t, int status)
+{
+    struct req *q = arg;
+
+    if (status != 0) {
+        admit_fail(q);
+        return;
+    }
+    cm_http_on_done(q->r, gw_admit_done, t);
+    gw_oread(q->f->engine, &q->lay, q->parts, q->nparts, q->off, q->len, get_done, q);
+}
+
 void
 gw_obj_get(struct req *q)
 {
@@ -182,8 +237,9 @@ gw_obj_get(struct req *q)
         }
         return;
     }
-    gw_req_suspend(q);
-    gw_oread(f->engine, &q->lay, q->parts, q->nparts, q->off, q->len, get_done, q);
+    if (admit(q, q->len, get_admitted, q) > 0) {
+        gw_oread(f->engine, &q->lay, q->parts, q->nparts, q->off, q->len, get_done, q);
+    }
 }
 
 /* ---- PUT / DELETE: the committer answers ---- */
@@ -309,6 +365,67 @@ gw_front_on_layout(void *arg, const struct gw_layout *layout, enum gw_report wha
     }
 }
 
+/* A large PUT, its body read, waiting for admission into the engine. The
+ * body is already in memory: the wait bounds the encoding, the node
+ * traffic and the parity. */
+struct put_waiter {
+    struct req *q;
+    struct gw_snap *s; /* a reference: row lives in it */
+    const uint32_t *row;
+    size_t nrow;
+    uint32_t tenant;
+    uint8_t k, m;
+    void *body;
+    size_t len, cap;
+};
+
+static void
+put_admitted(void *arg, struct gw_admit_ticket *t, int status)
+{
+    struct put_waiter *w = arg;
+    struct req *q = w->q;
+
+    if (status != 0) {
+        cm_free_big(w->body);
+        admit_fail(q);
+    } else {
+        if (t != NULL) {
+            cm_http_on_done(q->r, gw_admit_done, t);
+        }
+        gw_engine_put(q->f->engine, w->tenant, w->row, w->nrow, w->k, w->m, w->body, w->len, w->cap,
+                      put_done, q);
+    }
+    gw_snap_unref(w->s);
+    free(w);
+}
+
+static void
+put_wait(struct req *q, struct gw_snap *s, const struct gw_tenant *t, const uint32_t *row,
+         size_t nrow, void *body, size_t len, size_t cap)
+{
+    struct put_waiter *w = malloc(sizeof(*w));
+
+    if (w == NULL) {
+        cm_free_big(body);
+        gw_req_fail_status(q, -ENOMEM);
+        return;
+    }
+    gw_snap_ref(s);
+    *w = (struct put_waiter){q, s, row, nrow, t->id, gw_front_put_k(q->f, t, len), t->m, body, len, cap};
+    switch (admit(q, len, put_admitted, w)) {
+    case 1:
+        put_admitted(w, NULL, 0); /* its ticket, if any, is already registered */
+        break;
+    case 0:
+        break; /* put_admitted follows */
+    default:   /* answered */
+        cm_free_big(body);
+        gw_snap_unref(s);
+        free(w);
+        break;
+    }
+}
+
 void
 gw_obj_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
 {
@@ -339,9 +456,13 @@ gw_obj_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
             return;
         }
     }
-    gw_req_suspend(q);
-    gw_engine_put(f->engine, t->id, row, nrow, gw_front_put_k(f, t, len), t->m, body, len, cap,
-                  put_done, q);
+    if (len < f->cfg.admit.min_bytes || f->cfg.admit.max_bytes == 0) {
+        gw_req_suspend(q);
+        gw_engine_put(f->engine, t->id, row, nrow, gw_front_put_k(f, t, len), t->m, body, len, cap,
+                      put_done, q);
+        return;
+    }
+    put_wait(q, s, t, row, nrow, body, len, cap);
 }
 
 void

@@ -19,6 +19,8 @@
 #include "cm_err.h"
 #include "cm_hash.h"
 #include "cm_log.h"
+#include "cm_time.h"
+#include "gw_admit.h"
 #include "gw_grace.h"
 #include "gw_oread.h"
 #include "gw_s3_impl.h"
@@ -372,6 +374,23 @@ get_done(void *arg, int status, void *buf, size_t len)
     s3_reply(q, q->partial ? 206 : 200, ctype, buf, len, CM_HTTP_FREE);
 }
 
+/* The read, once its bytes are admitted; the ticket goes with the answer. */
+static void
+get_admitted(void *arg, struct gw_admit_ticket *t, int status)
+{
+    struct s3_req *q = arg;
+
+    if (status != 0) {
+        s3_fail(q, GW_S3_E_SLOW_DOWN, "too many large requests in flight: retry later");
+        return;
+    }
+    if (t != NULL) {
+        cm_http_on_done(q->r, gw_admit_done, t);
+    }
+    gw_oread(q->f->engine, &q->obj->lay, q->obj->parts, q->obj->a.nparts, q->off, q->len, get_done,
+             q);
+}
+
 /* The version at q->rt.key into q->obj (in a grace period first when its
  * chunks will be read): 0, or answered (NoSuchKey, NoSuchBucket...). */
 static int
@@ -417,6 +436,7 @@ s3_get_object(struct s3_req *q)
         cm_http_header(q->r, "If-Modified-Since"),
         cm_http_header(q->r, "If-Unmodified-Since"),
     };
+    struct gw_admit_ticket *t = NULL;
     char etag[GW_S3_ETAG_MAX], cr[96];
     const char *ctype;
     uint64_t size;
@@ -471,8 +491,17 @@ s3_get_object(struct s3_req *q)
         return;
     }
     s3_suspend(q);
-    gw_oread(q->f->engine, &q->obj->lay, q->obj->parts, q->obj->a.nparts, q->off, q->len, get_done,
-             q);
+    /* Large reads share the gateway's bytes in flight with the tenant API's. */
+    switch (gw_admit_enter(q->f->admit, q->tenant, q->len, cm_now_ns(), get_admitted, q, &t)) {
+    case 1:
+        get_admitted(q, t, 0);
+        break;
+    case 0:
+        break; /* get_admitted follows */
+    default:
+        s3_fail(q, GW_S3_E_SLOW_DOWN, "the gateway is out of memory: retry later");
+        break;
+    }
 }
 
 /* ---- DELETE ---- */

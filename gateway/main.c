@@ -56,6 +56,9 @@ struct gw_cfg {
     uint64_t meta_map_size;
     uint64_t buffer_cache;
     uint64_t migrate_rate;
+    uint64_t inflight_bytes;
+    uint64_t admit_min_bytes;
+    int admit_wait_ms;
     int threads;
     int io_timeout_ms;
     int slow_ms;
@@ -89,6 +92,12 @@ static const struct cm_opt opts[] = {
                "freed body and result buffers kept for reuse (0: off)"),
     CM_OPT_U64(T, migrate_rate, "32MiB", 1024, 1ull << 40,
                "chunk bytes per second moved to new holders when placement rows change"),
+    CM_OPT_U64(T, inflight_bytes, "64MiB", 0, 1ull << 40,
+               "object bytes of large GETs and PUTs in flight, gateway-wide (0: no bound)"),
+    CM_OPT_U64(T, admit_min_bytes, "1MiB", 0, 1ull << 40,
+               "GETs and PUTs this large or larger wait for --inflight-bytes"),
+    CM_OPT_INT(T, admit_wait_ms, "1500", 1, 600000,
+               "a large request waiting longer for admission gets 503 and Retry-After"),
     CM_OPT_INT(T, threads, "4", 1, 256, "HTTP threads"),
     CM_OPT_INT(T, io_timeout_ms, "5000", 1, 600000, "a chunk operation slower than this failed"),
     CM_OPT_INT(T, slow_ms, "200", 1, 600000, "a GET holder slower than this: read parity too"),
@@ -269,6 +278,7 @@ main(int argc, char **argv)
         .max_object_size = cfg.max_object_size,
         .small_threshold = cfg.small_threshold,
         .delete_delay_ms = cfg.delete_delay_ms,
+        .admit = {cfg.inflight_bytes, cfg.admit_min_bytes, (uint64_t)cfg.admit_wait_ms * 1000000u},
     };
     rc = gw_front_create(&fcfg, meta, &front);
     if (rc != 0) {

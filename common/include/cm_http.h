@@ -70,6 +70,10 @@ void cm_http_reserve_body(struct cm_http_req *r, size_t room);
  * *cap: bytes the buffer has room for (>= *len). */
 void *cm_http_take_body(struct cm_http_req *r, size_t *len, size_t *cap);
 void cm_http_set_user(struct cm_http_req *r, void *user); /* borrowed */
+/* fn(arg) runs once r is gone: its response sent, or its connection
+ * closed; on the HTTP thread that frees r. One per request; set before
+ * the answer. */
+void cm_http_on_done(struct cm_http_req *r, void (*fn)(void *arg), void *arg);
 void *cm_http_user(const struct cm_http_req *r);
 
 /* Adds a response header (copied). Before cm_http_respond*(). */

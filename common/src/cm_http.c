@@ -83,6 +83,8 @@ struct cm_http_req {
     int early;        /* answered before the body was read */
     int held;         /* suspended by headers(): no body read yet */
     void *user;
+    void (*done_fn)(void *arg); /* cm_http_on_done */
+    void *done_arg;
     struct cm_http_kv *query_cache; /* decoded query values handed out */
 
     pthread_mutex_t lock;
@@ -136,6 +138,9 @@ req_free(struct cm_http_req *r)
     free(r->uri);
     cm_free_big(r->body);
     pthread_mutex_destroy(&r->lock);
+    if (r->done_fn != NULL) {
+        r->done_fn(r->done_arg);
+    }
     free(r);
 }
 
@@ -397,14 +402,25 @@ http_access(void *cls, struct MHD_Connection *c, const char *url, const char *me
         return http_first_call(s, c, url, method, con_cls);
     }
     if (r->held) {
-        /* Resumed, as a first call again: answered (early), or go on. */
+        /* Resumed: answered (early), or go on. The call may already carry
+         * the first bytes of the body: they are taken below, since
+         * libmicrohttpd calls again only when more bytes arrive, and a
+         * client that has sent its whole body sends none (the request
+         * then hung until the connection timeout). */
         int answered;
+        enum MHD_Result ret;
 
         pthread_mutex_lock(&r->lock);
         r->held = 0;
         answered = r->answered;
         pthread_mutex_unlock(&r->lock);
-        return answered ? answer_early(r) : accept_body(r);
+        if (answered) {
+            return answer_early(r);
+        }
+        ret = accept_body(r);
+        if (ret != MHD_YES || r->early || *upload_data_size == 0) {
+            return ret;
+        }
     }
     if (r->early) {
         /* Swallow a small body so the connection can be kept alive. */
@@ -678,6 +694,15 @@ cm_http_suspend(struct cm_http_req *r)
 {
     pthread_mutex_lock(&r->lock);
     r->suspend_wanted = 1;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void
+cm_http_on_done(struct cm_http_req *r, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&r->lock);
+    r->done_fn = fn;
+    r->done_arg = arg;
     pthread_mutex_unlock(&r->lock);
 }
 

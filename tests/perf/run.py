@@ -3,6 +3,8 @@
 
     run.py --build BUILD [--runs 3] [--duration 5] [--conc 16] [--big-conc 4]
            [--only NAME[,NAME...]] [--out FILE.json] [--strict] [--tmp-root DIR]
+    run.py --build BUILD --sweep [--sweep-conc 1,4,16,64,256] [--out FILE.json]
+    run.py --build BUILD --check [--figures docs/benchmarks.json]
 
 Pairs (A = Shoal side, B = baseline), each run A B A B ... --runs times, medians:
   get-1k/1m/10m/100m  GET through the gateway          vs nginx serving the same bytes
@@ -14,6 +16,16 @@ Pairs (A = Shoal side, B = baseline), each run A B A B ... --runs times, medians
   put-10m/100m        PUT through the gateway          vs the gateway's GET of the same size (when get runs too)
   ec-4+2/10+2         shoal-ecbench encode, decode     vs memcpy of the same bytes
   client              shoal-bench --url                vs wrk, both on nginx 1 KiB
+--sweep: concurrency sweeps instead, GET and PUT at 1 KiB and 10 MiB, each
+point gateway vs nginx (GET) or vs Redis with appendfsync always (PUT), the
+sides alternated --runs times, with the gateway's peak RSS and its 503s per
+point. tests/perf/plot.py turns the JSON into docs/img/*.png and the tables
+of docs/benchmarks.md.
+--check: the regression guard (`make perf`). Runs the rows recorded in
+docs/benchmarks.json ("check" rows) and fails when a row's A/B ratio falls
+below its recorded ratio by more than the noise recorded with it (the
+spread of that row's alternated pairs when it was recorded or now, at
+least --check-floor, 35%: only gross regressions show on a shared VM).
 Every run's result is logged (stderr) as it finishes, the table has medians.
 Every client is shoal-bench at the same concurrency unless named. The
 cluster is deploy/local/shoal-cluster on ports shifted into 15000-15999.
@@ -226,7 +238,7 @@ http {
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     # ---- clients ----
-    def sb(self, *args, duration=None):
+    def sb(self, *args, duration=None, errors_ok=False):
         a = self.args
         duration = duration or a.duration
         out = run([self.bench, "--threads", str(a.threads), "--warmup", str(a.warmup),
@@ -238,34 +250,52 @@ http {
             if lt["errors"]:
                 raise RuntimeError("shoal-bench load errors %s: %s" % (lt["status"], " ".join(args)))
         t = res["tenants"][0]
-        if t["errors"] and not a.allow_errors:
+        if t["errors"] and not (a.allow_errors or errors_ok):
             raise RuntimeError("shoal-bench errors %s: %s" % (t["status"], " ".join(args)))
         if t["ops"] == 0:
             raise RuntimeError("no request finished within %gs: %s" % (duration, " ".join(args)))
         return t
 
-    def sb_gateway(self, size, read, conc, keys, prefix, load, rate=0):
+    def sb_gateway(self, size, read, conc, keys, prefix, load, rate=0, errors_ok=False):
         """Closed loop with conc outstanding, or with rate > 0 open loop
         (Poisson arrivals, latency from the intended send time)."""
         # Big objects need more time for several requests to finish in the window.
-        duration = max(self.args.duration, 10) if size >= 10 * MiB and not load else None
+        duration = max(self.args.duration, self.args.big_duration) \
+            if size >= 10 * MiB and not load else None
         loop = "rate=%d,conns=%d" % (rate, OPEN_CONNS) if rate else "conc=%d" % conc
         spec = "name=perf,key=%s,%s,keys=%d,size=%d,read=%g,zipf=0" % (
             self.key, loop, keys, size, read)
         args = ["--gateway", self.gateway, "--tenant", spec, "--prefix", prefix]
         if load:
             args.append("--load")
-        return self.sb(*args, duration=duration)
+        return self.sb(*args, duration=duration, errors_ok=errors_ok)
 
     def sb_url(self, name, conc, rate=0):
-        duration = max(self.args.duration, 10) if SIZES[name] >= 10 * MiB else None
+        duration = max(self.args.duration, self.args.big_duration) \
+            if SIZES[name] >= 10 * MiB else None
         loop = ["--rate", str(rate), "--conns", str(OPEN_CONNS)] if rate else ["--conc", str(conc)]
         return self.sb("--url", "http://127.0.0.1:%d/%s" % (self.nginx_port, name), *loop,
                        duration=duration)
 
-    def redis_set(self, port, conc, n):
+    def gw_pid(self):
+        with open(os.path.join(self.cluster_dir, "pids", "gateway.pid")) as f:
+            return int(f.read().strip())
+
+    def gw_rss_reset(self):
+        """Resets the gateway's peak RSS (VmHWM) to its current RSS."""
+        with open("/proc/%d/clear_refs" % self.gw_pid(), "w") as f:
+            f.write("5")
+
+    def gw_rss_peak(self):
+        with open("/proc/%d/status" % self.gw_pid()) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def redis_set(self, port, conc, n, size=1024):
         out = run(["/usr/bin/redis-benchmark", "-h", "127.0.0.1", "-p", str(port),
-                   "-t", "set", "-d", "1024", "-c", str(conc), "-n", str(n), "-P", "1",
+                   "-t", "set", "-d", str(size), "-c", str(conc), "-n", str(n), "-P", "1",
                    "--threads", str(self.args.threads), "--csv"])
         for line in out.splitlines():
             cells = [c.strip('"') for c in line.split(",")]
@@ -292,6 +322,19 @@ def _median(xs):
 
 def _value(x):
     return x["mb_per_s"] if isinstance(x, dict) else x
+
+
+def pair_ratios(a, b):
+    """A/B of each alternated pair, for the noise of a row."""
+    return [_value(x) / _value(y) for x, y in zip(a, b) if _value(y)]
+
+
+def spread(ratios):
+    """Largest relative distance of a pair's ratio from their median."""
+    if len(ratios) < 2:
+        return None
+    m = statistics.median(ratios)
+    return max(abs(r - m) for r in ratios) / m if m else None
 
 
 def alternate(runs, fa, fb):
@@ -361,6 +404,107 @@ def tail_rows(env, peak_a, peak_b):
     return rows
 
 
+SWEEP_CASES = (("get", "1k"), ("get", "10m"), ("put", "1k"), ("put", "10m"))
+# Points the regression guard re-measures: (op, size, conc).
+# PUT 10 MiB is not one: durable Redis's 10 MiB SETs wait on the disk and
+# moved 70-170 MB/s between runs.
+CHECK_POINTS = (("get", "1k", 16), ("get", "10m", 16), ("get", "10m", 64), ("put", "1k", 16))
+# Redis with appendfsync always appends every 10 MiB SET to its AOF: above
+# this the file grows by GBs a point, so PUT 10 MiB has no baseline there.
+REDIS_BIG_MAX_CONC = 64
+
+
+def sweep_point(env, redis_aof, op, name, conc):
+    """One point: gateway vs its baseline, alternated --runs times."""
+    size = SIZES[name]
+    big = size >= 10 * MiB
+    gw, base, rss = [], [], []
+    for i in range(env.args.runs):
+        env.gw_rss_reset()
+        if op == "get":
+            a = env.sb_gateway(size, 1.0, conc, 1, "perf/get-%s-" % name, False, errors_ok=True)
+        else:
+            a = env.sb_gateway(size, 0.0, conc, 8 if big else 1000, "perf/put-%s-" % name,
+                               False, errors_ok=True)
+        rss.append(env.gw_rss_peak())
+        gw.append(a)
+        if op == "get":
+            b = env.sb_url(name, conc)["mb_per_s"]
+        elif big and conc > REDIS_BIG_MAX_CONC:
+            b = None
+        else:
+            n = max(2 * conc, 32) if big else max(4000, int(4000 * env.args.duration))
+            b = env.redis_set(redis_aof, conc, n, size) * size / 1e6
+        base.append(b)
+        log("  %s %s conc %d run %d/%d: gateway %.1f MB/s (p99 %.0f ms, max %.0f ms, 503 %d, "
+            "peak RSS %d MiB), baseline %s MB/s" % (
+                op, name, conc, i + 1, env.args.runs, a["mb_per_s"],
+                a["latency_us"]["p99"] / 1e3, a["latency_us"]["max"] / 1e3,
+                a["status"].get("503", 0), rss[-1] >> 20, "-" if b is None else "%.1f" % b))
+    a = _median(gw)
+    bs = [x for x in base if x is not None]
+    b = statistics.median(bs) if bs else None
+    ratios = [x["mb_per_s"] / y for x, y in zip(gw, base) if y]
+    return {"op": op, "size": name, "conc": conc, "runs": env.args.runs,
+            "gateway_mb_s": a["mb_per_s"], "gateway_ops_s": a["ops_per_s"],
+            "gateway_p50_ms": a["latency_us"]["p50"] / 1e3,
+            "gateway_p99_ms": a["latency_us"]["p99"] / 1e3,
+            "gateway_max_ms": max(x["latency_us"]["max"] for x in gw) / 1e3,
+            "gateway_503": sum(x["status"].get("503", 0) for x in gw),
+            "gateway_errors": sum(x["errors"] for x in gw),
+            "gateway_peak_rss_mib": max(rss) >> 20,
+            "baseline": "nginx" if op == "get" else "redis appendfsync always",
+            "baseline_mb_s": b,
+            "ratio": statistics.median(ratios) if ratios else None,
+            "noise": spread(ratios),
+            "check": (op, name, conc) in CHECK_POINTS}
+
+
+def sweep(env, points):
+    """points: [(op, size name, conc)], in this order; loads each GET object once."""
+    redis_aof = env.start_redis(durable=True)
+    loaded, out = set(), []
+    for op, name, conc in points:
+        if op == "get" and name not in loaded:
+            env.sb_gateway(SIZES[name], 1.0, 1, 1, "perf/get-%s-" % name, True)
+            loaded.add(name)
+        log("%s %s at conc %d: gateway vs %s" % (op, name, conc,
+                                                 "nginx" if op == "get" else "redis fsync"))
+        try:
+            out.append(sweep_point(env, redis_aof, op, name, conc))
+        except RuntimeError as e:  # a point that fails is recorded as failed, the rest run
+            log("  %s %s conc %d FAILED: %s" % (op, name, conc, str(e)[:300]))
+            out.append({"op": op, "size": name, "conc": conc, "failed": str(e)[:300]})
+    return out
+
+
+def check(points, recorded, floor):
+    """Rows whose ratio fell by more than their recorded noise; printed."""
+    bad = []
+    rec = {(p["op"], p["size"], p["conc"]): p for p in recorded}
+    print("\n%-22s %10s %10s %8s %8s  %s" % ("point", "recorded", "now", "noise", "floor",
+                                             "verdict"))
+    for p in points:
+        r = rec.get((p["op"], p["size"], p["conc"]))
+        if "failed" in p:
+            print("%-22s %s" % ("%s %s conc %d" % (p["op"], p["size"], p["conc"]), "FAILED"))
+            bad.append(p)
+            continue
+        if r is None or r.get("ratio") is None or p["ratio"] is None:
+            continue
+        # The noise of either measurement: the recorded pairs' spread or
+        # this run's, never less than the floor.
+        noise = max(r["noise"] or 0.0, p["noise"] or 0.0, floor)
+        low = r["ratio"] * (1 - noise)
+        ok = p["ratio"] >= low
+        print("%-22s %10.2f %10.2f %7.0f%% %8.2f  %s" % (
+            "%s %s conc %d" % (p["op"], p["size"], p["conc"]), r["ratio"], p["ratio"],
+            100 * noise, low, "ok" if ok else "REGRESSED"))
+        if not ok:
+            bad.append(p)
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", required=True)
@@ -376,6 +520,17 @@ def main():
     ap.add_argument("--strict", action="store_true")
     ap.add_argument("--allow-errors", action="store_true")
     ap.add_argument("--cluster-arg", dest="cluster_args", action="append", default=[])
+    ap.add_argument("--big-duration", type=float, default=10,
+                    help="seconds measured for 10/100 MiB objects (at least --duration)")
+    ap.add_argument("--sweep", action="store_true", help="concurrency sweeps (see above)")
+    ap.add_argument("--sweep-conc", default="1,4,16,64,256")
+    ap.add_argument("--sweep-only", default="",
+                    help="comma list of OP-SIZE (get-1k,get-10m,put-1k,put-10m)")
+    ap.add_argument("--check", action="store_true", help="the regression guard (see above)")
+    ap.add_argument("--figures", default=os.path.join(ROOT, "docs", "benchmarks.json"))
+    ap.add_argument("--check-floor", type=float, default=0.35,
+                    help="smallest noise allowed for a check row (relative); 0.35: the same "
+                         "build's ratios moved by up to 34%% between runs on the shared VM")
     ap.add_argument("--tmp-root",
                     help="where the run keeps cluster state, COS, nginx files and the AOF "
                          "(default $TMPDIR); /dev/shm takes the disk out of every side, "
@@ -383,6 +538,8 @@ def main():
     args = ap.parse_args()
     only = set(filter(None, args.only.split(","))) or {"get", "put", "ec", "client"}
 
+    if args.sweep or args.check:
+        return main_sweep(args)
     env = Env(args)
     rows = []  # (test, a_name, a, b_name, b, unit)
     failed = False
@@ -484,6 +641,57 @@ def main():
             json.dump({"runs": args.runs, "duration_s": args.duration, "conc": args.conc,
                        "big_conc": args.big_conc, "results": out}, f, indent=2)
     print("perf.baseline: %s" % ("FAILED" if failed else "ok"))
+    return 1 if failed else 0
+
+
+def main_sweep(args):
+    concs = [int(c) for c in args.sweep_conc.split(",") if c]
+    if args.check:
+        with open(args.figures) as f:
+            recorded = json.load(f)["points"]
+        points = [(p["op"], p["size"], p["conc"]) for p in recorded if p.get("check")]
+    else:
+        cases = [c for c in SWEEP_CASES if not args.sweep_only or
+                 "%s-%s" % c in args.sweep_only.split(",")]
+        points = [(op, name, conc) for op, name in cases for conc in concs]
+    env = Env(args)
+    failed, res = False, []
+    try:
+        env.start_nginx()
+        env.start_cluster()
+        res = sweep(env, points)
+        failed = any("failed" in p for p in res) and args.check
+    except Exception as e:  # noqa: BLE001 - report and fail
+        log("FAILED: %s" % e)
+        failed = True
+    finally:
+        env.stop()
+    print("\n%-5s %-5s %5s %10s %10s %10s %8s %8s %6s %6s" % (
+        "op", "size", "conc", "gw MB/s", "base MB/s", "ratio", "p99 ms", "max ms", "503",
+        "RSS MiB"))
+    for p in res:
+        if "failed" in p:
+            print("%-5s %-5s %5d FAILED" % (p["op"], p["size"], p["conc"]))
+            continue
+        print("%-5s %-5s %5d %10.1f %10s %10s %8.1f %8.0f %6d %6d" % (
+            p["op"], p["size"], p["conc"], p["gateway_mb_s"],
+            "-" if p["baseline_mb_s"] is None else "%.1f" % p["baseline_mb_s"],
+            "-" if p["ratio"] is None else "%.2f" % p["ratio"], p["gateway_p99_ms"],
+            p["gateway_max_ms"], p["gateway_503"], p["gateway_peak_rss_mib"]))
+    if args.out:
+        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip()
+        with open(args.out, "w") as f:
+            json.dump({"recorded": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                       "build": rev, "runs": args.runs, "duration_s": args.duration,
+                       "big_duration_s": max(args.duration, args.big_duration),
+                       "command": " ".join(["tests/perf/run.py"] + sys.argv[1:]),
+                       "points": res}, f, indent=1)
+            f.write("\n")
+    if args.check and not failed:
+        bad = check(res, recorded, args.check_floor)
+        failed = bool(bad) or len(res) != len(points)
+    print("perf.%s: %s" % ("check" if args.check else "sweep", "FAILED" if failed else "ok"))
     return 1 if failed else 0
 
 

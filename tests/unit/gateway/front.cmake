@@ -18,6 +18,7 @@ shoal_gw_pure_test(meta 120)
 target_sources(test_gw_meta PRIVATE ${SHOAL_SOURCE_DIR}/gateway/gw_meta_write.c
                ${SHOAL_SOURCE_DIR}/gateway/gw_meta_rec.c)
 shoal_gw_pure_test(grace 60)
+shoal_gw_pure_test(admit 60)
 
 add_executable(test_gw_state ${CMAKE_CURRENT_SOURCE_DIR}/test_state.c)
 target_include_directories(test_gw_state PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/../common)
