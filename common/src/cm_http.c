@@ -211,7 +211,11 @@ build_response(struct cm_http_req *r)
                                                                   cm_free_big);
     }
     if (resp == NULL) {
-        abort(); /* only on out-of-memory */
+        if (!r->resp_static) {
+            cm_free_big(r->resp_body);
+        }
+        r->resp_body = NULL;
+        return NULL; /* out of memory: the caller drops the connection */
     }
     r->resp_body = NULL;
     for (size_t off = 0; off < r->hdrs_len;) {
@@ -242,6 +246,9 @@ queue_stored(struct cm_http_req *r)
         return MHD_YES; /* woken without an answer: keep waiting */
     }
     resp = build_response(r);
+    if (resp == NULL) {
+        return MHD_NO; /* out of memory: this request fails, the process goes on */
+    }
     ret = MHD_queue_response(r->conn, r->status, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -357,7 +364,12 @@ body_append(struct cm_http_req *r, const char *data, size_t n)
         while (cap < r->body_len + n) {
             cap *= 2;
         }
-        r->body = cm_realloc(r->body, cap);
+        char *body = realloc(r->body, cap); /* sized by the client: fails alone */
+
+        if (body == NULL) {
+            return -ENOMEM;
+        }
+        r->body = body;
         r->body_cap = cap;
     }
     memcpy(r->body + r->body_len, data, n);
@@ -432,9 +444,15 @@ http_access(void *cls, struct MHD_Connection *c, const char *url, const char *me
         return queue_stored(r);
     }
     if (*upload_data_size > 0) {
-        if (body_append(r, upload_data, *upload_data_size) != 0) {
+        int rc = body_append(r, upload_data, *upload_data_size);
+
+        if (rc != 0) {
             r->early = 1;
-            respond_error(r, 413, "too_large", "request body too large");
+            if (rc == CM_E_TOOBIG) {
+                respond_error(r, 413, "too_large", "request body too large");
+            } else {
+                respond_error(r, 503, "unavailable", "out of memory for the request body");
+            }
             return queue_stored(r);
         }
         *upload_data_size = 0;
