@@ -281,7 +281,9 @@ test_refresh(void)
     }
     usleep(250 * 1000); /* past the refresh gap */
 
-    /* A burst: one poll serves them all, soon. */
+    /* A burst: the first refresh starts a poll at once; who comes in while
+     * it runs is served by the one next after it, so two polls serve all
+     * twenty, soon (on a loaded machine the burst may outlast the first). */
     int before = atomic_load(&polls);
     t0 = cm_now_ns();
     for (int i = 0; i < 20; i++) {
@@ -290,9 +292,11 @@ test_refresh(void)
     }
     for (int i = 0; i < 20; i++) {
         wait_done(&ws[i]);
-        CHECK_EQ_INT(ws[i].polls, before + 1);
+        CHECK(ws[i].polls == before + 1 || (i > 0 && ws[i].polls == before + 2));
+        CHECK(i == 0 || ws[i].polls >= ws[i - 1].polls);
     }
     CHECK(ws[19].at - t0 < 800000000ull); /* not the periodic poll */
+    before = ws[19].polls - 1;
     /* The next one waits out the gap after that poll began. */
     b.w.fn = waiter_fn;
     t0 = cm_now_ns();
