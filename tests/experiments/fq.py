@@ -267,8 +267,9 @@ concurrency is 8x theirs).
 
 GET/s per tenant and second of the median run of each configuration (warm-up
 shaded): under fifo the big tenant's line sits above the others (far above
-with uniform); under drr and drfq (the same here: every request costs the
-same) the four lines meet, closest with fast.
+with uniform; with fast it climbs in steps as the base RTTs of its windows
+age out, every 5-10 s, and the windows open); under drr and drfq (the same
+here: every request costs the same) the four lines meet, closest with fast.
 
 Machine: %s.
 """ % (a.cmd("a"), setup_line(a, "`--cap-ops %d` each (%d GET/s in all)" % (cap, cap * NODES),
