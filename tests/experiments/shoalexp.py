@@ -438,10 +438,8 @@ def fairness_sampler(c, nodes=True, gateway=False):
         if gateway:
             g = c.metrics_of("gateway")
             d["rs_window"] = {}
-            for (n, ls), v in g.items():
-                if n == "shoal_gateway_rs_window":
-                    lab = dict(ls)
-                    d["rs_window"][(lab["tenant"], lab["node"])] = v
+            for lab, v in series(g, "shoal_gateway_rs_window"):
+                d["rs_window"][(lab.get("tenant"), lab.get("node"))] = v
         d["cpu"] = c.cpu_seconds()
         return d
     return sample

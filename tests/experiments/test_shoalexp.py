@@ -5,7 +5,7 @@
   only its own, new ones land in name order after the others, or at the end
   of the anchor heading's section, and text around them is kept.
 - metric / by_label over shoaltest.parse_metrics's result, with and without
-  labels; flags(); mmr / jain; fq.settle and fq.drf_ideal against hand
+  labels; the sampler's RS windows from the gateway's metrics; flags(); mmr / jain; fq.settle and fq.drf_ideal against hand
   computed answers.
 """
 import os
@@ -69,6 +69,27 @@ def test_metrics():
           "--sched drfq --cap-ops 300 --x", "flags")
 
 
+def test_sampler():
+    class Fake:
+        nodes = 0
+
+        def fairness(self):
+            return {}
+
+        def metrics_of(self, proc):
+            return sx.st.parse_metrics(
+                'shoal_node_dominant_load{node="0"} 1\n'
+                'shoal_gateway_rs_window{tenant="3",node="1"} 4.5\n'
+                'shoal_gateway_rs_window{tenant="3",node="2"} 6\n')
+
+        def cpu_seconds(self):
+            return {}
+
+    d = sx.fairness_sampler(Fake(), nodes=False, gateway=True)()
+    check(d["rs_window"] == {("3", "1"): 4.5, ("3", "2"): 6.0},
+          "the gateway's windows by (tenant, node): %r" % d.get("rs_window"))
+
+
 def test_stats():
     check(abs(sx.mmr([2, 4, 8]) - 0.25) < 1e-12, "mmr")
     check(abs(sx.jain([1, 1, 1, 1]) - 1) < 1e-12 and abs(sx.jain([1, 0]) - 0.5) < 1e-12, "jain")
@@ -86,6 +107,7 @@ def test_stats():
 def main():
     test_sections()
     test_metrics()
+    test_sampler()
     test_stats()
     print("ok: %d checks" % checks)
 
