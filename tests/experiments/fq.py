@@ -403,7 +403,9 @@ the weights' range.
   nodes at once, their rate fell to about half their share and the 1x
   tenants' rose to 2-5x theirs. Not a scheduler defect, but the closed
   loop on a shared machine; hence %d GET/s per node here: the loop costs
-  half the CPU and a heavy tenant's queued reads last twice as long.
+  half the CPU and a heavy tenant's queued reads last twice as long. It
+  still depends on the machine: this command gave 0.952, 0.861 and 0.870
+  at load average 13-18 (18:15 UTC), 0.985, 0.989 and 0.983 at about 6.
 - **Hedged reads.** At 200 GET/s per node with `--slow-ms 600000`, two
   runs of three gave shoal-bench MMR 0.89 while the nodes' counters gave
   0.96 and 0.98: fast still asks another copy after a read's RTT + 4
@@ -421,9 +423,11 @@ the weights' range.
 ![b](img/fq_b.png)
 
 GET/s per unit of weight per second (median run): per tenant for 4:2:1:1,
-per class (the mean of its tenants) for 100/10/1, on a log scale. Under
-drfq the lines, whatever their weight, run at the same height; under fifo
-they separate by their weights' ratio.
+per class (the mean of its tenants) for 100/10/1 (lower row, log scale).
+Under drfq the lines, whatever their weight, run at the same height (the
+weight-1 class swings around it: its 12 tenants' reads are served in step,
+a few every 2-3 s, so its seconds alternate; over the window it gets the
+same, see the table); under fifo they separate by their weights' ratio.
 
 Machine: %s.
 """ % (a.cmd("b"), setup_line(a, "caps below", "below", "as below"), cap1, a.duration, cap2,
