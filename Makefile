@@ -4,7 +4,7 @@ JOBS     ?= $(shell nproc)
 CC       := clang
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-asan perf perf-all clean
+.PHONY: all deps build run test test-asan perf perf-all experiments clean
 
 all: build
 
@@ -35,7 +35,11 @@ perf: build
 	@cd $(BUILD) && ctest --output-on-failure -R '^perf\.check$$'
 
 perf-all: build
-	@cd $(BUILD) && ctest --output-on-failure -L perf
+	@cd $(BUILD) && ctest --output-on-failure -L perf -LE experiment
+
+# The fairness and elasticity experiments: each rewrites its part of docs/.
+experiments: build
+	@cd $(BUILD) && ctest --output-on-failure -L experiment
 
 clean:
 	rm -rf build build-asan
