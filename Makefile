@@ -4,7 +4,7 @@ JOBS     ?= $(shell nproc)
 CC       := clang
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-asan perf clean
+.PHONY: all deps build run test test-asan perf experiments clean
 
 all: build
 
@@ -30,7 +30,10 @@ test-asan:
 	    CMAKE_FLAGS="-DSHOAL_SANITIZE=ON -DSHOAL_WERROR=ON -DCMAKE_BUILD_TYPE=Debug"
 
 perf: build
-	@cd $(BUILD) && ctest --output-on-failure -L perf
+	@cd $(BUILD) && ctest --output-on-failure -L perf -LE experiment
+
+experiments: build
+	@cd $(BUILD) && ctest --output-on-failure -L experiment
 
 clean:
 	rm -rf build build-asan

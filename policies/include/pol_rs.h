@@ -50,12 +50,17 @@
  *            g = 1/2, a = 4 requests, within [1, 64], 8 to start: at the
  *            fixed point w (1 - baseRTT/RTT) = a, i.e. each tenant keeps about
  *            a requests queued at each node; a failure halves w
- *   choose   copies: the usable copy with the most free window
- *            (floor(w) - outstanding, ties at random); stripes: the wanted
+ *   choose   copies: the usable copy whose window is the least filled
+ *            (the largest free fraction (floor(w) - outstanding) / floor(w),
+ *            ties at random), so a tenant's reads spread in proportion to
+ *            its windows and a copy with an empty window is always asked
+ *            (by free slots alone, a small window would wait until the
+ *            others had fewer free slots than it has in all, and, without
+ *            samples, never grow again); stripes: the wanted
  *            data chunks, unless as few GETs of other positions rebuild them
  *            and a wanted one has no free window or an RTT above twice
  *            another candidate's (then, by rank: not that slow, wanted, other
- *            data, parity, most free window). Only those with a free slot
+ *            data, parity, least filled window). Only those with a free slot
  *            are asked (the rest when the read is offered again); -EAGAIN
  *            when none has one and some GET is outstanding, else it asks
  *            anyway

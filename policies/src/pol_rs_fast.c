@@ -5,7 +5,7 @@
  *   on_send ──▶ out++
  *   on_done ──▶ out--; RTT sample ──▶ EWMA and deviation, base (windowed min)
  *                                └─▶ at most every 2 RTTs: the window law
- *   choose  ──▶ free window (floor(w) - out), RTT, data before parity
+ *   choose  ──▶ free window fraction ((floor(w) - out) / floor(w)), RTT, data before parity
  *   overdue ──▶ each asked holder: asked + RTT + 4 deviations, in [floor, slow_ns]
  *
  * State: peer records keyed by (tenant, node) in an open-addressing table
@@ -60,6 +60,7 @@ struct fast {
 /* What choose knows of one position. */
 struct fast_pos {
     long free;   /* floor(window) - outstanding, less what this choice takes */
+    long win;    /* floor(window), >= 1 */
     double srtt; /* 0: unknown */
     int slow;    /* RTT above FAST_MARGIN times another candidate's */
     int cls;     /* 0 wanted (or any copy), 1 other data, 2 parity */
@@ -257,7 +258,7 @@ fast_mix(uint64_t z)
 
 /* Fills x[j] for the positions of set. Stripes: an RTT more than
  * FAST_MARGIN times the least one among those with room is slow; copies
- * are told apart by free window alone. */
+ * are told apart by how full their windows are alone. */
 static void
 fast_positions(const struct fast *f, const struct pol_rs_view *v, uint64_t set, uint64_t rand,
                struct fast_pos *x)
@@ -268,7 +269,8 @@ fast_positions(const struct fast *f, const struct pol_rs_view *v, uint64_t set, 
     for (s = set; s != 0; s &= s - 1) {
         unsigned j = (unsigned)__builtin_ctzll(s);
         const struct fast_peer *p = fast_find(f, fast_key(v->tenant, v->holders[j]));
-        x[j].free = (long)floor(p != NULL ? p->w : FAST_W0) - (long)(p != NULL ? p->out : 0);
+        x[j].win = (long)floor(p != NULL ? p->w : FAST_W0);
+        x[j].free = x[j].win - (long)(p != NULL ? p->out : 0);
         x[j].srtt = p != NULL ? p->srtt : 0;
         x[j].cls = v->k == 1 || (v->want >> j & 1) ? 0 : j < v->k ? 1 : 2;
         x[j].tie = fast_mix(rand + (j + 1) * 0x9e3779b97f4a7c15ull);
@@ -303,8 +305,9 @@ fast_better(const struct fast_pos *a, const struct fast_pos *b)
     if (a->cls != b->cls) {
         return a->cls < b->cls;
     }
-    if (a->free != b->free) {
-        return a->free > b->free;
+    /* The larger free fraction of its window (free_a / win_a > free_b / win_b). */
+    if (a->free * b->win != b->free * a->win) {
+        return a->free * b->win > b->free * a->win;
     }
     return a->tie < b->tie;
 }

@@ -1,5 +1,5 @@
 /* test_pol_rs_fast.c - unit tests of the "fast" RS policy: the window law,
- * choice by free window and RTT, holds, RTT-derived deadlines, base RTT
+ * choice by the least filled window and RTT, holds, RTT-derived deadlines, base RTT
  * ageing, bounded state, and a closed-loop simulation against "uniform". */
 #include <errno.h>
 #include <stddef.h>
@@ -426,6 +426,39 @@ test_bounded(void)
     ops->destroy(rs);
 }
 
+/* Copies: the least filled window, not the most free slots. A copy whose
+ * window is small but empty is asked before copies with larger windows
+ * partly used: counting free slots alone, it would wait until the others
+ * had fewer free slots than its whole window, getting no RTT samples, so
+ * its window could never grow again (a fair-queued node where a tenant is
+ * slow in turn, not by its own queue, keeps such a window for good). */
+static void
+test_copies_fill(void)
+{
+    struct pol_rs *rs = new_rs();
+    struct pol_rs_view v = view(1, 2, B(0));
+    uint64_t now = 10 * SEC;
+
+    sample(rs, 7, 10, 1 * MS, now);
+    feed(rs, 7, 10, 1 * MS, 100 * US, 1 * SEC, &now); /* RTT = base: the cap */
+    sample(rs, 7, 11, 1 * MS, now);
+    feed(rs, 7, 11, 4 * MS, 100 * US, 2 * SEC, &now); /* 4x base: 5.33 */
+    sample(rs, 7, 12, 1 * MS, now);
+    feed(rs, 7, 12, 1 * MS, 100 * US, 1 * SEC, &now);
+    CHECK_NEAR(window(rs, 7, 10), WMAX, 1e-9);
+    CHECK_NEAR(window(rs, 7, 11), ALPHA / (1 - 1.0 / 4), 0.01);
+    for (int i = 0; i < 8; i++) {
+        send(rs, 7, 10, now);
+        send(rs, 7, 12, now);
+    }
+    /* 56 of 64 free at 10 and 12, 5 of 5 at 11: 11 is asked. */
+    CHECK_EQ_INT(choose(rs, &v, now, 1), B(1));
+    /* Filled to the same fraction as the others, it shares them. */
+    send(rs, 7, 11, now);
+    CHECK(choose(rs, &v, now, 1) != (long long)B(1));
+    ops->destroy(rs);
+}
+
 /* Random views. With every window free (no traffic), what is asked covers
  * the read or exhausts the holders, as uniform's does. With traffic, a
  * read is held only while a send is out, and what is asked is never more
@@ -584,6 +617,7 @@ main(void)
     test_window_law();
     test_base_ageing();
     test_copies_windows();
+    test_copies_fill();
     test_stripes();
     test_overdue();
     test_bounded();

@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""unit.experiments.shoalexp: the pure parts of the experiments' helper.
+
+- replace_section: a section goes between its markers, a re-run replaces
+  only its own, new ones land in name order after the others, or at the end
+  of the anchor heading's section, and text around them is kept.
+- metric / by_label over shoaltest.parse_metrics's result, with and without
+  labels; flags(); mmr / jain; fq.settle and fq.drf_ideal against hand
+  computed answers.
+"""
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fq  # noqa: E402
+import shoalexp as sx  # noqa: E402
+
+checks = 0
+
+
+def check(cond, what):
+    global checks
+    checks += 1
+    if not cond:
+        print("FAIL: " + what)
+        sys.exit(1)
+
+
+def test_sections():
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "page.md")
+        with open(p, "w") as f:
+            f.write("# Page\n\n## Exp\n\nintro\n\n## Later\n\nkept\n")
+        sx.replace_section(p, "x_b", "B one", heading_anchor="## Exp")
+        text = open(p).read()
+        check(text.index("intro") < text.index("B one") < text.index("## Later"),
+              "first section at the end of the anchor's section:\n" + text)
+        sx.replace_section(p, "x_a", "A one", heading_anchor="## Exp")
+        sx.replace_section(p, "x_c", "C one", heading_anchor="## Exp")
+        text = open(p).read()
+        check(text.index("A one") < text.index("B one") < text.index("C one") <
+              text.index("## Later"), "sections in name order:\n" + text)
+        sx.replace_section(p, "x_b", "B two\n\nwith $1 and \\1", heading_anchor="## Exp")
+        text = open(p).read()
+        check("B one" not in text and "B two\n\nwith $1 and \\1" in text,
+              "a re-run replaces its section verbatim:\n" + text)
+        check(text.count("experiment:x_b:begin") == 1 and text.count("experiment:x_b:end") == 1,
+              "one pair of markers per section")
+        check(text.startswith("# Page\n\n## Exp\n\nintro\n") and text.endswith("## Later\n\nkept\n"),
+              "text around the sections is kept:\n" + text)
+        q = os.path.join(d, "bare.md")
+        with open(q, "w") as f:
+            f.write("# Bare\n")
+        sx.replace_section(q, "y", "Y", heading_anchor="## Missing")
+        check(open(q).read().rstrip().endswith("<!-- experiment:y:end -->"),
+              "no anchor: at the end")
+
+
+def test_metrics():
+    ms = sx.st.parse_metrics('a{node="1",tenant="2"} 3\na{node="2",tenant="3"} 4\n'
+                             'b 5\n# HELP c x\nc{op="get",tenant="1"} 7\n')
+    check(sx.metric(ms, "a") == 7, "sum over labels")
+    check(sx.metric(ms, "a", tenant=2) == 3 and sx.metric(ms, "a", node=2, tenant=3) == 4,
+          "labels select")
+    check(sx.metric(ms, "b") == 5 and sx.metric(ms, "nothing") == 0, "bare series")
+    check(sx.by_label(ms, "a", "tenant") == {"2": 3.0, "3": 4.0}, "by_label")
+    check(sx.flags({"sched": "drfq", "cap-ops": 300, "x": True, "y": None, "z": False}) ==
+          "--sched drfq --cap-ops 300 --x", "flags")
+
+
+def test_stats():
+    check(abs(sx.mmr([2, 4, 8]) - 0.25) < 1e-12, "mmr")
+    check(abs(sx.jain([1, 1, 1, 1]) - 1) < 1e-12 and abs(sx.jain([1, 0]) - 0.5) < 1e-12, "jain")
+    # 1 KiB and 64 KiB GETs on 400 req/s and 8 KiB x 400 B/s: 8/9 each.
+    check(abs(fq.drf_ideal(400, 400 * 8192, 1024, 65536) - 8 / 9) < 1e-12, "DRF ideal")
+    s, l = fq.drr_point(400, 400 * 8192, 1024, 65536)
+    check(abs(s - 400 * 8192 / 66560 / 400) < 1e-12 and abs(l - 400 * 8192 / 66560 * 65536 /
+                                                          (400 * 8192)) < 1e-12, "drr point")
+    ok = {s: s >= 12 for s in range(30)}
+    check(fq.settle(range(30), 10, lambda s: ok[s], hold=5) == 2, "settle")
+    check(fq.settle(range(30), 10, lambda s: s != 14, hold=5) == 5, "settle after a miss")
+    check(fq.settle(range(30), 10, lambda s: False) is None, "never settles")
+
+
+def main():
+    test_sections()
+    test_metrics()
+    test_stats()
+    print("ok: %d checks" % checks)
+
+
+if __name__ == "__main__":
+    main()
