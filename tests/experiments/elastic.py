@@ -473,7 +473,7 @@ def verdicts(res):
             TARGETS["cost"], TARGETS["cost_moon"], t), "%.2fx" % r["cost_ratio"],
             r["cost_ratio"] <= TARGETS["cost"]))
         out.append(("cost", "GET p90 within 10 %% of static, %s" % t,
-                    "%.2fx (%.1f ms against %.1f ms)" % (
+                    "%.3fx (%.1f ms against %.1f ms)" % (
                         r["p90_ratio"], r["sms"]["get"]["p90"] / 1e3,
                         r["static"]["get"]["p90"] / 1e3), r["p90_ratio"] <= TARGETS["p90"]))
     for x in (res.get("recovery") or {}).get("rates", []):
@@ -560,7 +560,8 @@ def plot_recovery(rec, path):
     ax.set_title("Recovery of one %d MiB instance (256 KiB chunks, fs COS)" % rec["mib"],
                  fontsize=10)
     ax.grid(True, alpha=0.3, axis="y")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.set_ylim(0, 1.35 * max(max(x["rate"], x["cos"]) for x in rec["rates"]))
+    ax.legend(fontsize=8, loc="upper center", ncol=3, markerscale=0.4)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -702,16 +703,9 @@ def write(res, vs):
     if all(k in res for k in ("day", "recovery", "reclaim")):
         parts["summary"] = md_table(["target", "measured", ""],
                                     [(v[1], v[2], "met" if v[3] else "**not met**") for v in vs])
-    # Each name has its place in the page (its heading); a re-run replaces it.
+    # The page has each section's markers under its heading: replaced in place.
     for name, body in parts.items():
-        sx.replace_section(DOC, name, body, heading_anchor=ANCHORS[name])
-
-
-ANCHORS = {"summary": "## Results at a glance", "day-setup": "## A day: sms against static",
-           "memory": "### Pool memory against the working set",
-           "cost": "### Cost and latency at equal load",
-           "recovery": "## Recovery against the COS read rate",
-           "reclaim": "## Reads while instances are reclaimed"}
+        sx.replace_section(DOC, name, body)
 
 
 def main():
