@@ -5,7 +5,7 @@ generated sections and docs/img/elastic_*.png.
     /usr/bin/python3 tests/experiments/elastic.py --build build [--only day,recovery,reclaim]
 
   day       one bench/tracegen day (two tenants, the working set swinging
-            SWING x, half a day apart) replayed at once on two 6-node
+            100x, half a day apart) replayed at once on two 6-node
             clusters, one under --pool sms, one under --pool static sized so
             the day's data fits: pool memory against the working set, cost,
             GET latency
@@ -245,8 +245,9 @@ def pct(xs, p):
 
 
 def analyze_day(day, runs, nstatic, scale):
-    res = {"day": day.day, "window": WINDOW, "ws_window": WS_WINDOW, "node": NODE, "static_instances": nstatic,
-           "scale": scale, "summary": day.summary, "tenants": {}, "seconds": day.seconds}
+    res = {"day": day.day, "window": WINDOW, "ws_window": WS_WINDOW, "node": NODE,
+           "static_instances": nstatic, "scale": scale, "summary": day.summary, "tenants": {},
+           "seconds": day.seconds}
     gbs_price = 0.0000166667 * scale
     for t in day.tenants:
         curve = []
