@@ -292,8 +292,11 @@ class Load:
         self.weight = weight if weight is not None else tenant.weight
         self.conns = conns
 
-    def spec(self, load_conc=None):
+    def spec(self, load_conc=None, trace=False):
         s = "name=%s,key=%s,weight=%g" % (self.tenant.name, self.tenant.key, self.weight)
+        if trace:
+            # A trace sends the requests: conc= and rate= are refused.
+            return s + (",conns=%d" % self.conns if self.conns else "")
         if load_conc is not None:
             s += ",conc=%d" % load_conc
         elif self.rate is not None:
@@ -355,14 +358,18 @@ def load_keys(c, loads, conc=8, prefix="exp/"):
 
 
 def bench(c, loads, warmup=5, duration=25, threads=1, prefix="exp/", sample=None,
-          interval=1.0, sample_at=None, extra=(), allow_errors=False):
+          interval=1.0, sample_at=None, extra=(), allow_errors=False, trace=None):
     """Runs shoal-bench over loads (keys already loaded). `sample` (a function
     returning anything, or None) is called every `interval` s while it runs,
-    or only at the seconds (since the start) in sample_at."""
+    or only at the seconds (since the start) in sample_at. With trace (a
+    shoal-bench --trace CSV whose tenant column names the loads' tenants)
+    the trace sends the requests; duration should cover it, as the run ends
+    once every request is answered."""
     series_path = os.path.join(c.dir, "series-%d.csv" % int(time.time() * 1000))
-    cmd = _bench_cmd(c, [ld.spec() for ld in loads],
+    cmd = _bench_cmd(c, [ld.spec(trace=trace is not None) for ld in loads],
                      ["--warmup", str(warmup), "--duration", str(duration), "--threads",
-                      str(threads), "--prefix", prefix, "--series", series_path] + list(extra))
+                      str(threads), "--prefix", prefix, "--series", series_path] + list(extra)
+                     + (["--trace", trace] if trace else []))
     samples = []
     stop = threading.Event()
     t0 = time.time()

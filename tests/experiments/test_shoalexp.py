@@ -5,14 +5,17 @@
   only its own, new ones land in name order after the others, or at the end
   of the anchor heading's section, and text around them is kept.
 - metric / by_label over shoaltest.parse_metrics's result, with and without
-  labels; the sampler's RS windows from the gateway's metrics; flags(); mmr / jain; fq.settle and fq.drf_ideal against hand
-  computed answers.
+  labels; the sampler's RS windows from the gateway's metrics; flags(); a
+  trace load's spec; mmr / jain; fq.settle and fq.drf_ideal against hand
+  computed answers; elastic.stored_bytes against the layouts
+  architecture.md works out.
 """
 import os
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import elastic  # noqa: E402
 import fq  # noqa: E402
 import shoalexp as sx  # noqa: E402
 
@@ -67,6 +70,11 @@ def test_metrics():
     check(sx.by_label(ms, "a", "tenant") == {"2": 3.0, "3": 4.0}, "by_label")
     check(sx.flags({"sched": "drfq", "cap-ops": 300, "x": True, "y": None, "z": False}) ==
           "--sched drfq --cap-ops 300 --x", "flags")
+    t = sx.Tenant("a", 1, "K", 2)
+    check(sx.Load(t, conns=8).spec(trace=True) == "name=a,key=K,weight=2,conns=8" and
+          sx.Load(t).spec(trace=True) == "name=a,key=K,weight=2", "a trace load: no conc or rate")
+    check(sx.Load(t, conc=4).spec() == "name=a,key=K,weight=2,conc=4,size=1KiB,read=1,keys=100,"
+          "zipf=0", "a closed loop as before")
 
 
 def test_sampler():
@@ -102,6 +110,10 @@ def test_stats():
     check(fq.settle(range(30), 10, lambda s: ok[s], hold=5) == 2, "settle")
     check(fq.settle(range(30), 10, lambda s: s != 14, hold=5) == 5, "settle after a miss")
     check(fq.settle(range(30), 10, lambda s: False) is None, "never settles")
+    # 10 MiB at 4+2: 3 stripes of 873,856-byte chunks; 1 KiB: three copies.
+    check(elastic.stored_bytes(10 << 20) == 3 * 6 * 873856, "stored bytes of 10 MiB")
+    check(elastic.stored_bytes(1024) == 3072 and elastic.stored_bytes(4 << 20) == 6 << 20,
+          "stored bytes of 1 KiB and 4 MiB")
 
 
 def main():
