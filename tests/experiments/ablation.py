@@ -54,7 +54,6 @@ GATEWAY = {"slow-ms": 600000, "io-timeout-ms": 60000}
 # PP re-places when the script asks (rebalance), never on its own trigger.
 PP_FLAGS = {"pp-checks": 1000, "pp-interval-ms": 60000}
 DOC = os.path.join(sx.SRC, "docs", "fairness.md")
-IMG = os.path.join(sx.SRC, "docs", "img")
 ANCHOR = "## System-wide fairness experiments"
 COLORS = ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7"]
 NO_DOC = False
@@ -71,12 +70,6 @@ CONFIGS = [
 CFG = dict(CONFIGS)
 PISCES = {"none": (0.57, 0.36), "FQ": (0.59, 0.58), "PP+FQ": (0.64, 0.74),
           "WA+PP+FQ": (0.93, 0.96), "all four": (0.98, 0.97)}
-
-
-def fmt(x, d=3):
-    if x is None or (isinstance(x, float) and x != x):
-        return "-"
-    return "%.*f" % (d, x)
 
 
 def cluster(a, cfg, cap=CAP):
@@ -172,9 +165,19 @@ def run_case(c, a, loads, pp, warmup, duration, run=0, rebalance_at=6.0):
         th.join(60)
     summ = sx.summarize_samples(c, r.measured_samples(1.0))
     weights = {ld.tenant.name: ld.weight for ld in loads}
+    # The MMR a perfectly fair run would show from counting noise alone:
+    # each tenant's mean over n seconds has a relative standard error
+    # sd/sqrt(n)/mean, and the range of 8 normal samples is about 2.85 sd.
+    ses = []
+    for n, pts in sx.series_by_tenant([x for x in r.series if x["phase"] == "run"]).items():
+        vs = [v for _, v in pts]
+        if len(vs) >= 3 and statistics.mean(vs) > 0:
+            ses.append(statistics.stdev(vs) / len(vs) ** 0.5 / statistics.mean(vs))
+    noise_mmr = 1 - 2.85 * statistics.median(ses) if ses else None
     out = {"ops": {n: r.ops(n) for n in r.tenants}, "weight": weights,
            "mmr": r.json["fairness"]["min_max_ratio"], "jain": r.json["fairness"]["jain"],
            "total": sum(r.ops(n) for n in r.tenants), "summary": summ, "pp": info,
+           "noise_mmr": noise_mmr,
            "series": r.series,
            "errors": {n: r.tenants[n]["status"] for n in r.tenants if r.tenants[n]["errors"]}}
     sx.log("ops %s, MMR %.3f, total %.0f/s, node load %.2f-%.2f, CPU %.2f cores%s" % (
@@ -191,21 +194,14 @@ def tenants_and_loads(c, spec):
 
 
 def write(a, name, body):
-    if a.no_doc:
-        print(body)
-        return
-    sx.replace_section(DOC, name, body, heading_anchor=ANCHOR)
-    sx.log("wrote section %s of %s" % (name, DOC))
+    sx.write_section(DOC, name, body, ANCHOR, a.no_doc)
 
 
 def img(name):
-    d = IMG if not NO_DOC else os.path.join(os.environ.get("TMPDIR", "/tmp"), "shoal-exp-img")
-    os.makedirs(d, exist_ok=True)
-    return os.path.join(d, name)
+    return sx.img_path(name, NO_DOC)
 
 
-def verdict(ok):
-    return "**met**" if ok else "**not met**"
+verdict, fmt, pct = sx.verdict, sx.fmt, sx.pct
 
 
 def strip(x):
@@ -260,6 +256,20 @@ def run_matrix(a, tag, configs, cases, duration):
                 sx.log("%s %s, %s, run %d" % (tag, cf, case, r + 1))
                 res[(cf, case)].append(run_case(c, a, loads, cfg[3], a.warmup, duration,
                                                 run=r))
+    return res
+
+
+def run_spec(a, tag, spec, configs, duration):
+    """Tenants spec [(name, weight, Load kwargs)] under each configuration
+    (names), a fresh cluster per run, runs interleaved: {config: [run]}."""
+    res = {cf: [] for cf in configs}
+    for r in range(a.runs):
+        for cf in (configs if r % 2 == 0 else configs[::-1]):
+            with cluster(a, CFG[cf]) as c:
+                loads = tenants_and_loads(c, spec)
+                sx.load_keys(c, loads, prefix=prefix(r))
+                sx.log("%s %s run %d" % (tag, cf, r + 1))
+                res[cf].append(run_case(c, a, loads, CFG[cf][3], a.warmup, duration, run=r))
     return res
 
 
@@ -336,7 +346,7 @@ Target: all four at MMR >= 0.95 in both cases (moonshot 0.99): %s;
 
 ![a](img/ablation_a.png)
 
-Per-second min-max ratio of the median run of each configuration (its
+Per-second min-max ratio of the median run of each configuration (of an even number, the lower; its
 window's MMR in the legend).
 
 Per tenant (median run):
@@ -437,14 +447,15 @@ def exp_c(a):
             if cf == "all four":
                 ok = ok and m >= 0.95
             row += [fmt(m), " ".join(fmt(x["mmr"]) for x in runs),
-                    fmt(sx.median(x["summary"].get("ctl_mmr") for x in runs))]
+                    fmt(sx.median(x["summary"].get("ctl_mmr") for x in runs)),
+                    fmt(sx.median(x.get("noise_mmr") for x in runs))]
         allr = res[(cf, "even")] + res[(cf, "2x-vs-1x")]
         row += ["%.0f" % sx.median(x["total"] for x in allr),
                 fmt(sx.median(x["summary"].get("node_load_min") for x in allr), 2),
                 pct(sx.median(x["summary"].get("queue_empty_frac") for x in allr))]
         rows.append(row)
-    table = sx.md_table(["configuration", "MMR even (64 each)", "runs", "controller",
-                         "MMR 2x-vs-1x (128 / 64)", "runs", "controller", "GET/s (all)",
+    table = sx.md_table(["configuration", "MMR even (64 each)", "runs", "controller", "noise",
+                         "MMR 2x-vs-1x (128 / 64)", "runs", "controller", "noise", "GET/s (all)",
                          "least node load", "node queues empty"], rows)
     lines = []
     for i, cf in enumerate(configs):
@@ -471,8 +482,11 @@ mechanisms or from tenants that are not waiting at every node.
 
 Target: all four at MMR >= 0.95 in both cases: %s. **Controller** is the
 median of `/v1/fairness`'s MMR over the window (served dominant cost per
-weight at the nodes, EWMA); **node queues empty** how often a node had
-nothing queued at a sample.
+weight at the nodes, EWMA); **noise** the MMR that counting noise alone
+would give a perfectly fair run (1 - 2.85 x the median over tenants of
+the relative standard error of its per-second GET/s, as if the seconds
+were independent; a rough bound); **node queues empty** how often a node
+had nothing queued at a sample.
 
 ![c](img/ablation_c.png)
 
@@ -482,10 +496,6 @@ nothing queued at a sample.
     return ok, {"%s|%s" % k: strip(v) for k, v in res.items()}
 
 
-def pct(x):
-    return "-" if x is None or x != x else "%.0f %%" % (100 * x)
-
-
 # ----------------------------------------------------------------------------- w
 
 
@@ -493,15 +503,8 @@ def exp_w(a):
     spec = [("h0", 100, {"conc": 128})] + [("m%d" % i, 10, {"conc": 32}) for i in range(2)] + \
         [("l%d" % i, 1, {"conc": 8}) for i in range(5)]
     configs = ["none", "all four"]
-    res = {cf: [] for cf in configs}
     dur = 2 * a.duration
-    for r in range(a.runs):
-        for cf in (configs if r % 2 == 0 else configs[::-1]):
-            with cluster(a, CFG[cf]) as c:
-                loads = tenants_and_loads(c, spec)
-                sx.load_keys(c, loads, prefix=prefix(r))
-                sx.log("w %s run %d" % (cf, r + 1))
-                res[cf].append(run_case(c, a, loads, CFG[cf][3], a.warmup, dur, run=r))
+    res = run_spec(a, "w", spec, configs, dur)
     ok = sx.median(x["mmr"] for x in res["all four"]) >= 0.95
     rows = []
     for cf in configs:
@@ -565,22 +568,16 @@ BIN = 5  # seconds per MMR figure in d: one second of ~200 GETs per tenant is to
 
 
 def exp_d(a):
-    burst = "burst:base=4/peak=64/every=30s/for=10s/at=%gs" % (a.warmup + 5)
+    burst = "burst:base=4/peak=64/every=30s/for=10s/at=%gs"
+    burst, burst_late = burst % (a.warmup + 5), burst % (a.warmup + 15)
     sine = "sine:min=4/max=64/period=40s"
     sine_late = "sine:min=4/max=64/period=40s/phase=0.5"
     spec = [("s%d" % i, 1, {"conc": STEADY}) for i in range(4)] + \
-        [("b0", 1, {"conc": burst}), ("b1", 1, {"conc": burst.replace("at=", "at=1")}),
+        [("b0", 1, {"conc": burst}), ("b1", 1, {"conc": burst_late}),
          ("d0", 1, {"conc": sine}), ("d1", 1, {"conc": sine_late})]
     configs = ["none", "all four"]
-    res = {cf: [] for cf in configs}
     dur = 3 * a.duration
-    for r in range(a.runs):
-        for cf in (configs if r % 2 == 0 else configs[::-1]):
-            with cluster(a, CFG[cf]) as c:
-                loads = tenants_and_loads(c, spec)
-                sx.load_keys(c, loads, prefix=prefix(r))
-                sx.log("d %s run %d" % (cf, r + 1))
-                res[cf].append(run_case(c, a, loads, CFG[cf][3], a.warmup, dur, run=r))
+    res = run_spec(a, "d", spec, configs, dur)
 
     def conc_at(n, t):
         kw = dict((x[0], x[2]) for x in spec)[n]["conc"]
@@ -626,7 +623,7 @@ def exp_d(a):
     body = """### d. Dynamic demand, system-wide
 
 `%s` (ctest `exp.ablation_d`). The setup of a; 8 tenants of weight 1:
-s0-s3 steady (%d outstanding), b0-b1 bursty (`conc=%s`, b1 10 s later),
+s0-s3 steady (%d outstanding), b0-b1 bursty (b0 `conc=%s`, b1 10 s later),
 d0-d1 diurnal (`conc=%s`, d1 half a period later). none against all four,
 %g s warm-up, %g s measured, %d run(s) each. Over every %d s of the
 measured window, the MMR of mean GET/s is taken over the tenants whose
@@ -775,7 +772,7 @@ per GET is the steadier figure.
 
 # ----------------------------------------------------------------------------- main
 
-EXPS = {"a": exp_a, "c": exp_c, "w": exp_w, "d": exp_d, "o": exp_o}
+EXPS = {"a": exp_a, "c": exp_c, "w": exp_w, "d": exp_d, "o": exp_o}  # "all" runs them in this order
 
 
 def main():
@@ -808,17 +805,7 @@ def main():
     if a.configs:
         CONFIGS = [c for c in CONFIGS if c[0] in a.configs.split(",")]
     sx.catch_signals()
-    ok, raw = True, {}
-    for w in ("a", "c", "w", "d", "o") if a.which == "all" else [a.which]:
-        t0 = time.time()
-        good, raw[w] = EXPS[w](a)
-        sx.log("experiment %s: target %s (%.0f s)" % (w, "met" if good else "NOT met",
-                                                     time.time() - t0))
-        ok = ok and good
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump(raw, f, indent=1, default=str)
-    return 0 if ok else 1
+    return sx.run_experiments(EXPS, list(EXPS) if a.which == "all" else [a.which], a, a.out)
 
 
 if __name__ == "__main__":

@@ -13,16 +13,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ablation as ab  # noqa: E402
-
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    checks += 1
-    if not cond:
-        print("FAIL: " + what)
-        sys.exit(1)
+from test_shoalexp import check  # noqa: E402  (counts in test_shoalexp.checks)
+import test_shoalexp  # noqa: E402
 
 
 def near(a, b, tol=1e-9):
@@ -77,4 +69,4 @@ def test_adds():
 test_schedule()
 test_mmr()
 test_adds()
-print("ok: %d checks" % checks)
+print("ok: %d checks" % test_shoalexp.checks)
