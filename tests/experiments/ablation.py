@@ -500,8 +500,8 @@ had nothing queued at a sample.
 
 
 def exp_w(a):
-    spec = [("h0", 100, {"conc": 128})] + [("m%d" % i, 10, {"conc": 32}) for i in range(2)] + \
-        [("l%d" % i, 1, {"conc": 8}) for i in range(5)]
+    spec = [("h0", 100, {"conc": 256})] + [("m%d" % i, 10, {"conc": 64}) for i in range(2)] + \
+        [("l%d" % i, 1, {"conc": 16}) for i in range(5)]
     configs = ["none", "all four"]
     dur = 2 * a.duration
     res = run_spec(a, "w", spec, configs, dur)
@@ -539,7 +539,7 @@ def exp_w(a):
 
 `%s` (ctest `exp.ablation_w`). The setup of a (6 nodes x `--cap-ops
 %d`, 1+2 copies, Zipf %.2f over %d keys of 1 KiB) with tenants h0 (weight
-100, 128 outstanding), m0-m1 (10, 32 each) and l0-l4 (1, 8 each): the
+100, 256 outstanding), m0-m1 (10, 64 each) and l0-l4 (1, 16 each): the
 Pisces talk's 4 / 20 / 40 tenants scaled to 1 / 2 / 5. Fair shares are
 %.0f, %.0f and %.1f GET/s (u x capacity is not applied: MMR is of
 GET/s per weight among tenants that all ask for more). none against all
