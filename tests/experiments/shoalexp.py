@@ -601,6 +601,55 @@ def replace_section(path, name, body, heading_anchor=None):
     os.replace(tmp, path)
 
 
+def write_section(path, name, body, heading_anchor=None, no_doc=False):
+    """replace_section, or with no_doc the body to stdout (docs untouched)."""
+    if no_doc:
+        print(body)
+        return
+    replace_section(path, name, body, heading_anchor=heading_anchor)
+    log("wrote section %s of %s" % (name, path))
+
+
+def img_path(name, no_doc=False):
+    """Where a plot goes: docs/img, or with no_doc $TMPDIR/shoal-exp-img."""
+    d = os.path.join(SRC, "docs", "img") if not no_doc else \
+        os.path.join(os.environ.get("TMPDIR", "/tmp"), "shoal-exp-img")
+    os.makedirs(d, exist_ok=True)
+    return os.path.join(d, name)
+
+
+def fmt(x, d=3):
+    """x with d decimals; "-" for None and NaN."""
+    if x is None or (isinstance(x, float) and x != x):
+        return "-"
+    return "%.*f" % (d, x)
+
+
+def pct(x):
+    return "-" if x is None or x != x else "%.0f %%" % (100 * x)
+
+
+def verdict(ok):
+    return "**met**" if ok else "**not met**"
+
+
+def run_experiments(exps, which, args, out=""):
+    """Runs exps[w](args) -> (target met, raw results) for each w in which,
+    logs each verdict, writes the raw results as JSON to out; 0 when every
+    target was met, else 1 (the exit status)."""
+    ok, raw = True, {}
+    for w in which:
+        t0 = time.time()
+        good, raw[w] = exps[w](args)
+        log("experiment %s: target %s (%.0f s)" % (w, "met" if good else "NOT met",
+                                                  time.time() - t0))
+        ok = ok and good
+    if out:
+        with open(out, "w") as f:
+            json.dump(raw, f, indent=1, default=str)
+    return 0 if ok else 1
+
+
 def pyplot():
     import matplotlib
     matplotlib.use("Agg")
