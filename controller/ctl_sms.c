@@ -145,6 +145,7 @@ ctl_sms_make_policy(const struct ctl_sms *s, uint64_t inst_bytes, struct pol_sms
         .interval_ns = s->cfg.interval_ns,
         .active_intervals = s->cfg.active,
         .degraded_intervals = s->cfg.degraded,
+        .compact_age = s->cfg.compact_age,
         .inst_bytes = inst_bytes,
         /* "static" sizes its pool per node in the answers; tick ignores it. */
         .max_instances = strcmp(s->ops->name, "static") == 0

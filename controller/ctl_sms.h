@@ -56,6 +56,7 @@ struct ctl_sms_cfg {
     uint32_t active, degraded; /* M, N intervals */
     uint32_t static_instances; /* "static": instances per pool per node; 0: derived */
     uint64_t node_timeout_ns;  /* reports older than this are dropped */
+    uint32_t compact_age;      /* A intervals (pol_sms_cfg); 0: the policy's default */
 };
 
 /* One instance as a node reports it ("instances" in the heartbeat). */

@@ -57,6 +57,7 @@ struct ctl_cfg {
     int gc_interval;
     int active_intervals;
     int degraded_intervals;
+    int compact_age;
     int static_instances;
     const char *prices;
     const char *pp;
@@ -100,6 +101,10 @@ static const struct cm_opt opts[] = {
                "intervals an instance stays active (M)"),
     CM_OPT_INT(struct ctl_cfg, degraded_intervals, "12", 1, POL_SMS_INTERVALS_MAX,
                "intervals it then stays degraded before it is released (N)"),
+    CM_OPT_INT(struct ctl_cfg, compact_age, "0", 0, POL_SMS_INTERVALS_MAX,
+               "a chunk read from an instance this many intervals old moves to the newest (A); "
+               "larger keeps fewer old copies, M + N or more never moves; 0: the smallest A >= "
+               "M with (M + N - A) / A <= 1/5, at most M + N - 1"),
     CM_OPT_INT(struct ctl_cfg, static_instances, "0", 0, CTL_SMS_SLOTS,
                "--pool static: instances per tenant pool per node; 0: each node's instance "
                "slots shared evenly by the tenants"),
@@ -271,6 +276,7 @@ main(int argc, char **argv)
     scfg_sms.interval_ns = (uint64_t)cfg.gc_interval * 1000000000ull;
     scfg_sms.active = (uint32_t)cfg.active_intervals;
     scfg_sms.degraded = (uint32_t)cfg.degraded_intervals;
+    scfg_sms.compact_age = (uint32_t)cfg.compact_age;
     scfg_sms.static_instances = (uint32_t)cfg.static_instances;
     scfg_sms.node_timeout_ns = scfg.node_timeout_ns;
     rc = ctl_sms_create(&scfg_sms, &sms);
@@ -313,9 +319,10 @@ main(int argc, char **argv)
         goto out;
     }
     CM_INFO("started listen=%s data_dir=%s token_file=%s secrets_key_file=%s wa=%s pp=%s "
-            "pool=%s gc_interval=%d active_intervals=%d degraded_intervals=%d prices=%s version=%s",
+            "pool=%s gc_interval=%d active_intervals=%d degraded_intervals=%d compact_age=%d "
+            "prices=%s version=%s",
             cfg.listen, cfg.data_dir, token_path, key_path, cfg.wa, cfg.pp, cfg.pool,
-            cfg.gc_interval, cfg.active_intervals, cfg.degraded_intervals,
+            cfg.gc_interval, cfg.active_intervals, cfg.degraded_intervals, cfg.compact_age,
             cfg.prices != NULL && cfg.prices[0] != '\0' ? cfg.prices : "default", SHOAL_VERSION);
 
     saved_ns = cm_now_ns();

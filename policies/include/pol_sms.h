@@ -26,7 +26,9 @@
  *   age >= G      RELEASED (memory freed, the chunks stay in COS)
  *
  * An instance of an older generation that holds nothing is released at the
- * next tick (nothing in it can age, nothing is placed in it again).
+ * next tick (nothing in it can age, nothing is placed in it again), also
+ * one all of whose chunks were compacted out or deleted: it held only
+ * dead copies, and need not wait for age G.
  *
  * Placement. New chunks go only to instances of the current generation
  * (best fit: the fullest that has room); when none has room, OPEN_NEW: the
@@ -45,7 +47,10 @@
  * copies. A chunk read at least once every G - A intervals never leaves
  * memory; one not read for G intervals always does. The default, A late
  * in the window (15 of 18), keeps old copies within 20 %; InfiniStore's
- * A = M keeps chunks read less often, for up to (G - M) / M (200 %) more.
+ * A = M keeps chunks read less often, for up to (G - M) / M (200 %) more;
+ * A = 17 of 18 keeps them within 6 %, but a chunk stays in memory only if
+ * it is read in the last interval before its instance is released. The
+ * controller's --compact-age sets A.
  *
  * Working set (tick's report): the bytes stored (v->inst[i].used) in the
  * pool's instances that this tick leaves unreleased, i.e. the distinct

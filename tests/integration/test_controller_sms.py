@@ -6,7 +6,8 @@ must (Python stdlib only).
 
     python3 test_controller_sms.py BUILD/controller/shoal-controller BUILD/controller/shoalctl
 
-With --gc-interval 1 --active-intervals 2 --degraded-intervals 2: an
+With --gc-interval 1 --active-intervals 2 --degraded-intervals 2 (and
+--compact-age 2, which every answer's sms block carries to the nodes): an
 instance written during one interval is carried into the next, then ages
 active -> degraded -> released, within ~4-5 s after the writes stop; the
 node's memory_bytes in `node list` drops with it; `tenant show` reports the
@@ -338,6 +339,10 @@ def test_flags(tmp):
     p = subprocess.run([CTL, "--data-dir", os.path.join(tmp, "x"), "--active-intervals",
                         "100001"], capture_output=True, text=True, timeout=10)
     check(p.returncode == 2, "--active-intervals too big: exit 2")
+    for bad_age in ("100001", "-1", "x"):
+        p = subprocess.run([CTL, "--data-dir", os.path.join(tmp, "x"), "--compact-age", bad_age],
+                           capture_output=True, text=True, timeout=10)
+        check(p.returncode == 2, "--compact-age %s: exit 2" % bad_age)
     bad = os.path.join(tmp, "bad.prices")
     with open(bad, "w") as f:
         f.write("lambda_gb_second = 1\nlambda_gb_seconds = 2\n")
@@ -360,7 +365,8 @@ def main():
         f.write("# test prices\n" + "".join("%s = %r\n" % kv for kv in PRICES.items()))
     c = ca.Controller(tmp, ca.free_port(), timeout_ms=3000,
                       args=["--gc-interval", "1", "--active-intervals", "2",
-                            "--degraded-intervals", "2", "--prices", prices])
+                            "--degraded-intervals", "2", "--compact-age", "2",
+                            "--prices", prices])
 
     def body():
         test_flags(tmp)
@@ -373,7 +379,8 @@ def main():
         check(node.answers[-1].get("sms", {}).get("policy") == "sms", "answer has the sms block")
         check(node.answers[-1]["sms"].get("interval_ms") == 1000 and
               node.answers[-1]["sms"].get("active") == 2 and
-              node.answers[-1]["sms"].get("degraded") == 2, "sms block: %r" %
+              node.answers[-1]["sms"].get("degraded") == 2 and
+              node.answers[-1]["sms"].get("compact_age") == 2, "sms block: %r" %
               node.answers[-1]["sms"])
         check(any(p["tenant"] == 1 for p in node.answers[-1].get("pools", [])),
               "answer lists the pool")

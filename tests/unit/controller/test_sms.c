@@ -5,8 +5,8 @@
  * kept until applied (no second carry, one warm-up per heartbeat), empty
  * releases withheld from an instance that filled, reclaim orders delivered
  * once, memory GB-seconds and cost counters from heartbeats, the totals
- * and windows across a save and load, the static pool's size, and pools of
- * deleted tenants dropped.
+ * and windows across a save and load, the compaction age answered, the
+ * static pool's size, and pools of deleted tenants dropped.
  */
 #include "t_check.h"
 
@@ -147,7 +147,7 @@ sim_beat(struct ctl_sms *s, struct simnode *n, const uint32_t *tenants, size_t n
 static struct ctl_sms *
 make(const char *policy, uint64_t interval, uint32_t m, uint32_t nn, uint32_t static_inst)
 {
-    struct ctl_sms_cfg c = {policy, interval, m, nn, static_inst, 3 * SEC};
+    struct ctl_sms_cfg c = {policy, interval, m, nn, static_inst, 3 * SEC, 0};
     struct ctl_sms *s;
 
     CHECK_EQ_INT(ctl_sms_create(&c, &s), 0);
@@ -459,13 +459,39 @@ test_persist(void)
     t_rmtree(dir);
 }
 
+/* The compaction age the controller is given is the one every answer
+ * carries to the nodes (they run on_read with it); 0 keeps the policy's
+ * default, and one past the bound is refused. */
+static void
+test_compact_age(void)
+{
+    struct ctl_sms_cfg c = {"sms", SEC, 6, 12, 0, 3 * SEC, 17};
+    struct ctl_sms *s;
+    struct simnode a;
+
+    sim_init(&a, 0);
+    CHECK_EQ_INT(ctl_sms_create(&c, &s), 0);
+    sim_beat(s, &a, tenants12, 2, T0, 0);
+    CHECK_EQ_INT(a.ans.cfg.compact_age, 17);
+    CHECK_EQ_INT(a.ans.cfg.active, 6);
+    CHECK_EQ_INT(a.ans.cfg.degraded, 12);
+    ctl_sms_destroy(s);
+    s = make("sms", SEC, 6, 12, 0);
+    sim_beat(s, &a, tenants12, 2, T0, 0);
+    CHECK_EQ_INT(a.ans.cfg.compact_age, 15);
+    ctl_sms_destroy(s);
+    c.compact_age = POL_SMS_INTERVALS_MAX + 1;
+    CHECK_EQ_INT(ctl_sms_create(&c, &s), CM_E_BADARG);
+    ctl_sms_answer_fini(&a.ans);
+}
+
 /* "static": the pool never moves; its size per node is given or the
  * node's slots shared by the tenants. */
 static void
 test_static(void)
 {
     struct ctl_sms *s = make("static", SEC, 6, 12, 0);
-    struct ctl_sms_cfg bad = {"nope", SEC, 6, 12, 0, SEC};
+    struct ctl_sms_cfg bad = {"nope", SEC, 6, 12, 0, SEC, 0};
     struct ctl_sms *x;
     struct simnode a;
     const uint32_t four[] = {1, 2, 3, 4};
@@ -537,6 +563,7 @@ main(void)
     test_reclaim();
     test_cost();
     test_persist();
+    test_compact_age();
     test_static();
     test_prune();
     printf("ok\n");

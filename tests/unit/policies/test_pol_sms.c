@@ -459,6 +459,40 @@ test_compaction(void)
     W->destroy(p);
 }
 
+/* Any A the operator sets (--compact-age) is the age a read chunk moves
+ * at, to the interval: from A = 1 (every read of an older generation) to
+ * A >= G (none, but for lost instances). */
+static void
+test_compact_age(void)
+{
+    const uint32_t m = 6, n = 12, g = m + n;
+    static const uint32_t ages[] = {1, 3, 6, 12, 15, 16, 17, 18, 40};
+    const uint64_t gen = 100;
+    struct pol_sms_cfg c;
+    struct pol_sms *p;
+
+    for (size_t k = 0; k < sizeof(ages) / sizeof(ages[0]); k++) {
+        p = make(m, n, ages[k], MIB);
+        CHECK_EQ_INT(pol_sms_cfg_of(p)->compact_age, ages[k]);
+        for (uint64_t age = 1; age < g; age++) {
+            struct pol_sms_inst in[2] = {
+                {.gen = gen, .state = POL_SMS_ACTIVE, .used = KIB},
+                {.gen = gen - age,
+                 .state = age >= m ? POL_SMS_DEGRADED : POL_SMS_ACTIVE,
+                 .used = KIB},
+            };
+
+            CHECK_EQ_INT(on_read(p, gen, in, 2, 0, 1, 4 * KIB), age >= ages[k]);
+            in[1].lost = 1; /* lost and degraded: always moves */
+            CHECK_EQ_INT(on_read(p, gen, in, 2, 0, 1, 4 * KIB), age >= ages[k] || age >= m);
+        }
+        W->destroy(p);
+    }
+    c = (struct pol_sms_cfg){.compact_age = POL_SMS_INTERVALS_MAX + 1};
+    CHECK_EQ_INT(W->create(&c, &p), CM_E_BADARG);
+    CHECK(p == NULL);
+}
+
 /* ------------------------------------------------------------------ */
 /* A simulated pool: chunks on nodes, the nodes' place/on_read, the
  * controller's tick at every interval boundary, decisions applied at once. */
@@ -867,25 +901,39 @@ run_steady(const struct steady *w, double *late_frac, double *worst)
     return sum_mem / sum_ws;
 }
 
+/* Each workload under A = M (InfiniStore's), the default (15 of 18), and
+ * later ones: the later A, the fewer old copies, so the less memory per
+ * byte of working set, paid for in reads that miss memory. */
 static void
 test_steady_working_set(void)
 {
-    static const struct steady runs[] = {
-        {0, 100, 100}, {0, 50, 50}, {0, 100, 10}, {6, 100, 100}, {6, 50, 50}, {6, 100, 10},
-    };
+    static const uint32_t ages[] = {6, 0, 16, 17};
+    static const int loads[][2] = {{100, 100}, {50, 50}, {100, 10}};
 
-    for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
-        double late, worst, mean = run_steady(&runs[i], &late, &worst);
-        fprintf(stderr,
-                "steady A=%s reads/interval %.1f/%.1f: memory/ws mean %.3f worst %.3f, "
-                "late reads %.1f%%\n",
-                runs[i].a ? "M" : "default", runs[i].pct_even / 100.0, runs[i].pct_odd / 100.0,
-                mean, worst, 100 * late);
-        if (runs[i].a == 0) {
-            /* The default window once warm: within 1.2x of the working
-             * set, and few reads miss memory. */
-            CHECK(mean <= 1.2);
-            CHECK(late < 0.05);
+    for (size_t l = 0; l < sizeof(loads) / sizeof(loads[0]); l++) {
+        double prev = 0, prev_late = 0;
+
+        for (size_t k = 0; k < sizeof(ages) / sizeof(ages[0]); k++) {
+            const struct steady w = {ages[k], loads[l][0], loads[l][1]};
+            double late, worst, mean = run_steady(&w, &late, &worst);
+
+            fprintf(stderr,
+                    "steady A=%u%s reads/interval %.1f/%.1f: memory/ws mean %.3f worst %.3f, "
+                    "late reads %.1f%%\n",
+                    ages[k] ? ages[k] : 15, ages[k] ? "" : " (default)", w.pct_even / 100.0,
+                    w.pct_odd / 100.0, mean, worst, 100 * late);
+            if (ages[k] == 0) {
+                /* The default window once warm: within 1.2x of the working
+                 * set, and few reads miss memory. */
+                CHECK(mean <= 1.2);
+                CHECK(late < 0.05);
+            }
+            if (k > 0) {
+                CHECK(mean < prev);
+                CHECK(late >= prev_late);
+            }
+            prev = mean;
+            prev_late = late;
         }
     }
 }
@@ -982,13 +1030,61 @@ test_shrinking_working_set(void)
     W->destroy(p);
 }
 
+/* An instance all of whose chunks moved forward holds only dead copies:
+ * the next tick releases it (as empty), long before age G, while one that
+ * still holds a chunk stays to age G; no chunk is ever left in a released
+ * instance while it is stored nowhere else. */
+static void
+test_compacted_out_released(void)
+{
+    const uint32_t m = 6, n = 12, g = m + n, a = 3;
+    struct pol_sms *p = make(m, n, a, 64 * KIB);
+    struct sim s;
+
+    sim_init(&s, W, p, 1, 8);
+    s.chunk_bytes = 16 * KIB; /* 4 per instance: chunks 0-3 in 0, 4-7 in 1 */
+    for (size_t c = 0; c < 8; c++) {
+        sim_write(&s, c);
+    }
+    CHECK_EQ_INT(s.ninst, 2);
+    for (uint32_t j = 0; j < a; j++) {
+        sim_next_interval(&s);
+    }
+    CHECK_EQ_INT(s.gen, a);
+    s.now = s.gen_start + s.interval / 2;
+    for (size_t c = 0; c < 7; c++) {
+        sim_read(&s, c);
+    }
+    CHECK_EQ_INT(s.compactions, 7);
+    CHECK_EQ_INT(s.inst[0].v.used, 0);
+    CHECK_EQ_INT(s.inst[1].v.used, 16 * KIB);
+    sim_next_interval(&s);
+    CHECK_EQ_INT(s.inst[0].v.state, POL_SMS_RELEASED); /* age a + 1 */
+    for (uint64_t gen = s.gen; gen < g; gen = s.gen) {
+        CHECK(s.inst[1].v.state != POL_SMS_RELEASED);
+        for (size_t c = 0; c < 8; c++) {
+            CHECK(s.ch[c].inst >= 0 && s.inst[s.ch[c].inst].v.state != POL_SMS_RELEASED);
+        }
+        sim_next_interval(&s);
+    }
+    CHECK_EQ_INT(s.gen, g);
+    CHECK_EQ_INT(s.inst[1].v.state, POL_SMS_RELEASED); /* aged out with chunk 7 */
+    CHECK_EQ_INT(s.ch[7].inst, -1);
+    for (size_t c = 0; c < 7; c++) { /* the moved ones stay, at age G - a or less */
+        CHECK(s.ch[c].inst >= 2 && s.inst[s.ch[c].inst].v.state != POL_SMS_RELEASED);
+    }
+    CHECK_EQ_INT(s.late_reads, 0);
+    sim_fini(&s);
+    W->destroy(p);
+}
+
 /* A chunk read at least once every G - A intervals never leaves memory;
  * one not read for G intervals always does. */
 static void
-test_retention(void)
+retention(uint32_t age)
 {
     const uint32_t m = 6, n = 12, g = m + n;
-    struct pol_sms *p = make(m, n, 0, 256 * KIB);
+    struct pol_sms *p = make(m, n, age, 256 * KIB);
     const uint32_t a = pol_sms_cfg_of(p)->compact_age;
     struct sim s;
 
@@ -1015,6 +1111,16 @@ test_retention(void)
     W->destroy(p);
 }
 
+static void
+test_retention(void)
+{
+    static const uint32_t ages[] = {0, 1, 6, 12, 17};
+
+    for (size_t k = 0; k < sizeof(ages) / sizeof(ages[0]); k++) {
+        retention(ages[k]);
+    }
+}
+
 int
 main(void)
 {
@@ -1027,10 +1133,12 @@ main(void)
     test_placement();
     test_rollover_carry();
     test_compaction();
+    test_compact_age();
     test_sim_placement();
     test_steady_working_set();
     test_worst_case();
     test_shrinking_working_set();
+    test_compacted_out_released();
     test_retention();
     printf("ok\n");
     return 0;
