@@ -359,6 +359,69 @@ gw_engine_set_nodes(struct gw_engine *e, const struct gw_node *nodes, size_t n)
     }
 }
 
+struct weights_cmd {
+    struct gw_engine *e;
+    size_t n;
+    struct gw_weight w[];
+};
+
+static void
+weights_apply(void *arg)
+{
+    struct weights_cmd *c = arg;
+    struct gw_engine *e = c->e;
+    free(e->weights);
+    e->weights = malloc((c->n ? c->n : 1) * sizeof(*e->weights));
+    e->nweights = e->weights ? c->n : 0;
+    if (e->nweights) {
+        memcpy(e->weights, c->w, c->n * sizeof(*c->w));
+    }
+    free(c);
+}
+
+void
+gw_engine_set_weights(struct gw_engine *e, const uint32_t *ids, const double *weights, size_t n)
+{
+    struct weights_cmd *c = malloc(sizeof(*c) + (n ? n : 1) * sizeof(c->w[0]));
+    double least = 0;
+    size_t m = 0;
+    if (!c) {
+        CM_ERROR("gateway set_weights err=ENOMEM");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (weights[i] > 0 && (least == 0 || weights[i] < least)) {
+            least = weights[i];
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (weights[i] > 0) {
+            c->w[m++] = (struct gw_weight){ids[i], weights[i] / least};
+        }
+    }
+    c->e = e;
+    c->n = m;
+    if (gw_net_post(e->net, weights_apply, c) < 0) {
+        CM_ERROR("gateway set_weights err=ENOMEM");
+        free(c);
+    }
+}
+
+static int
+weight_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = ((const struct gw_weight *)b)->tenant;
+    return x < y ? -1 : x > y;
+}
+
+double
+gw_engine_weight(const struct gw_engine *e, uint32_t tenant)
+{
+    const struct gw_weight *w =
+        e->nweights ? bsearch(&tenant, e->weights, e->nweights, sizeof(*w), weight_cmp) : NULL;
+    return w ? w->rel : 1.0;
+}
+
 void
 gw_engine_stats(struct gw_engine *e, struct gw_engine_stats *out)
 {
@@ -391,7 +454,8 @@ metrics_rs_family(const struct gw_rs_snap *s, struct cm_buf *out, const char *na
         cm_prom_double(out, name, labels,
                        field == 0   ? p->window
                        : field == 1 ? (double)p->rtt_ns / 1e9
-                                    : (double)p->base_ns / 1e9);
+                       : field == 2 ? (double)p->base_ns / 1e9
+                                    : p->alpha);
     }
 }
 
@@ -409,6 +473,8 @@ gw_engine_metrics(struct gw_engine *e, struct cm_buf *out)
                       "Replica selection: RTT estimate of a tenant's chunk GETs at a node", 1);
     metrics_rs_family(&e->rs_snap, out, "shoal_gateway_rs_base_rtt_seconds",
                       "Replica selection: base (least recent) RTT of a tenant at a node", 2);
+    metrics_rs_family(&e->rs_snap, out, "shoal_gateway_rs_alpha",
+                      "Replica selection: chunk GETs a tenant's window keeps queued at a node", 3);
     pthread_mutex_unlock(&e->rs_lock);
 }
 
@@ -477,6 +543,7 @@ engine_free(struct gw_engine *e)
     pthread_mutex_destroy(&e->rs_lock);
     free(e->rs_next.p);
     free(e->rs_snap.p);
+    free(e->weights);
     free(e);
 }
 

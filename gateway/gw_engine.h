@@ -154,6 +154,12 @@ void gw_engine_destroy(struct gw_engine *e); /* NULL is a no-op */
 /* Replaces the node directory (copied). */
 void gw_engine_set_nodes(struct gw_engine *e, const struct gw_node *nodes, size_t n);
 
+/* Replaces the tenants' weights (copied): ids[n] ascending, weights[n] > 0
+ * (others count as absent). Reads tell the RS policy each tenant's over the
+ * least of them (pol_rs_view.weight); an absent tenant's is 1. */
+void gw_engine_set_weights(struct gw_engine *e, const uint32_t *ids, const double *weights,
+                           size_t n);
+
 /* Bytes a PUT's data buffer needs for the engine to zero-pad the last
  * stripe in place instead of copying it: size rounded up to whole stripes. */
 uint64_t gw_engine_put_room(const struct gw_engine *e, uint8_t k, uint64_t size);

@@ -203,6 +203,8 @@ struct gw_engine {
         size_t n, cap;
     } rs_next, rs_snap;
     uint64_t rs_snap_at;
+    struct gw_weight *weights; /* by tenant id ascending, over the least weight */
+    size_t nweights;
     pthread_mutex_t rs_lock;
     struct gw_obj *objs;   /* buffered and tracked objects */
     struct cm_hmap objmap; /* the same by (tenant, object) */
@@ -220,6 +222,16 @@ struct gw_engine {
 /* gw_engine.c: the code for (k, m), created on first use; NULL when out of
  * memory. Any thread; shared until the engine is destroyed. */
 struct cm_ec *gw_engine_ec(struct gw_engine *e, int k, int m);
+
+/* A tenant's weight over the least of the tenants' (gw_engine_set_weights). */
+struct gw_weight {
+    uint32_t tenant;
+    double rel;
+};
+
+/* gw_engine.c: tenant's weight over the least of the tenants', 1 when it
+ * has none. Loop thread. */
+double gw_engine_weight(const struct gw_engine *e, uint32_t tenant);
 
 /*
  * gw_read.c. gw_sfetch_start starts reading stripe s of l (borrowed until

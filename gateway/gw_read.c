@@ -488,6 +488,7 @@ gw_sfetch_start(struct gw_engine *e, const struct gw_layout *l, uint32_t s, uint
     f->arg = arg;
     f->first_pos = -1;
     f->v.tenant = l->tenant;
+    f->v.weight = gw_engine_weight(e, l->tenant);
     f->v.k = l->k;
     f->v.n = (uint8_t)gw_stripe_n(l);
     f->v.holders = l->holders;

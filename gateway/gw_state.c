@@ -80,6 +80,22 @@ gw_state_snap(struct gw_state *st)
     return s;
 }
 
+/* The tenants' weights, for the engine's replica selection. */
+static void
+set_weights(struct gw_engine *e, const struct gw_snap *s)
+{
+    uint32_t *ids = cm_calloc(s->ntenants + 1, sizeof(*ids));
+    double *w = cm_calloc(s->ntenants + 1, sizeof(*w));
+
+    for (size_t i = 0; i < s->ntenants; i++) { /* sorted by id */
+        ids[i] = s->tenants[i].id;
+        w[i] = s->tenants[i].weight;
+    }
+    gw_engine_set_weights(e, ids, w, s->ntenants);
+    free(ids);
+    free(w);
+}
+
 static void
 install(struct gw_state *st, struct gw_snap *s)
 {
@@ -93,6 +109,7 @@ install(struct gw_state *st, struct gw_snap *s)
     gw_snap_unref(old);
     if (st->engine != NULL) {
         gw_engine_set_nodes(st->engine, s->nodes, s->nnodes);
+        set_weights(st->engine, s);
     }
 }
 

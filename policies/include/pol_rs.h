@@ -47,9 +47,20 @@
  *            the estimate (it took at least that long)
  *   baseRTT  the least sample of the last 5-10 s, so it can rise again
  *   window   every 2 RTTs w <- min(2w, (1-g)w + g(baseRTT/RTT * w + a)),
- *            g = 1/2, a = 4 requests, within [1, 64], 8 to start: at the
- *            fixed point w (1 - baseRTT/RTT) = a, i.e. each tenant keeps about
- *            a requests queued at each node; a failure halves w
+ *            g = 1/2, within [1, 64], 8 to start: at the fixed point
+ *            w (1 - baseRTT/RTT) = a, i.e. the tenant keeps about a requests
+ *            queued at the node; a failure halves w
+ *   alpha    a = 4 requests x weight x cost ratio, within [4, 32]: weight is
+ *            the view's (the tenant's over the lightest tenant's, the last
+ *            one choose saw for the pair); the cost ratio is max(B, 8 KiB) /
+ *            max(b, 8 KiB), b the pair's GET size (EWMA 1/8 of on_send's
+ *            bytes), B the largest GET sent to any node in the last 5-10 s.
+ *            So a heavier tenant keeps proportionally more waiting, and so
+ *            does one whose GETs cost less than the largest ones a node
+ *            serves (a node's fair queue needs quantum / cost of them
+ *            waiting to fill a turn; below 8 KiB a GET costs about its
+ *            count); the bound keeps one tenant from flooding a node. With
+ *            one weight and one size, a = 4
  *   choose   copies: the usable copy whose window is the least filled
  *            (the largest free fraction (floor(w) - outstanding) / floor(w),
  *            ties at random), so a tenant's reads spread in proportion to
@@ -103,6 +114,9 @@ struct pol_rs_view {
                                * not present, out, failed or excluded */
     uint64_t start_ns;        /* when the read first asked */
     const uint64_t *asked_ns; /* [n]: when each out position was asked */
+    /* The tenant's weight over the least weight of the tenants (so >= 1);
+     * below 1, 0 included: 1 (unknown, or the lightest). */
+    double weight;
 };
 
 /* How a chunk GET ended, for on_done. */
@@ -117,6 +131,7 @@ struct pol_rs_peer {
     uint32_t tenant, node;
     uint32_t out;       /* chunk GETs between on_send and on_done */
     double window;      /* requests */
+    double alpha;       /* the backlog the window aims at, requests */
     uint64_t rtt_ns;    /* RTT estimate; 0 before the first sample */
     uint64_t rttvar_ns; /* its mean deviation */
     uint64_t base_ns;   /* base RTT; 0 before the first sample */

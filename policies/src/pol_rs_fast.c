@@ -2,10 +2,12 @@
  * pol_rs_fast.c - "fast": replica selection by FAST-TCP windows per
  * (tenant, node); the law, the choice and the defaults are in pol_rs.h.
  *
- *   on_send ──▶ out++
+ *   on_send ──▶ out++; GET size (EWMA per record; the largest of all, windowed max)
  *   on_done ──▶ out--; RTT sample ──▶ EWMA and deviation, base (windowed min)
- *                                └─▶ at most every 2 RTTs: the window law
- *   choose  ──▶ free window fraction ((floor(w) - out) / floor(w)), RTT, data before parity
+ *                                └─▶ at most every 2 RTTs: the window law, whose
+ *                                    alpha follows weight and GET size
+ *   choose  ──▶ the tenant's weight into its records (made if need be);
+ *               free window fraction ((floor(w) - out) / floor(w)), RTT, data before parity
  *   overdue ──▶ each asked holder: asked + RTT + 4 deviations, in [floor, slow_ns]
  *
  * State: peer records keyed by (tenant, node) in an open-addressing table
@@ -13,13 +15,14 @@
  * records idle for FAST_IDLE_NS with nothing outstanding are left out, and
  * the new table is at most a quarter full, so rebuilds are amortized O(1)
  * and memory follows the pairs in use. A rebuild moves the records: no
- * pointer to one is kept across an insert (on_send is the only inserter).
+ * pointer to one is kept across an insert (on_send and choose insert).
  *
  * Invariants: nout counts every GET between on_send and on_done, with a
  * record or not (one that could not be made is not tracked), so choose
  * returns -EAGAIN only while some GET is outstanding, as the read path
  * requires. A record's window is within [FAST_WMIN, FAST_WMAX]; it is
- * "full" when floor(w) <= out, which needs out >= 1.
+ * "full" when floor(w) <= out, which needs out >= 1. Its alpha is within
+ * [FAST_ALPHA, FAST_ALPHA_MAX].
  */
 #include <errno.h>
 #include <math.h>
@@ -27,7 +30,9 @@
 
 #include "pol_rs_impl.h"
 
-#define FAST_ALPHA 4.0 /* requests each tenant keeps queued at each node */
+#define FAST_ALPHA 4.0         /* requests a tenant keeps queued at a node: the least */
+#define FAST_ALPHA_MAX 32.0    /* and the most, whatever its weight and GET size */
+#define FAST_COST_BYTES 8192.0 /* below this a GET costs a node about its count */
 #define FAST_GAMMA 0.5
 #define FAST_W0 8.0
 #define FAST_WMIN 1.0
@@ -38,14 +43,22 @@
 #define FAST_IDLE_NS 60000000000ull
 #define FAST_NONE UINT64_MAX
 
+/* The least value noted in this half window and in the one before it:
+ * a minimum that forgets values 5-10 s old. */
+struct fast_min {
+    uint64_t cur, prev; /* FAST_NONE: none */
+    uint64_t since;     /* start of this half window */
+};
+
 struct fast_peer {
-    uint64_t key;                 /* tenant << 32 | node */
-    double w;                     /* window, requests */
-    double srtt, rttvar;          /* ns; srtt 0: no sample yet */
-    uint64_t base_cur, base_prev; /* least sample of this half window, of the last one */
-    uint64_t base_since;          /* start of this half window */
-    uint64_t next_update;         /* the window law applies from then on */
-    uint64_t last_ns;             /* last send or end */
+    uint64_t key;         /* tenant << 32 | node */
+    double w;             /* window, requests */
+    double weight;        /* the tenant's, >= 1 (pol_rs_view) */
+    double bytes;         /* GET size, EWMA; 0: none sent yet */
+    double srtt, rttvar;  /* ns; srtt 0: no sample yet */
+    struct fast_min base; /* base RTT */
+    uint64_t next_update; /* the window law applies from then on */
+    uint64_t last_ns;     /* last send or end */
     uint32_t out;
     int used;
 };
@@ -55,6 +68,7 @@ struct fast {
     size_t cap; /* 0 or a power of two; n < cap */
     size_t n;
     uint64_t nout;
+    struct fast_min big; /* of ~bytes: the largest GET sent, of any pair, windowed */
 };
 
 /* What choose knows of one position. */
@@ -156,8 +170,8 @@ fast_get(struct fast *f, uint32_t tenant, uint32_t node, uint64_t now)
     }
     fresh.key = key;
     fresh.w = FAST_W0;
-    fresh.base_cur = fresh.base_prev = FAST_NONE;
-    fresh.base_since = now;
+    fresh.weight = 1;
+    fresh.base = (struct fast_min){FAST_NONE, FAST_NONE, now};
     fresh.last_ns = now;
     fresh.used = 1;
     fast_place(f->tab, f->cap, &fresh);
@@ -166,40 +180,61 @@ fast_get(struct fast *f, uint32_t tenant, uint32_t node, uint64_t now)
 }
 
 static uint64_t
-fast_base(const struct fast_peer *p)
+fast_min_get(const struct fast_min *m)
 {
-    return p->base_cur < p->base_prev ? p->base_cur : p->base_prev;
+    return m->cur < m->prev ? m->cur : m->prev;
 }
 
-/* The base RTT is the least sample of the current half window and the one
- * before it: a minimum that forgets samples 5-10 s old, so a node whose
- * path got slower for good gets a new base instead of a window that
- * shrinks forever. */
+/* A minimum that forgets values 5-10 s old: for the base RTT, so a node
+ * whose path got slower for good gets a new base instead of a window that
+ * shrinks forever; for the largest GET, so a size no longer asked for
+ * stops counting. */
 static void
-fast_base_note(struct fast_peer *p, uint64_t rtt, uint64_t now)
+fast_min_note(struct fast_min *m, uint64_t x, uint64_t now)
 {
-    uint64_t age = now >= p->base_since ? now - p->base_since : 0;
+    uint64_t age = now >= m->since ? now - m->since : 0;
 
     if (age >= 2 * FAST_BASE_HALF_NS) {
-        p->base_prev = FAST_NONE;
+        m->prev = FAST_NONE;
     } else if (age >= FAST_BASE_HALF_NS) {
-        p->base_prev = p->base_cur;
+        m->prev = m->cur;
     } else {
-        if (rtt < p->base_cur) {
-            p->base_cur = rtt;
+        if (x < m->cur) {
+            m->cur = x;
         }
         return;
     }
-    p->base_cur = rtt;
-    p->base_since = now;
+    m->cur = x;
+    m->since = now;
+}
+
+static uint64_t
+fast_base(const struct fast_peer *p)
+{
+    return fast_min_get(&p->base);
+}
+
+/* The backlog p's window aims at: FAST_ALPHA x weight x how many of p's
+ * GETs cost as much as one of the largest (a node's fair queue hands out
+ * turns of about the largest GET's cost, and a tenant with fewer waiting
+ * than fill its turn loses the rest of it), within [ALPHA, ALPHA_MAX]. */
+static double
+fast_alpha(const struct fast *f, const struct fast_peer *p)
+{
+    double big = (double)~fast_min_get(&f->big); /* 0: none */
+    double own = p->bytes > FAST_COST_BYTES ? p->bytes : FAST_COST_BYTES;
+    double ratio = big > own ? big / own : 1;
+    double a = FAST_ALPHA * p->weight * ratio;
+
+    return a < FAST_ALPHA ? FAST_ALPHA : a > FAST_ALPHA_MAX ? FAST_ALPHA_MAX : a;
 }
 
 /* w <- min(2w, (1 - g) w + g (base/RTT w + a)), within [WMIN, WMAX]. */
 static void
-fast_law(struct fast_peer *p)
+fast_law(struct fast_peer *p, double alpha)
 {
     double q = (double)fast_base(p) / p->srtt;
-    double w = (1 - FAST_GAMMA) * p->w + FAST_GAMMA * ((q < 1 ? q : 1) * p->w + FAST_ALPHA);
+    double w = (1 - FAST_GAMMA) * p->w + FAST_GAMMA * ((q < 1 ? q : 1) * p->w + alpha);
 
     if (w > 2 * p->w) {
         w = 2 * p->w;
@@ -210,7 +245,7 @@ fast_law(struct fast_peer *p)
 /* One RTT sample; is_base: a real answer (a censored one only bounds the
  * RTT from below, so it never lowers the base). */
 static void
-fast_sample(struct fast_peer *p, uint64_t rtt, int is_base, uint64_t now)
+fast_sample(const struct fast *f, struct fast_peer *p, uint64_t rtt, int is_base, uint64_t now)
 {
     double s = rtt > 0 ? (double)rtt : 1;
 
@@ -223,10 +258,10 @@ fast_sample(struct fast_peer *p, uint64_t rtt, int is_base, uint64_t now)
         p->srtt += (s - p->srtt) / 8;
     }
     if (is_base) {
-        fast_base_note(p, rtt, now);
+        fast_min_note(&p->base, rtt, now);
     }
     if (now >= p->next_update && fast_base(p) != FAST_NONE) {
-        fast_law(p);
+        fast_law(p, fast_alpha(f, p));
         p->next_update = now + (uint64_t)(2 * p->srtt);
     }
 }
@@ -236,7 +271,13 @@ fast_sample(struct fast_peer *p, uint64_t rtt, int is_base, uint64_t now)
 static int
 fast_create(const struct pol_rs_cfg *cfg, struct pol_rs **out)
 {
-    return pol_rs_base_create(&pol_rs_fast_ops, cfg, sizeof(struct fast), out);
+    int rc = pol_rs_base_create(&pol_rs_fast_ops, cfg, sizeof(struct fast), out);
+
+    if (rc == 0) {
+        struct fast *f = (*out)->priv;
+        f->big = (struct fast_min){FAST_NONE, FAST_NONE, 0};
+    }
+    return rc;
 }
 
 static void
@@ -256,19 +297,24 @@ fast_mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* Fills x[j] for the positions of set. Stripes: an RTT more than
- * FAST_MARGIN times the least one among those with room is slow; copies
- * are told apart by how full their windows are alone. */
+/* Fills x[j] for the positions of set, and gives their records (made if
+ * need be: a window's alpha needs the weight before its first sample) the
+ * view's weight. Stripes: an RTT more than FAST_MARGIN times the least one
+ * among those with room is slow; copies are told apart by how full their
+ * windows are alone. */
 static void
-fast_positions(const struct fast *f, const struct pol_rs_view *v, uint64_t set, uint64_t rand,
-               struct fast_pos *x)
+fast_positions(struct fast *f, const struct pol_rs_view *v, uint64_t set, uint64_t rand,
+               uint64_t now, struct fast_pos *x)
 {
-    double least = 0;
+    double least = 0, weight = v->weight >= 1 ? v->weight : 1; /* NaN: 1 */
     uint64_t s;
 
     for (s = set; s != 0; s &= s - 1) {
         unsigned j = (unsigned)__builtin_ctzll(s);
-        const struct fast_peer *p = fast_find(f, fast_key(v->tenant, v->holders[j]));
+        struct fast_peer *p = fast_get(f, v->tenant, v->holders[j], now);
+        if (p != NULL) {
+            p->weight = weight;
+        }
         x[j].win = (long)floor(p != NULL ? p->w : FAST_W0);
         x[j].free = x[j].win - (long)(p != NULL ? p->out : 0);
         x[j].srtt = p != NULL ? p->srtt : 0;
@@ -340,7 +386,7 @@ static int
 fast_choose(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now_ns, uint64_t rand,
             uint64_t *ask)
 {
-    const struct fast *f = rs->priv;
+    struct fast *f = rs->priv;
     struct fast_pos x[64];
     uint64_t cand = v->usable & ~(v->present | v->out | v->failed | v->excl);
     uint64_t coming = v->out & ~v->slow;
@@ -348,7 +394,6 @@ fast_choose(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now_ns, uin
     int need = (int)v->k - __builtin_popcountll(v->present | coming);
     uint64_t pick;
 
-    (void)now_ns;
     *ask = 0;
     if (direct == 0 || need <= 0) {
         return 0;
@@ -358,7 +403,7 @@ fast_choose(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now_ns, uin
         cand = direct;
         need = __builtin_popcountll(direct);
     }
-    fast_positions(f, v, cand, rand, x);
+    fast_positions(f, v, cand, rand, now_ns, x);
     pick = fast_pick(v, cand, need, 1, x);
     if (pick == 0) {
         /* Held only while a window may open: some GET is out, and enough
@@ -366,7 +411,7 @@ fast_choose(struct pol_rs *rs, const struct pol_rs_view *v, uint64_t now_ns, uin
         if (f->nout > 0 && __builtin_popcountll(cand) >= need) {
             return -EAGAIN;
         }
-        fast_positions(f, v, cand, rand, x);
+        fast_positions(f, v, cand, rand, now_ns, x);
         pick = fast_pick(v, cand, need, 0, x);
     }
     *ask = pick;
@@ -379,11 +424,12 @@ fast_on_send(struct pol_rs *rs, uint32_t tenant, uint32_t node, uint32_t bytes, 
     struct fast *f = rs->priv;
     struct fast_peer *p = fast_get(f, tenant, node, now_ns);
 
-    (void)bytes;
     f->nout++;
+    fast_min_note(&f->big, ~(uint64_t)bytes, now_ns);
     if (p != NULL) {
         p->out++;
         p->last_ns = now_ns;
+        p->bytes = p->bytes == 0 ? (double)bytes : p->bytes + ((double)bytes - p->bytes) / 8;
     }
 }
 
@@ -407,9 +453,9 @@ fast_on_done(struct pol_rs *rs, uint32_t tenant, uint32_t node, uint32_t bytes, 
         p->w = p->w / 2 < FAST_WMIN ? FAST_WMIN : p->w / 2;
     }
     if (outcome == POL_RS_ANSWERED) {
-        fast_sample(p, rtt_ns, 1, now_ns);
+        fast_sample(f, p, rtt_ns, 1, now_ns);
     } else if (p->srtt > 0 && (double)rtt_ns > p->srtt) {
-        fast_sample(p, rtt_ns, 0, now_ns);
+        fast_sample(f, p, rtt_ns, 0, now_ns);
     }
 }
 
@@ -469,6 +515,7 @@ fast_peers(struct pol_rs *rs, void (*cb)(void *arg, const struct pol_rs_peer *p)
             .node = (uint32_t)p->key,
             .out = p->out,
             .window = p->w,
+            .alpha = fast_alpha(f, p),
             .rtt_ns = (uint64_t)p->srtt,
             .rttvar_ns = (uint64_t)p->rttvar,
             .base_ns = base == FAST_NONE ? 0 : base,

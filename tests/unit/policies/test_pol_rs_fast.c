@@ -1,6 +1,7 @@
 /* test_pol_rs_fast.c - unit tests of the "fast" RS policy: the window law,
- * choice by the least filled window and RTT, holds, RTT-derived deadlines, base RTT
- * ageing, bounded state, and a closed-loop simulation against "uniform". */
+ * its alpha by weight and GET size, choice by the least filled window and
+ * RTT, holds, RTT-derived deadlines, base RTT ageing, bounded state, and a
+ * closed-loop simulation against "uniform". */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@
 
 /* The defaults pol_rs.h documents. */
 #define ALPHA 4.0
+#define ALPHA_MAX 32.0
 #define W0 8.0
 #define WMAX 64.0
 #define FLOOR (5 * MS)
@@ -92,12 +94,20 @@ done(struct pol_rs *rs, uint32_t tenant, uint32_t node, uint64_t rtt, enum pol_r
     nout--;
 }
 
+/* One GET of bytes to node that took rtt and ended at now. */
+static void
+sample_sized(struct pol_rs *rs, uint32_t tenant, uint32_t node, uint32_t bytes, uint64_t rtt,
+             uint64_t now)
+{
+    ops->on_send(rs, tenant, node, bytes, now - rtt);
+    ops->on_done(rs, tenant, node, bytes, rtt, POL_RS_ANSWERED, now);
+}
+
 /* One GET to node that took rtt and ended at now. */
 static void
 sample(struct pol_rs *rs, uint32_t tenant, uint32_t node, uint64_t rtt, uint64_t now)
 {
-    send(rs, tenant, node, now - rtt);
-    done(rs, tenant, node, rtt, POL_RS_ANSWERED, now);
+    sample_sized(rs, tenant, node, 4096, rtt, now);
 }
 
 /* Answers of rtt every step from *now for dur; *now moves on. */
@@ -187,6 +197,101 @@ test_window_law(void)
     /* Per tenant: tenant 1's window at node 10 is its own. */
     CHECK_NEAR(window(rs, 1, 10), WMAX, 1e-9);
     CHECK_EQ_INT(nout, 0);
+    ops->destroy(rs);
+}
+
+/* The backlog a window aims at, w (1 - base/RTT), follows the tenant's
+ * weight (as the last read chose with it): weight 2 and 3 keep 2 and 3
+ * times a weight-1 tenant's at the same node and RTTs, and 100 no more
+ * than ALPHA_MAX; below 1, unknown or not a number counts as 1. */
+static void
+test_window_weight(void)
+{
+    static const double weights[] = {1, 2, 3, 100, 0, 0.5, -1, 0.0 / 0.0};
+    enum { N = sizeof(weights) / sizeof(weights[0]) };
+    static const double want[N] = {ALPHA, 2 * ALPHA, 3 * ALPHA, ALPHA_MAX,
+                                   ALPHA, ALPHA,     ALPHA,     ALPHA};
+    struct pol_rs *rs = new_rs();
+    struct pol_rs_view v = view(1, 0, B(0)); /* one copy, on node 10 */
+    uint64_t now = 10 * SEC;
+
+    for (uint32_t i = 0; i < N; i++) {
+        v.tenant = 20 + i;
+        v.weight = weights[i];
+        CHECK_EQ_INT(choose(rs, &v, now, 1), B(0));
+        sample(rs, 20 + i, 10, 1 * MS, now); /* base 1 ms */
+    }
+    for (uint64_t end = now + 2 * SEC; now < end;) {
+        now += 100 * US;
+        for (uint32_t i = 0; i < N; i++) {
+            sample(rs, 20 + i, 10, 4 * MS, now);
+        }
+    }
+    double base1 = window(rs, 20, 10) * (1 - 1.0 / 4);
+    CHECK_NEAR(base1, ALPHA, 0.01);
+    for (uint32_t i = 0; i < N; i++) {
+        struct pol_rs_peer p = peer(rs, 20 + i, 10);
+        CHECK_NEAR(p.alpha, want[i], 1e-9);
+        CHECK_NEAR(p.window * (1 - 1.0 / 4), want[i], 0.02); /* the backlog */
+        CHECK(p.window <= WMAX);
+    }
+    CHECK_NEAR(window(rs, 21, 10) * (1 - 1.0 / 4), 2 * base1, 0.03);
+    CHECK_NEAR(window(rs, 22, 10) * (1 - 1.0 / 4), 3 * base1, 0.04);
+    /* A weight change reaches the windows with the tenant's next read. */
+    v.tenant = 22;
+    v.weight = 1;
+    CHECK_EQ_INT(choose(rs, &v, now, 1), B(0));
+    CHECK_NEAR(peer(rs, 22, 10).alpha, ALPHA, 1e-9);
+    feed(rs, 22, 10, 4 * MS, 100 * US, 2 * SEC, &now);
+    CHECK_NEAR(window(rs, 22, 10), ALPHA / (1 - 1.0 / 4), 0.01);
+    ops->destroy(rs);
+}
+
+/* Small GETs get proportionally more outstanding: alpha counts in units of
+ * the largest GET sent lately (64 KiB here), with anything up to 8 KiB
+ * costing as much as 8 KiB, so 1 and 4 KiB GETs keep 8 times the large
+ * tenant's backlog, 16 KiB ones 4 times; weight and size multiply, within
+ * ALPHA_MAX. Once the large GETs are 10 s gone, the small ones are back
+ * at ALPHA: with one size, alpha is the plain FAST one. */
+static void
+test_window_cost(void)
+{
+    static const uint32_t size[] = {65536, 16384, 4096, 1024, 1024};
+    static const double weight[] = {1, 1, 1, 1, 3};
+    static const double want[] = {ALPHA, 4 * ALPHA, 8 * ALPHA, 8 * ALPHA, ALPHA_MAX};
+    enum { N = sizeof(size) / sizeof(size[0]) };
+    struct pol_rs *rs = new_rs();
+    struct pol_rs_view v = view(1, 0, B(0));
+    uint64_t now = 10 * SEC;
+
+    for (uint32_t i = 0; i < N; i++) {
+        v.tenant = 40 + i;
+        v.weight = weight[i];
+        CHECK_EQ_INT(choose(rs, &v, now, 1), B(0));
+        sample_sized(rs, 40 + i, 10, size[i], 1 * MS, now);
+    }
+    for (uint64_t end = now + 2 * SEC; now < end;) {
+        now += 100 * US;
+        for (uint32_t i = 0; i < N; i++) {
+            sample_sized(rs, 40 + i, 10, size[i], 4 * MS, now);
+        }
+    }
+    double large = window(rs, 40, 10) * (1 - 1.0 / 4);
+    CHECK_NEAR(large, ALPHA, 0.01);
+    for (uint32_t i = 0; i < N; i++) {
+        struct pol_rs_peer p = peer(rs, 40 + i, 10);
+        CHECK_NEAR(p.alpha, want[i], 1e-9);
+        CHECK_NEAR(p.window * (1 - 1.0 / 4), want[i], 0.02);
+    }
+    CHECK_NEAR(window(rs, 43, 10) * (1 - 1.0 / 4), 8 * large, 0.1);
+    /* The 64 KiB GETs stop: 5-10 s later the 1 KiB ones are the largest
+     * (a 1 ms answer every 2 s keeps the base RTT where it was). */
+    for (int i = 1; i <= 11000; i++) {
+        now += 1 * MS;
+        sample_sized(rs, 43, 10, 1024, i % 2000 ? 4 * MS : 1 * MS, now);
+    }
+    CHECK_NEAR(peer(rs, 43, 10).alpha, ALPHA, 1e-9);
+    CHECK_NEAR(window(rs, 43, 10), ALPHA / (1 - 1.0 / 4), 0.01);
     ops->destroy(rs);
 }
 
@@ -615,6 +720,8 @@ main(void)
     CHECK(ops != NULL);
     test_registry();
     test_window_law();
+    test_window_weight();
+    test_window_cost();
     test_base_ageing();
     test_copies_windows();
     test_copies_fill();
