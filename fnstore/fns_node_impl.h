@@ -240,6 +240,9 @@ struct fns_pool *fns_pool_of(struct fns_node *n, uint32_t tenant);
 void fns_node_log_instance(struct fns_node *n, uint32_t slot);
 void fns_node_sms_release(struct fns_node *n, uint32_t slot);
 void fns_node_sms_reclaim(struct fns_node *n, uint32_t slot);
+/* Every pool's instances of older generations that fit in the others of
+ * their generation are merged into them and released (pol_sms.h). */
+void fns_node_sms_merge(struct fns_node *n);
 
 /* ---- fns_node_sms_orders.c (loop thread) ---- */
 

@@ -411,6 +411,99 @@ fns_node_sms_persisted(struct fns_node *n, struct fns_chunk *c, const struct fns
     }
 }
 
+/* ---- merges -------------------------------------------------------------- */
+
+#define FNS_MERGE_TRIES 8 /* per pool and round: candidates whose chunks did not pack */
+
+static int
+fns_node_len_desc(const void *a, const void *b)
+{
+    const struct fns_chunk *x = *(struct fns_chunk *const *)a;
+    const struct fns_chunk *y = *(struct fns_chunk *const *)b;
+
+    return x->len < y->len ? 1 : x->len > y->len ? -1 : 0;
+}
+
+/* Empties v->inst[from] into the others of its generation if every chunk
+ * finds room (merge_to, largest first; the dry run adds to n->view's used)
+ * and releases it: 1, else 0 with nothing moved. */
+static int
+fns_node_sms_merge_one(struct fns_node *n, const struct pol_sms_view *v, size_t from)
+{
+    uint32_t slot = n->view_slot[from];
+    struct fns_slot *sl = fns_store_slot(n->store, slot);
+    struct fns_chunk **cs = cm_malloc((sl->nchunks + 1) * sizeof(*cs));
+    uint32_t *to = cm_malloc((sl->nchunks + 1) * sizeof(*to));
+    size_t nc = 0, idx;
+    int ok = 1;
+
+    for (struct fns_chunk *c = sl->head; c != NULL; c = c->inext) {
+        cs[nc++] = c;
+    }
+    qsort(cs, nc, sizeof(*cs), fns_node_len_desc);
+    for (size_t i = 0; i < nc && ok; i++) {
+        ok = n->sms_ops->merge_to(n->sms, v, from, cs[i]->len, &idx) == 0;
+        if (ok) {
+            n->view[idx].used += cs[i]->len;
+            to[i] = n->view_slot[idx];
+        }
+    }
+    for (size_t i = 0; i < nc && ok; i++) {
+        struct fns_ilog_loc loc;
+
+        /* Room was checked: a failure would leave a chunk behind, so the
+         * instance is then kept. */
+        ok = fns_store_put(n->store, cs[i], to[i]) == 0;
+        if (ok && fns_node_cos_loc(n, cs[i], &loc) == 0) {
+            fns_ilog_add_chunk(n->ilog, cs[i]->tag, &cs[i]->key, cs[i]->len, &loc);
+        }
+    }
+    if (ok) {
+        n->sst.merges++;
+        n->sst.merge_chunks += nc;
+        fns_node_sms_release(n, slot); /* logs, publishes */
+    }
+    free(cs);
+    free(to);
+    return ok;
+}
+
+static void
+fns_node_sms_merge_pool(void *arg, struct cm_hnode *hn)
+{
+    struct fns_node *n = arg;
+    uint32_t tenant = CM_CONTAINER_OF(hn, struct fns_pool, hn)->tenant, skip[FNS_MERGE_TRIES];
+    size_t nskip = 0, from;
+
+    while (nskip < FNS_MERGE_TRIES) {
+        struct pol_sms_view v = fns_node_sms_view(n, tenant);
+
+        /* A candidate whose chunks did not pack is neither source nor
+         * target this round. */
+        for (size_t i = 0; i < nskip; i++) {
+            size_t j = fns_node_sms_index(n, &v, (int)skip[i]);
+
+            if (j != POL_SMS_NOWHERE) {
+                n->view[j].lost = 1;
+            }
+        }
+        if (n->sms_ops->merge_from(n->sms, &v, cm_now_ns(), &from) != 1) {
+            return;
+        }
+        if (!fns_node_sms_merge_one(n, &v, from)) {
+            skip[nskip++] = n->view_slot[from];
+        }
+    }
+}
+
+void
+fns_node_sms_merge(struct fns_node *n)
+{
+    if (n->sms_heard) {
+        cm_hmap_each(&n->pools, fns_node_sms_merge_pool, n);
+    }
+}
+
 /* ---- recovery ------------------------------------------------------------ */
 
 struct fns_recover_list {
