@@ -28,6 +28,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,6 +274,7 @@ fns_node_sms_pump(struct fns_node *n)
             job->op = FNS_COS_READ;
             job->key = it->key;
             job->arg = it;
+            it->load_ns = cm_now_ns();
             if (it->loc.seg != 0) {
                 job->loc = (struct fns_pack_loc){
                     .seg = it->loc.seg, .off = it->loc.off, .len = it->loc.blob_len};
@@ -535,6 +537,10 @@ fns_node_recover_inst(struct fns_node *n, uint32_t slot, uint32_t old_tag)
 
     fns_node_log_instance(n, slot);
     fns_ilog_each_chunk(n->ilog, old_tag, fns_node_recover_collect, &b);
+    if (fns_recover_running(n->rec) == 0) {
+        memset(n->rtrace, 0, fns_recover_helpers(n->rec) * sizeof(*n->rtrace));
+        n->rtrace_ns = cm_now_ns();
+    }
     fns_recover_begin(n->rec, slot, tag, cm_now_ns());
     for (size_t i = 0; i < b.n; i++) {
         fns_ilog_add_chunk(n->ilog, tag, &b.c[i].key, b.c[i].len, &b.c[i].loc);
@@ -584,6 +590,26 @@ fns_node_sms_reclaim(struct fns_node *n, uint32_t slot)
     fns_node_sms_rerun(n, waiters, nw);
 }
 
+/* Each helper's loads, their mean submit-to-reap time and when its last
+ * one was reaped, since the recoveries began: a helper that lags, or
+ * loads that wait, show here. */
+static void
+fns_node_recover_trace(struct fns_node *n)
+{
+    char line[1024];
+    size_t off = 0;
+
+    for (uint32_t h = 0; h < fns_recover_helpers(n->rec) && off < sizeof(line) - 64; h++) {
+        const struct fns_rec_trace *t = &n->rtrace[h];
+
+        off += (size_t)snprintf(line + off, sizeof(line) - off, " h%u=%llu/%.1fms/%.0fms", h,
+                                (unsigned long long)t->loads,
+                                t->loads ? (double)t->wait_ns / (double)t->loads / 1e6 : 0.0,
+                                t->last_ns ? (double)(t->last_ns - n->rtrace_ns) / 1e6 : 0.0);
+    }
+    CM_INFO("recovery helpers (loads/mean load/last at):%s", line);
+}
+
 void
 fns_node_sms_recovered(struct fns_node *n, struct fns_cos_job *job)
 {
@@ -611,7 +637,18 @@ fns_node_sms_recovered(struct fns_node *n, struct fns_cos_job *job)
         CM_WARN("recovery read failed tenant=%u object=%llx index=%u err=%s", job->key.tenant,
                 (unsigned long long)job->key.object, job->key.index, cm_errname(job->status));
     }
+    if (it->state == FNS_RECOVER_LOADING) {
+        struct fns_rec_trace *t = &n->rtrace[it->helper];
+        uint64_t now = cm_now_ns();
+
+        t->loads++;
+        t->wait_ns += now - it->load_ns;
+        t->last_ns = now;
+    }
     nw = fns_recover_finish(n->rec, it, &waiters, &done);
+    if (done && fns_recover_running(n->rec) == 0) {
+        fns_node_recover_trace(n);
+    }
     if (done) {
         struct fns_slot *sl = fns_store_slot(n->store, slot);
 
@@ -708,6 +745,7 @@ fns_node_sms_create(struct fns_node *n)
     n->view = cm_calloc(ns, sizeof(*n->view));
     n->view_slot = cm_calloc(ns, sizeof(*n->view_slot));
     fns_recover_create(n->cfg.recovery_helpers, FNS_RECOVER_DEPTH, ns, &n->rec);
+    n->rtrace = cm_calloc(fns_recover_helpers(n->rec), sizeof(*n->rtrace));
     n->rng = cm_random_u64();
     n->ev_orders = fns_loop_ev_new(n->loop, fns_node_sms_orders_cb, n);
     n->ev_reclaim = fns_loop_ev_new(n->loop, fns_node_sms_reclaim_cb, n);
@@ -731,6 +769,7 @@ fns_node_sms_destroy(struct fns_node *n)
         n->sms_ops->destroy(n->sms);
     }
     fns_recover_destroy(n->rec);
+    free(n->rtrace);
     fns_store_destroy(n->store);
     cm_hmap_each(&n->pools, fns_node_pool_free, NULL);
     cm_hmap_free(&n->pools);
