@@ -428,7 +428,9 @@ fns_node_len_desc(const void *a, const void *b)
 
 /* Empties v->inst[from] into the others of its generation if every chunk
  * finds room (merge_to, largest first; the dry run adds to n->view's used)
- * and releases it: 1, else 0 with nothing moved. */
+ * and releases it: 1, else 0 with nothing moved (or, were a put to fail
+ * after the dry run, the instance kept with what it still holds). A moved
+ * chunk's hot copy in the cache space goes (fns_store_put). */
 static int
 fns_node_sms_merge_one(struct fns_node *n, const struct pol_sms_view *v, size_t from)
 {
