@@ -87,6 +87,9 @@
     X(compactions_total, "counter", "Chunks read from an old generation and moved to the newest.", \
       sms.compactions)                                                                             \
     X(compaction_bytes_total, "counter", "Bytes of the compacted chunks.", sms.compaction_bytes)   \
+    X(merges_total, "counter",                                                                     \
+      "Old instances emptied into others of their generation and released.", sms.merges)           \
+    X(merge_chunks_total, "counter", "Chunks those merges moved.", sms.merge_chunks)               \
     X(readmissions_total, "counter",                                                               \
       "Chunks read late (in no instance) and placed in the pool's current generation.",            \
       sms.readmissions)                                                                            \

@@ -80,6 +80,7 @@ struct fns_node_sms_stats {
     uint64_t cache_bytes, cache_budget, cache_chunks;
     uint64_t cache_hits, cache_inserts, cache_evictions;
     uint64_t stale, compactions, compaction_bytes, readmissions;
+    uint64_t merges, merge_chunks; /* instances emptied into others of their generation */
     uint64_t opened, released, reclaimed, warmups, decisions;
     uint64_t recovery_chunks, recovery_bytes, recoveries, recovery_running, recovery_helpers;
     uint64_t recovery_ns;    /* summed time of recoveries, the running ones included */

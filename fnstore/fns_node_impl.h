@@ -80,6 +80,11 @@ struct fns_req {
     struct fns_chunk view; /* the answer's payload while the connection holds it */
 };
 
+/* One recovery helper's progress (fns_node_sms.c). */
+struct fns_rec_trace {
+    uint64_t loads, wait_ns, last_ns; /* loads reaped, their submit-to-reap time, the last reap */
+};
+
 struct fns_node {
     struct fns_node_cfg cfg;
     struct cm_cos *cos;
@@ -125,9 +130,13 @@ struct fns_node {
     struct fns_node_sms_stats sst; /* loop thread; published under mu */
     struct fns_sms_orders *orders; /* under mu: the last heartbeat answer's */
 
-    /* Recovery (fns_node_sms.c): R helpers on their own COS pool. */
+    /* Recovery (fns_node_sms.c): R helpers on their own COS pool, and each
+     * helper's progress in the recoveries since none was running (logged
+     * when one ends: which helper lagged, and how long its loads took). */
     struct fns_recover *rec;
     struct fns_cos *recpool;
+    struct fns_rec_trace *rtrace; /* one per helper */
+    uint64_t rtrace_ns;           /* when the first of those recoveries began */
 
     /* The insertion log (fns_node_ilog.c): its batches, deletes and
      * carries run on their own one-worker COS pool, in order. */
@@ -240,6 +249,9 @@ struct fns_pool *fns_pool_of(struct fns_node *n, uint32_t tenant);
 void fns_node_log_instance(struct fns_node *n, uint32_t slot);
 void fns_node_sms_release(struct fns_node *n, uint32_t slot);
 void fns_node_sms_reclaim(struct fns_node *n, uint32_t slot);
+/* Every pool's instances of older generations that fit in the others of
+ * their generation are merged into them and released (pol_sms.h). */
+void fns_node_sms_merge(struct fns_node *n);
 
 /* ---- fns_node_sms_orders.c (loop thread) ---- */
 

@@ -28,6 +28,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,6 +274,7 @@ fns_node_sms_pump(struct fns_node *n)
             job->op = FNS_COS_READ;
             job->key = it->key;
             job->arg = it;
+            it->load_ns = cm_now_ns();
             if (it->loc.seg != 0) {
                 job->loc = (struct fns_pack_loc){
                     .seg = it->loc.seg, .off = it->loc.off, .len = it->loc.blob_len};
@@ -411,6 +413,101 @@ fns_node_sms_persisted(struct fns_node *n, struct fns_chunk *c, const struct fns
     }
 }
 
+/* ---- merges -------------------------------------------------------------- */
+
+#define FNS_MERGE_TRIES 8 /* per pool and round: candidates whose chunks did not pack */
+
+static int
+fns_node_len_desc(const void *a, const void *b)
+{
+    const struct fns_chunk *x = *(struct fns_chunk *const *)a;
+    const struct fns_chunk *y = *(struct fns_chunk *const *)b;
+
+    return x->len < y->len ? 1 : x->len > y->len ? -1 : 0;
+}
+
+/* Empties v->inst[from] into the others of its generation if every chunk
+ * finds room (merge_to, largest first; the dry run adds to n->view's used)
+ * and releases it: 1, else 0 with nothing moved (or, were a put to fail
+ * after the dry run, the instance kept with what it still holds). A moved
+ * chunk's hot copy in the cache space goes (fns_store_put). */
+static int
+fns_node_sms_merge_one(struct fns_node *n, const struct pol_sms_view *v, size_t from)
+{
+    uint32_t slot = n->view_slot[from];
+    struct fns_slot *sl = fns_store_slot(n->store, slot);
+    struct fns_chunk **cs = cm_malloc((sl->nchunks + 1) * sizeof(*cs));
+    uint32_t *to = cm_malloc((sl->nchunks + 1) * sizeof(*to));
+    size_t nc = 0, idx;
+    int ok = 1;
+
+    for (struct fns_chunk *c = sl->head; c != NULL; c = c->inext) {
+        cs[nc++] = c;
+    }
+    qsort(cs, nc, sizeof(*cs), fns_node_len_desc);
+    for (size_t i = 0; i < nc && ok; i++) {
+        ok = n->sms_ops->merge_to(n->sms, v, from, cs[i]->len, &idx) == 0;
+        if (ok) {
+            n->view[idx].used += cs[i]->len;
+            to[i] = n->view_slot[idx];
+        }
+    }
+    for (size_t i = 0; i < nc && ok; i++) {
+        struct fns_ilog_loc loc;
+
+        /* Room was checked: a failure would leave a chunk behind, so the
+         * instance is then kept. */
+        ok = fns_store_put(n->store, cs[i], to[i]) == 0;
+        if (ok && fns_node_cos_loc(n, cs[i], &loc) == 0) {
+            fns_ilog_add_chunk(n->ilog, cs[i]->tag, &cs[i]->key, cs[i]->len, &loc);
+        }
+    }
+    if (ok) {
+        n->sst.merges++;
+        n->sst.merge_chunks += nc;
+        fns_node_sms_release(n, slot); /* logs, publishes */
+    }
+    free(cs);
+    free(to);
+    return ok;
+}
+
+static void
+fns_node_sms_merge_pool(void *arg, struct cm_hnode *hn)
+{
+    struct fns_node *n = arg;
+    uint32_t tenant = CM_CONTAINER_OF(hn, struct fns_pool, hn)->tenant, skip[FNS_MERGE_TRIES];
+    size_t nskip = 0, from;
+
+    while (nskip < FNS_MERGE_TRIES) {
+        struct pol_sms_view v = fns_node_sms_view(n, tenant);
+
+        /* A candidate whose chunks did not pack is neither source nor
+         * target this round. */
+        for (size_t i = 0; i < nskip; i++) {
+            size_t j = fns_node_sms_index(n, &v, (int)skip[i]);
+
+            if (j != POL_SMS_NOWHERE) {
+                n->view[j].lost = 1;
+            }
+        }
+        if (n->sms_ops->merge_from(n->sms, &v, cm_now_ns(), &from) != 1) {
+            return;
+        }
+        if (!fns_node_sms_merge_one(n, &v, from)) {
+            skip[nskip++] = n->view_slot[from];
+        }
+    }
+}
+
+void
+fns_node_sms_merge(struct fns_node *n)
+{
+    if (n->sms_heard) {
+        cm_hmap_each(&n->pools, fns_node_sms_merge_pool, n);
+    }
+}
+
 /* ---- recovery ------------------------------------------------------------ */
 
 struct fns_recover_list {
@@ -442,6 +539,10 @@ fns_node_recover_inst(struct fns_node *n, uint32_t slot, uint32_t old_tag)
 
     fns_node_log_instance(n, slot);
     fns_ilog_each_chunk(n->ilog, old_tag, fns_node_recover_collect, &b);
+    if (fns_recover_running(n->rec) == 0) {
+        memset(n->rtrace, 0, fns_recover_helpers(n->rec) * sizeof(*n->rtrace));
+        n->rtrace_ns = cm_now_ns();
+    }
     fns_recover_begin(n->rec, slot, tag, cm_now_ns());
     for (size_t i = 0; i < b.n; i++) {
         fns_ilog_add_chunk(n->ilog, tag, &b.c[i].key, b.c[i].len, &b.c[i].loc);
@@ -491,6 +592,26 @@ fns_node_sms_reclaim(struct fns_node *n, uint32_t slot)
     fns_node_sms_rerun(n, waiters, nw);
 }
 
+/* Each helper's loads, their mean submit-to-reap time and when its last
+ * one was reaped, since the recoveries began: a helper that lags, or
+ * loads that wait, show here. */
+static void
+fns_node_recover_trace(struct fns_node *n)
+{
+    char line[1024];
+    size_t off = 0;
+
+    for (uint32_t h = 0; h < fns_recover_helpers(n->rec) && off < sizeof(line) - 64; h++) {
+        const struct fns_rec_trace *t = &n->rtrace[h];
+
+        off += (size_t)snprintf(line + off, sizeof(line) - off, " h%u=%llu/%.1fms/%.0fms", h,
+                                (unsigned long long)t->loads,
+                                t->loads ? (double)t->wait_ns / (double)t->loads / 1e6 : 0.0,
+                                t->last_ns ? (double)(t->last_ns - n->rtrace_ns) / 1e6 : 0.0);
+    }
+    CM_INFO("recovery helpers (loads/mean load/last at):%s", line);
+}
+
 void
 fns_node_sms_recovered(struct fns_node *n, struct fns_cos_job *job)
 {
@@ -518,7 +639,18 @@ fns_node_sms_recovered(struct fns_node *n, struct fns_cos_job *job)
         CM_WARN("recovery read failed tenant=%u object=%llx index=%u err=%s", job->key.tenant,
                 (unsigned long long)job->key.object, job->key.index, cm_errname(job->status));
     }
+    if (it->state == FNS_RECOVER_LOADING) {
+        struct fns_rec_trace *t = &n->rtrace[it->helper];
+        uint64_t now = cm_now_ns();
+
+        t->loads++;
+        t->wait_ns += now - it->load_ns;
+        t->last_ns = now;
+    }
     nw = fns_recover_finish(n->rec, it, &waiters, &done);
+    if (done && fns_recover_running(n->rec) == 0) {
+        fns_node_recover_trace(n);
+    }
     if (done) {
         struct fns_slot *sl = fns_store_slot(n->store, slot);
 
@@ -615,6 +747,7 @@ fns_node_sms_create(struct fns_node *n)
     n->view = cm_calloc(ns, sizeof(*n->view));
     n->view_slot = cm_calloc(ns, sizeof(*n->view_slot));
     fns_recover_create(n->cfg.recovery_helpers, FNS_RECOVER_DEPTH, ns, &n->rec);
+    n->rtrace = cm_calloc(fns_recover_helpers(n->rec), sizeof(*n->rtrace));
     n->rng = cm_random_u64();
     n->ev_orders = fns_loop_ev_new(n->loop, fns_node_sms_orders_cb, n);
     n->ev_reclaim = fns_loop_ev_new(n->loop, fns_node_sms_reclaim_cb, n);
@@ -638,6 +771,7 @@ fns_node_sms_destroy(struct fns_node *n)
         n->sms_ops->destroy(n->sms);
     }
     fns_recover_destroy(n->rec);
+    free(n->rtrace);
     fns_store_destroy(n->store);
     cm_hmap_each(&n->pools, fns_node_pool_free, NULL);
     cm_hmap_free(&n->pools);

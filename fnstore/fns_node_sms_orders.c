@@ -184,6 +184,7 @@ fns_node_sms_orders_cb(void *arg)
         }
     }
     fns_sms_orders_free(o);
+    fns_node_sms_merge(n);
     fns_node_publish(n);
 }
 

@@ -35,6 +35,7 @@ struct fns_recover_item {
     uint32_t slot, tag; /* where it is recovered, and that instance's tag */
     uint32_t helper;
     enum fns_recover_state state;
+    uint64_t load_ns; /* the caller's: when its load was submitted */
     struct fns_recover_item *prev, *next; /* its helper's queue while QUEUED */
     void **waiters;                       /* opaque, returned by finish */
     size_t nwait, capwait;

@@ -9,6 +9,9 @@
  *   storage node, per chunk (event-loop thread)
  *     view of the pool on this node ──place(bytes)──▶ instance index | OPEN_NEW | -ENOSPC
  *     view of the pool on this node ──on_read(instance)──▶ compact into the newest or not
+ *   storage node, after the controller's orders
+ *     view of the pool on this node ──merge_from / merge_to──▶ an old instance emptied into
+ *                                                             others of its generation
  *
  * Words. An instance has a fixed size (cfg.inst_bytes) and belongs to one
  * tenant's pool on one node. A generation is the number of a GC interval:
@@ -40,6 +43,16 @@
  * read, served from the cache space or COS) is back in the working set: it
  * is re-admitted into the current generation the same way.
  *
+ * Merges. Deletes (a re-PUT retires the old version) and compactions
+ * leave holes in instances of older generations that nothing fills again:
+ * only the current generation is written. On a node, an instance of an
+ * older generation whose chunks fit in the room of the others of its
+ * generation there is merged into them (merge_from picks it, merge_to
+ * places each of its chunks, largest first, best fit) and released: the
+ * chunks keep their generation, so they age out exactly when they would
+ * have, and the pool holds one instance less. Only the instances' chunk
+ * lists move; the node logs the chunks under their new tags.
+ *
  * A < G trades memory against reads that miss memory. A chunk moves at
  * most once per A intervals and its old copy is freed at most G - A
  * intervals later, so over time old copies hold at most (G - A) / A of the
@@ -62,16 +75,17 @@
  * written longer ago (in the count).
  *
  * Pool memory = instances not released x inst_bytes = working set + holes
- * (chunks deleted or moved out of instances not yet released: at most the
- * share above for moves) + room never filled (an instance sealed because a
- * chunk did not fit keeps less than one chunk of room; per node, the
- * current generation's instances being filled, and one instance per pause
- * in the pool's writes on that node within the window).
+ * (chunks deleted or moved out of instances not yet released, less what
+ * merges give back: at most the share above for moves) + room never
+ * filled (an instance sealed because a chunk did not fit keeps less than
+ * one chunk of room; per node, the current generation's instances being
+ * filled, and one instance per pause in the pool's writes on that node
+ * within the window).
  *
  * Policies decide, callers act: no I/O, no threads, no locks, no clock
  * (now_ns is passed in, any monotonic origin, the same for a given view's
- * warm_ns and gen_start_ns). place and on_read allocate nothing and take
- * O(instances in the view). The ops only read a policy instance (its
+ * warm_ns and gen_start_ns). place, on_read and merge_to allocate nothing
+ * and take O(instances in the view). The ops only read a policy instance (its
  * configuration): threads may share one between create and destroy; each
  * call's view and outputs are its caller's.
  *
@@ -239,6 +253,27 @@ struct pol_sms_ops {
      */
     int (*on_read)(const struct pol_sms *p, const struct pol_sms_view *v, size_t i, uint64_t bytes,
                    uint64_t now_ns);
+    /*
+     * Which instance of the pool on this node to merge into others of its
+     * generation: 1 with *from, the least used of the instances of a
+     * generation older than v->gen, neither lost nor released, holding
+     * chunks, whose used bytes fit in the room of merge_to's targets for
+     * it; 0 for none; CM_E_BADARG. The caller then asks merge_to for each
+     * of its chunks, largest first, adding each chunk's bytes to the
+     * chosen instance's used in its view; if every chunk found a place it
+     * moves them and releases *from, else it moves nothing (chunk sizes
+     * may not pack; the caller leaves that one out of its next question).
+     * O(n^2) in the view's instances.
+     */
+    int (*merge_from)(const struct pol_sms *p, const struct pol_sms_view *v, uint64_t now_ns,
+                      size_t *from);
+    /*
+     * Where a chunk of bytes of v->inst[from] goes in a merge: 0 with *idx
+     * (best fit: the fullest other instance of the same generation,
+     * neither lost, released nor empty, with room), -ENOSPC, CM_E_BADARG.
+     */
+    int (*merge_to)(const struct pol_sms *p, const struct pol_sms_view *v, size_t from,
+                    uint64_t bytes, size_t *idx);
 };
 
 /* The registered policy called name, or NULL. Result is static. */

@@ -1,7 +1,7 @@
 /*
  * pol_sms.c - the registry of SMS policies and what they share: the
- * configuration's defaults and bounds, best-fit placement, and the
- * warm-ups and figures that end every tick (see pol_sms.h).
+ * configuration's defaults and bounds, best-fit placement, merges, and
+ * the warm-ups and figures that end every tick (see pol_sms.h).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -176,6 +176,88 @@ pol_sms_fit(const struct pol_sms *p, const struct pol_sms_view *v, uint64_t byte
         return POL_SMS_OPEN_NEW;
     }
     return -ENOSPC;
+}
+
+/* Whether v->inst[j] may take chunks merged out of v->inst[from]: not an
+ * empty one (tick releases it; filling it would only swap the two). */
+static int
+pol_sms_merge_target(const struct pol_sms_view *v, size_t from, size_t j)
+{
+    const struct pol_sms_inst *in = &v->inst[j];
+
+    return j != from && in->gen == v->inst[from].gen && in->state != POL_SMS_RELEASED &&
+           !in->lost && in->used > 0;
+}
+
+static uint64_t
+pol_sms_room(const struct pol_sms *p, const struct pol_sms_inst *in)
+{
+    return in->used < p->cfg.inst_bytes ? p->cfg.inst_bytes - in->used : 0;
+}
+
+/* O(n^2) in the node's instances of the pool: a handful per generation. */
+int
+pol_sms_merge_from(const struct pol_sms *p, const struct pol_sms_view *v, uint64_t now_ns,
+                   size_t *from)
+{
+    size_t i, j, best = 0;
+    int found = 0;
+
+    (void)now_ns;
+    if (pol_sms_check_view(v) != 0 || from == NULL) {
+        return CM_E_BADARG;
+    }
+    for (i = 0; i < v->ninst; i++) {
+        const struct pol_sms_inst *in = &v->inst[i];
+        uint64_t room = 0;
+
+        if (in->gen >= v->gen || in->state == POL_SMS_RELEASED || in->lost || in->used == 0 ||
+            (found && in->used >= v->inst[best].used)) {
+            continue;
+        }
+        for (j = 0; j < v->ninst && room < in->used; j++) {
+            if (pol_sms_merge_target(v, i, j)) {
+                room += pol_sms_room(p, &v->inst[j]);
+            }
+        }
+        if (room >= in->used) {
+            found = 1;
+            best = i;
+        }
+    }
+    if (found) {
+        *from = best;
+    }
+    return found;
+}
+
+int
+pol_sms_merge_to(const struct pol_sms *p, const struct pol_sms_view *v, size_t from, uint64_t bytes,
+                 size_t *idx)
+{
+    uint64_t room, best_room = 0;
+    size_t j, best = 0;
+    int found = 0;
+
+    if (pol_sms_check_view(v) != 0 || from >= v->ninst || idx == NULL) {
+        return CM_E_BADARG;
+    }
+    for (j = 0; j < v->ninst; j++) {
+        if (!pol_sms_merge_target(v, from, j)) {
+            continue;
+        }
+        room = pol_sms_room(p, &v->inst[j]);
+        if (room >= bytes && (!found || room < best_room)) {
+            found = 1;
+            best = j;
+            best_room = room;
+        }
+    }
+    if (!found) {
+        return -ENOSPC;
+    }
+    *idx = best;
+    return 0;
 }
 
 static uint64_t

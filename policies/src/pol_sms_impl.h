@@ -37,6 +37,12 @@ int pol_sms_check_tick(const struct pol_sms_view *v, const struct pol_sms_decisi
 int pol_sms_fit(const struct pol_sms *p, const struct pol_sms_view *v, uint64_t bytes,
                 int newest_only, size_t *idx);
 
+/* merge_from and merge_to of a policy that merges (pol_sms.h). */
+int pol_sms_merge_from(const struct pol_sms *p, const struct pol_sms_view *v, uint64_t now_ns,
+                       size_t *from);
+int pol_sms_merge_to(const struct pol_sms *p, const struct pol_sms_view *v, size_t from,
+                     uint64_t bytes, size_t *idx);
+
 /*
  * Completes a tick once d[i].state, .gen and .reason are decided: the
  * warm-ups due, the figures and next_ns (no later than next_roll_ns).

@@ -3,7 +3,7 @@
  * window is measured against. No window: the generation never moves, every
  * instance stays ACTIVE and is warmed up every warm_active_ns forever (a
  * lost one is rebuilt, never released), a chunk goes to whichever instance
- * has room, and nothing is compacted. The pool is cfg.max_instances
+ * has room, and nothing is compacted or merged. The pool is cfg.max_instances
  * instances per node, opened as chunks first need them. Stateless.
  */
 #include "cm_err.h"
@@ -57,6 +57,16 @@ static_on_read(const struct pol_sms *p, const struct pol_sms_view *v, size_t i, 
     return pol_sms_check_view(v) != 0 || (i >= v->ninst && i != POL_SMS_NOWHERE) ? CM_E_BADARG : 0;
 }
 
+/* A fixed pool has no generations to merge within: it never shrinks. */
+static int
+static_merge_from(const struct pol_sms *p, const struct pol_sms_view *v, uint64_t now_ns,
+                  size_t *from)
+{
+    (void)p;
+    (void)now_ns;
+    return pol_sms_check_view(v) != 0 || from == NULL ? CM_E_BADARG : 0;
+}
+
 const struct pol_sms_ops pol_sms_static_ops = {
     .name = "static",
     .create = static_create,
@@ -64,4 +74,6 @@ const struct pol_sms_ops pol_sms_static_ops = {
     .tick = static_tick,
     .place = static_place,
     .on_read = static_on_read,
+    .merge_from = static_merge_from,
+    .merge_to = pol_sms_merge_to,
 };

@@ -140,4 +140,6 @@ const struct pol_sms_ops pol_sms_window_ops = {
     .tick = window_tick,
     .place = window_place,
     .on_read = window_on_read,
+    .merge_from = pol_sms_merge_from,
+    .merge_to = pol_sms_merge_to,
 };

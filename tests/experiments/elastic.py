@@ -63,8 +63,14 @@ WINDOW = {"gc-interval": 5, "active-intervals": 2, "degraded-intervals": 4}
 WS_WINDOW = 30
 DAY = {"duration": 240, "window": 10, "peak-wss": "128MiB", "swing": 100,
        "large": "256KiB-2MiB", "phase-spread": 0.5, "names": "reg1,reg2", "seed": 7}
-INST = 2 * MiB
-NODE = {"instance-size": "2MiB", "capacity": "1GiB", "cache-bytes": "16MiB"}
+# The instance is the gateway's largest chunk (MAX_CHUNK), the smallest that
+# holds any chunk: this day's chunks are 64-512 KiB and its configs under
+# 64 KiB, and an instance's room that no chunk fills (the newest
+# generation's, and the holes re-PUTs and compactions leave in older ones
+# until a merge or their release) grows with the instance (2 MiB: pool
+# memory 1.26-1.33x the working set).
+INST = MAX_CHUNK
+NODE = {"instance-size": "%dKiB" % (INST >> 10), "capacity": "1GiB", "cache-bytes": "16MiB"}
 WARM = 30  # seconds: the first window, before which no pool holds a window's data
 
 RECLAIM_DAY = dict(DAY, duration=90, seed=11, **{"peak-wss": "128MiB"})
@@ -164,6 +170,7 @@ def cost_of(c, name):
 
 NODE_COUNTERS = ["shoal_fnstore_cos_reloads_total", "shoal_fnstore_readmissions_total",
                  "shoal_fnstore_cache_hits_total", "shoal_fnstore_compactions_total",
+                 "shoal_fnstore_merges_total", "shoal_fnstore_merge_chunks_total",
                  "shoal_fnstore_stale_total", "shoal_fnstore_instances_reclaimed_total",
                  "shoal_fnstore_recoveries_total"]
 GW_COUNTERS = ["shoal_gateway_stale_chunks_total", "shoal_gateway_late_reads_total"]
@@ -710,7 +717,7 @@ def write(res, vs):
 
 
 def main():
-    global ARGS, RECOVERY_MIB
+    global ARGS, RECOVERY_MIB, INST
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(sx.SRC, "build"))
@@ -720,7 +727,11 @@ def main():
     ap.add_argument("--no-doc", action="store_true", help="leave docs/ alone")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke run: short small days, a small instance (implies --no-doc)")
+    ap.add_argument("--instance-kib", type=int, default=INST >> 10,
+                    help="the nodes' --instance-size in KiB (default %(default)s)")
     ARGS = ap.parse_args()
+    INST = ARGS.instance_kib << 10
+    NODE["instance-size"] = "%dKiB" % ARGS.instance_kib
     if ARGS.quick:
         ARGS.no_doc = True
         DAY.update({"duration": 60, "peak-wss": "32MiB"})

@@ -9,9 +9,11 @@ wire, driven by a fake controller that answers its heartbeats (stdlib only):
 - META records are answered once durable and are in the insertion log in COS;
 - decisions (state, generation, warm-up), a lost degraded instance released,
   late reads kept in the cache space (static) or re-admitted (sms), compaction
-  of a chunk read from an old generation;
-- kill -9: the restarted node recovers its instances from the log, and no
-  acknowledged chunk comes back wrong (CRC checked);
+  of a chunk read from an old generation, two half-full instances of an old
+  generation merged into one;
+- kill -9: the restarted node recovers its instances from the log (the merged
+  chunks under their new tag), and no acknowledged chunk comes back wrong
+  (CRC checked);
 - the recovery rate with 1, 4 and 16 helpers against a sequential read of the
   same COS objects (printed; `--rates-mib N` for a bigger run).
 
@@ -485,7 +487,42 @@ def test_sms_window(node, ctl, c, a, ta_new):
     return moved
 
 
-def test_kill9(node, ctl, c, a):
+def test_merge(node, ctl, c):
+    """Two instances of an old generation left half full by DELs: the node
+    merges one into the other (its chunks keep their bytes, under the other's
+    tag, and the log says so) and releases it."""
+    pools = [{"tenant": 1, "gen": 2, "gen_age_ms": 0}, {"tenant": 3, "gen": 0, "gen_age_ms": 0}]
+    # compact_age G: the reads below leave the chunks where the merge put them.
+    ctl.set(sms={"policy": "sms", "interval_ms": 600000, "active": 2, "degraded": 4,
+                 "warm_active_ms": 60000, "warm_degraded_ms": 60000, "compact_age": 6,
+                 "max_instances": 0},
+            pools=pools + [{"tenant": 5, "gen": 0, "gen_age_ms": 0}])
+    ctl.beat_after(time.time())
+    size = 500 << 10  # four to a 2 MiB instance
+    e = put_many(c, 5, range(1, 9), size, seed=6)
+    tags = sorted({t for _, t in e.values()})
+    check(len(tags) == 2, "two instances of four chunks: %r" % tags)
+    for t in tags:
+        for o in [o for o in sorted(e) if e[o][1] == t][:2]:
+            check(c.call(OP_DEL, tenant=5, obj=o)["status"] == 0, "del %d" % o)
+            del e[o]
+    wait_durable(node, c, 5, e)
+    before = node.metric("shoal_fnstore_merges_total")
+    ctl.set(pools=pools + [{"tenant": 5, "gen": 1, "gen_age_ms": 0}])
+    node.wait_metric("shoal_fnstore_merges_total", lambda v: v == before + 1, "merged", 10)
+    beat = ctl.beat_after(time.time())
+    mine = [i for i in beat["instances"] if i["tenant"] == 5]
+    check(len(mine) == 1 and mine[0]["used"] == 4 * size and mine[0]["gen"] == 0 and
+          mine[0]["tag"] in tags, "one of the two left, of generation 0, holding all: %r" % mine)
+    objs = sorted(e)  # read with the tags the PUTs answered: one of them is gone
+    rs = c.pipeline([(OP_GET, dict(tenant=5, obj=o, inc=e[o][1])) for o in objs])
+    check(all(r["status"] == 0 and r["data"] == e[o][0] and not r["flags"] & WF_FROM_COS and
+              r["inc"] == mine[0]["tag"] for o, r in zip(objs, rs)), "merged chunks in memory")
+    node.wait_metric("shoal_fnstore_ilog_pending_records", lambda v: v == 0, "log written")
+    return {o: (e[o][0], rs[i]["inc"]) for i, o in enumerate(objs)}
+
+
+def test_kill9(node, ctl, c, a, merged):
     """kill -9: the restarted node recovers its instances from the log;
     chunks acknowledged but not yet persisted come back whole or not at all."""
     objs = sorted(a)
@@ -502,7 +539,7 @@ def test_kill9(node, ctl, c, a):
     node.wait_metric("shoal_fnstore_recovery_running", lambda v: v == 0, "recovery after restart")
     rebuilt_s = time.time() - t0
     check(node.metric("shoal_fnstore_recoveries_total") >= 1, "recoveries after restart")
-    for t, chunks in ((1, a), (4, kept)):
+    for t, chunks in ((1, a), (4, kept), (5, merged)):
         objs = sorted(chunks)
         rs = c.pipeline([(OP_GET, dict(tenant=t, obj=o)) for o in objs])
         bad = [o for o, r in zip(objs, rs)
@@ -629,7 +666,8 @@ def main():
         test_meta(node, c)
         test_degraded_and_cache(node, ctl, c, b, tb)
         test_sms_window(node, ctl, c, a, ta_new)
-        c = test_kill9(node, ctl, c, a)
+        merged = test_merge(node, ctl, c)
+        c = test_kill9(node, ctl, c, a, merged)
         c.close()
         check(node.stop() == 0, "clean exit")
         test_reclaim_rate(binary, tmp)
