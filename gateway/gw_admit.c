@@ -12,7 +12,8 @@
  * connection of that library, which it must not do from inside its own
  * callback (the resume was lost: the ticket never came back).
  *
- * Invariants: inflight is the sum of the granted tickets' bytes; a tenant
+ * Invariants: inflight is the sum of the granted tickets' bytes (a ticket
+ * is freed when its last hold exits); a tenant
  * record exists while it has bytes in flight or waiters; each tenant's
  * FIFO is in arrival order, so its head has its earliest deadline; a
  * waiter is admitted only when nobody chosen before it is still waiting.
@@ -35,6 +36,7 @@ struct gw_admit_ticket {
     struct gw_admit_ticket *next; /* in its tenant's FIFO, then in a callback list */
     struct admit_tenant *tn;
     uint64_t bytes;
+    unsigned holds; /* granted: gw_admit_exit calls before its bytes go */
     uint64_t since, deadline;
     gw_admit_cb cb;
     void *arg;
@@ -221,6 +223,7 @@ gw_admit_enter(struct gw_admit *a, uint32_t tenant, uint64_t bytes, uint64_t now
     }
     k->a = a;
     k->bytes = bytes;
+    k->holds = 1;
     k->since = now_ns;
     k->deadline = now_ns + a->cfg.wait_ns;
     k->cb = cb;
@@ -262,6 +265,10 @@ gw_admit_exit(struct gw_admit *a, struct gw_admit_ticket *t, uint64_t now_ns)
         return;
     }
     pthread_mutex_lock(&a->mu);
+    if (--t->holds > 0) {
+        pthread_mutex_unlock(&a->mu);
+        return;
+    }
     t->tn->inflight -= t->bytes;
     a->inflight -= t->bytes;
     free(t);
@@ -283,6 +290,16 @@ gw_admit_exit(struct gw_admit *a, struct gw_admit_ticket *t, uint64_t now_ns)
     }
     pthread_mutex_unlock(&a->mu);
     run_callbacks(list);
+}
+
+void
+gw_admit_hold(struct gw_admit_ticket *t)
+{
+    if (t != NULL) {
+        pthread_mutex_lock(&t->a->mu);
+        t->holds++;
+        pthread_mutex_unlock(&t->a->mu);
+    }
 }
 
 void

@@ -61,8 +61,12 @@ void gw_admit_destroy(struct gw_admit *a);
  */
 int gw_admit_enter(struct gw_admit *a, uint32_t tenant, uint64_t bytes, uint64_t now_ns,
                    gw_admit_cb cb, void *arg, struct gw_admit_ticket **t);
-/* Releases t's bytes (t freed) and admits who fits next. NULL is a no-op. */
+/* Releases t's bytes (t freed) and admits who fits next, once every hold
+ * of t exited (a ticket is granted with one). NULL is a no-op. */
 void gw_admit_exit(struct gw_admit *a, struct gw_admit_ticket *t, uint64_t now_ns);
+/* One more hold of a granted t, for a second owner of its bytes (a PUT's
+ * answer and its buffered chunks): each exits once. NULL is a no-op. */
+void gw_admit_hold(struct gw_admit_ticket *t);
 /* gw_admit_exit of a ticket (void *, as cm_http_on_done wants), now. */
 void gw_admit_done(void *ticket);
 /* Gives up the waiters whose deadline is <= now_ns. */

@@ -323,6 +323,38 @@ test_random(void)
     gw_admit_destroy(a);
 }
 
+/* A PUT's ticket has two holds (its answer, its buffered chunks): its
+ * bytes go, and the next waiter comes in, only when both exited, in
+ * either order. */
+static void
+test_holds(void)
+{
+    struct gw_admit_cfg cfg = {.max_bytes = 10 * MIB, .min_bytes = 1 * MIB, .wait_ns = 1000 * MS};
+    struct gw_admit *a = gw_admit_create(&cfg);
+    struct rq r[3] = {RQ(1, 10 * MIB), RQ(2, 10 * MIB), RQ(1, 10 * MIB)};
+
+    CHECK_EQ_INT(enter(a, &r[0], 0), 1);
+    CHECK_EQ_INT(enter(a, &r[1], 1), 0);
+    gw_admit_hold(r[0].t);
+    gw_admit_hold(NULL); /* a no-op, as gw_admit_exit(NULL) */
+    gw_admit_exit(a, r[0].t, 2);
+    CHECK_EQ_INT(r[1].state, 0); /* one hold left: nothing released */
+    CHECK_EQ_INT((int)(inflight(a) / MIB), 10);
+    gw_admit_exit(a, r[0].t, 3);
+    CHECK_EQ_INT(r[1].state, 1);
+    CHECK_EQ_INT((int)(inflight(a) / MIB), 10);
+    /* the second owner may also exit first */
+    gw_admit_hold(r[1].t);
+    CHECK_EQ_INT(enter(a, &r[2], 4), 0);
+    gw_admit_exit(a, r[1].t, 5);
+    CHECK_EQ_INT(r[2].state, 0);
+    gw_admit_exit(a, r[1].t, 6);
+    CHECK_EQ_INT(r[2].state, 1);
+    gw_admit_exit(a, r[2].t, 7);
+    CHECK_EQ_INT((int)inflight(a), 0);
+    gw_admit_destroy(a);
+}
+
 int
 main(void)
 {
@@ -332,6 +364,7 @@ main(void)
     test_deadline();
     test_thread();
     test_random();
+    test_holds();
     printf("unit.gateway.admit: ok\n");
     return 0;
 }
