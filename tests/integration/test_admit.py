@@ -65,6 +65,17 @@ def bench(t, c, tenants, conc, secs):
     return json.loads(out.stdout)["tenants"]
 
 
+def run_threads(fn, n, timeout):
+    """fn(0) .. fn(n - 1) at once, each in a thread; the seconds they took."""
+    ths = [threading.Thread(target=fn, args=(i,), daemon=True) for i in range(n)]
+    t0 = time.time()
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(timeout=timeout)
+    return time.time() - t0
+
+
 def check_bound(t):
     c = t.cluster(nodes=6, gateway_args="--buffer-cache %d" % CACHE)
     tenants = [c.create_tenant("adm%d" % i) for i in range(2)]
@@ -106,19 +117,13 @@ def check_deadline(t):
     t.status(g.put("admit/late", data), 201, "PUT 10 MiB")
     got = []
 
-    def one():
+    def one(_):
         try:
             got.append(g.get("admit/late", timeout=30))
         except OSError as e:
             got.append(e)
 
-    ths = [threading.Thread(target=one, daemon=True) for _ in range(24)]
-    t0 = time.time()
-    for th in ths:
-        th.start()
-    for th in ths:
-        th.join(timeout=60)
-    took = time.time() - t0
+    took = run_threads(one, 24, 60)
     t.eq(len(got), 24, "answers to 24 GETs")
     ok = busy = 0
     for r in got:
@@ -152,11 +157,7 @@ def check_put_wait(t):
         except OSError as e:
             got[i] = e
 
-    ths = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(8)]
-    for th in ths:
-        th.start()
-    for th in ths:
-        th.join(timeout=150)
+    run_threads(one, 8, 150)
     for i, r in enumerate(got):
         t.check(isinstance(r, st.Resp), "PUT %d failed: %r" % (i, r))
         t.status(r, 201, "PUT %d of 10 MiB after waiting" % i)
@@ -328,13 +329,7 @@ def check_s3(t):
         except s3.exceptions.ClientError as e:
             got[i] = ("err", e.response)
 
-    ths = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(16)]
-    t0 = time.time()
-    for th in ths:
-        th.start()
-    for th in ths:
-        th.join(timeout=120)
-    took = time.time() - t0
+    took = run_threads(one, 16, 120)
     t.eq(len(got), 16, "answers to 16 S3 writes")
     slow = [i for i, (k, v) in got.items() if k == "err"]
     for i in slow:
