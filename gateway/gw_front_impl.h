@@ -110,13 +110,14 @@ void gw_front_retire(struct gw_front *f, struct gw_meta_old *old);
 /* gw_objects.c: admission of large requests (gw_admit.h). Whether a
  * request of bytes has to be admitted (a small one never pays for it). */
 int gw_front_admits(const struct gw_front *f, uint64_t bytes);
-/* Enters r (already suspended by its owner) with bytes for tenant: 1: go
+/* Enters r (already suspended by its owner) with bytes for tenant, a read
+ * or a write (GW_ADMIT_READ, GW_ADMIT_WRITE): 1: go
  * on now; 0: it waits and cb(arg, t, status) follows, possibly before
  * this returns, on the admission thread; -ENOMEM: no memory for a ticket
  * (the caller answers 503). A ticket granted now is r's
  * (gw_front_admitted); cb is to hand the t it gets to r the same way. */
 int gw_front_admit(struct gw_front *f, struct cm_http_req *r, uint32_t tenant, uint64_t bytes,
-                   gw_admit_cb cb, void *arg);
+                   int write, gw_admit_cb cb, void *arg);
 /* t (may be NULL) becomes r's: released once r is gone (its answer sent),
  * so the bound covers the answer too; r's user pointer (cm_http_user). */
 void gw_front_admitted(struct cm_http_req *r, struct gw_admit_ticket *t);

@@ -81,10 +81,10 @@ gw_front_admitted(struct cm_http_req *r, struct gw_admit_ticket *t)
 
 int
 gw_front_admit(struct gw_front *f, struct cm_http_req *r, uint32_t tenant, uint64_t bytes,
-               gw_admit_cb cb, void *arg)
+               int write, gw_admit_cb cb, void *arg)
 {
     struct gw_admit_ticket *t;
-    int rc = gw_admit_enter(f->admit, tenant, bytes, cm_now_ns(), cb, arg, &t);
+    int rc = gw_admit_enter(f->admit, tenant, bytes, write, cm_now_ns(), cb, arg, &t);
 
     if (rc > 0) {
         gw_front_admitted(r, t);
@@ -110,15 +110,16 @@ admit_fail(struct req *q)
     gw_req_fail(q, 503, "unavailable", "too many large requests in flight, retry later");
 }
 
-/* Enters q (suspended) with bytes; 1: go on now, 0: waits and cb(arg)
- * follows (it may run before this returns), -1: answered 503. */
+/* Enters q (suspended) with bytes (write: gw_admit_enter's); 1: go on
+ * now, 0: waits and cb(arg) follows (it may run before this returns), -1:
+ * answered 503. */
 static int
-admit(struct req *q, uint64_t bytes, gw_admit_cb cb, void *arg)
+admit(struct req *q, uint64_t bytes, int write, gw_admit_cb cb, void *arg)
 {
     int rc;
 
     gw_req_suspend(q); /* before: the admission may come at once, elsewhere */
-    rc = gw_front_admit(q->f, q->r, q->tenant, bytes, cb, arg);
+    rc = gw_front_admit(q->f, q->r, q->tenant, bytes, write, cb, arg);
     if (rc < 0) {
         admit_fail(q);
         return -1;
@@ -155,8 +156,9 @@ gw_obj_put_headers(struct req *q, const struct gw_tenant *t)
     }
     /* Its ticket is held until the answer is sent and the engine freed
      * its bytes (persisted): the body, its stripes and the persistent
-     * buffer are all under the bound. */
-    switch (admit(q, q->bytes, put_admitted, q)) {
+     * buffer are all under the bound (the last as buffered bytes, which
+     * only writes wait for). */
+    switch (admit(q, q->bytes, GW_ADMIT_WRITE, put_admitted, q)) {
     case 1:
         return 0;
     case 0:
@@ -295,7 +297,7 @@ gw_obj_get(struct req *q)
         }
         return;
     }
-    if (admit(q, q->len, get_admitted, q) > 0) {
+    if (admit(q, q->len, GW_ADMIT_READ, get_admitted, q) > 0) {
         gw_oread(f->engine, &q->lay, q->parts, q->nparts, q->off, q->len, get_done, q);
     }
 }

@@ -643,7 +643,7 @@ pre_body(struct s3_req *q)
          * little over x-amz-decoded-content-length). */
         if (gw_front_admits(q->f, clen)) {
             s3_suspend(q); /* before: the admission may come at once, elsewhere */
-            rc = gw_front_admit(q->f, q->r, q->tenant, clen, body_admitted, q);
+            rc = gw_front_admit(q->f, q->r, q->tenant, clen, GW_ADMIT_WRITE, body_admitted, q);
             if (rc == 0) {
                 return 0; /* body_admitted follows: q may be gone already */
             }

@@ -497,7 +497,7 @@ s3_get_object(struct s3_req *q)
     }
     s3_suspend(q);
     /* Large reads share the gateway's bytes in flight with the tenant API's. */
-    switch (gw_front_admit(q->f, q->r, q->tenant, q->len, read_admitted, q)) {
+    switch (gw_front_admit(q->f, q->r, q->tenant, q->len, GW_ADMIT_READ, read_admitted, q)) {
     case 1:
         read_object(q);
         break;
