@@ -25,10 +25,11 @@ Retry-After instead of hanging.
    every 201 object reads back with its SHA-256; the 503s are the
    admission's timed-out count; nothing stays admitted.
 5. S3 PutObject and UploadPart (boto3, no retries) wait in the same queues:
-   each large one takes a ticket (shoal_gateway_admit_admitted_total), under
-   a 10 MiB bound and a 300 ms wait some get SlowDown (503, Retry-After)
-   with their body unread, the others read back whole, and an upload's
-   admitted parts complete.
+   each large one takes a ticket (shoal_gateway_admit_admitted_total), a
+   small one none; under a 10 MiB bound and a 300 ms wait some get SlowDown
+   (503, Retry-After) with their body unread, the others read back whole,
+   and an upload's admitted parts complete. Afterwards no bytes stay in
+   flight or buffered (a PUT's bytes count for later PUTs until persisted).
 """
 import json
 import os
@@ -209,16 +210,26 @@ def reset_hwm(pid):
 
 
 def wait_released(t, c, what):
-    """The admission holds no bytes and has no waiters (within 15 s)."""
+    """The admission holds no bytes, buffered or not, and has no waiters
+    (within 15 s)."""
     deadline = time.time() + 15
     while True:
         m = st.parse_metrics(st.http_request(c.gw_port, "GET", "/metrics").body.decode())
-        if m.get("shoal_gateway_admit_inflight_bytes") == 0 or time.time() > deadline:
+        if (m.get("shoal_gateway_admit_inflight_bytes") == 0 and
+                m.get("shoal_gateway_admit_buffered_bytes") == 0) or time.time() > deadline:
             break
         time.sleep(0.2)
     t.eq(m.get("shoal_gateway_admit_inflight_bytes"), 0, "bytes in flight after %s" % what)
+    t.eq(m.get("shoal_gateway_admit_buffered_bytes"), 0, "bytes buffered after %s" % what)
     t.eq(m.get("shoal_gateway_admit_waiting"), 0, "requests waiting after %s" % what)
     return m
+
+
+def wait_persisted(c):
+    """No large PUT's bytes are buffered (waiting to be persisted), within 15 s."""
+    st.wait_until(lambda: st.parse_metrics(st.http_request(c.gw_port, "GET", "/metrics").body
+                                           .decode()).get("shoal_gateway_admit_buffered_bytes")
+                  == 0, 15, "the buffered bytes of large PUTs to be persisted")
 
 
 def check_put_curl(t):
@@ -305,10 +316,13 @@ def check_s3(t):
     s3.create_bucket(Bucket="adm")
     datas = [os.urandom(SIZE) for _ in range(4)]
     m0 = st.parse_metrics(st.http_request(c.gw_port, "GET", "/metrics").body.decode())
-    # One at a time: each is admitted at once, one ticket each.
+    # One at a time, each once the one before is persisted (its bytes count
+    # for the next write until then): admitted at once, one ticket each.
     s3.put_object(Bucket="adm", Key="one", Body=datas[0])
+    wait_persisted(c)
     up = s3.create_multipart_upload(Bucket="adm", Key="mpu")["UploadId"]
     e1 = s3.upload_part(Bucket="adm", Key="mpu", UploadId=up, PartNumber=1, Body=datas[1])["ETag"]
+    wait_persisted(c)
     s3.put_object(Bucket="adm", Key="small", Body=b"x" * 1000)  # under --admit-min-bytes
     m1 = st.parse_metrics(st.http_request(c.gw_port, "GET", "/metrics").body.decode())
     t.eq(m1.get("shoal_gateway_admit_admitted_total", 0) -
