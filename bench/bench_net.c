@@ -20,6 +20,13 @@
  * parsed in place (status line, Content-Length, chunked, Connection: close)
  * and body bytes are only counted. Everything a thread touches after start
  * is its own; the main thread reads stats only after joining.
+ *
+ * A PUT body of BN_EXPECT_MIN bytes or more goes out as curl sends it: the
+ * headers with "Expect: 100-continue", the body after "100 Continue" or
+ * BN_EXPECT_WAIT_NS without an answer; a final answer instead (a 503 from
+ * an admission queue) ends the request with its body unsent. A write that
+ * fails once the headers are out waits for the answer the server may have
+ * sent before it closed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -50,6 +57,8 @@
 #define PRE_CAP 512u
 #define QUEUE_MAX (1u << 20)
 #define READS_PER_EVENT 4
+#define BN_EXPECT_MIN (1u << 20)           /* curl's threshold */
+#define BN_EXPECT_WAIT_NS 1000000000ull /* curl's --expect100-timeout */
 
 extern volatile sig_atomic_t bn_interrupted;
 
@@ -73,7 +82,7 @@ struct bn_conn {
     int fd;
     unsigned target;
     enum cstate state;
-    struct event *rev, *wev, *retry;
+    struct event *rev, *wev, *retry, *cont;
     unsigned failures; /* consecutive; reset by a complete response */
     unsigned gen;      /* bumped on close: fd numbers get reused */
     int dead;          /* load phase: gave up on this connection */
@@ -88,6 +97,8 @@ struct bn_conn {
     size_t hdr_len;
     uint64_t body_len;
     uint64_t woff;     /* bytes of hdr + body written */
+    int expect;        /* the body waits for "100 Continue" (or cont) */
+    int wbroken;       /* a write failed: only the answer may still come */
     char *hbuf;        /* r->hdr_cap bytes */
     char pre[PRE_CAP]; /* "Host: ...\r\nAuthorization: ...\r\n" */
     size_t pre_len;
@@ -373,6 +384,9 @@ conn_close(struct bn_conn *c)
     c->busy = 0;
     c->carry_len = 0;
     c->gen++;
+    if (c->cont != NULL) {
+        evtimer_del(c->cont);
+    }
 }
 
 static void load_finish(struct bn_ts *ts);
@@ -551,6 +565,8 @@ conn_send(struct bn_conn *c, enum bn_op op, const char *key, size_t klen, uint64
     c->close_after = 0;
     c->body_bytes = 0;
     c->body_len = 0;
+    c->expect = 0;
+    c->wbroken = 0;
     if (r->cfg.url_mode) {
         c->hdr = r->url_req;
         c->hdr_len = r->url_req_len;
@@ -566,6 +582,13 @@ conn_send(struct bn_conn *c, enum bn_op op, const char *key, size_t klen, uint64
             p = PUT_LIT(p, "Content-Length: ");
             p = put_u64(p, size);
             p = PUT_LIT(p, "\r\n");
+            if (size >= BN_EXPECT_MIN) {
+                struct timeval tv = tv_of_ns(BN_EXPECT_WAIT_NS);
+
+                p = PUT_LIT(p, "Expect: 100-continue\r\n");
+                c->expect = 1;
+                evtimer_add(c->cont, &tv);
+            }
         }
         p = PUT_LIT(p, "\r\n");
         c->hdr = c->hbuf;
@@ -602,9 +625,9 @@ static void
 conn_write(struct bn_conn *c)
 {
     struct bn_runner *r = c->th->r;
-    uint64_t total = c->hdr_len + c->body_len;
+    uint64_t total = c->expect ? c->hdr_len : c->hdr_len + c->body_len;
 
-    while (c->woff < total) {
+    while (c->woff < total && !c->wbroken) {
         struct iovec iov[2];
         int n = 0;
         if (c->woff < c->hdr_len) {
@@ -628,11 +651,32 @@ conn_write(struct bn_conn *c)
             if (errno == EINTR) {
                 continue;
             }
+            if (c->woff >= c->hdr_len) {
+                c->wbroken = 1; /* on_readable takes the answer, or fails */
+                return;
+            }
             conn_fail(c, BN_ERR_CONN);
             return;
         }
         c->woff += (uint64_t)w;
     }
+}
+
+/* "100 Continue", or no answer within BN_EXPECT_WAIT_NS: the body goes. */
+static void
+conn_continue(struct bn_conn *c)
+{
+    if (c->busy && c->expect) {
+        c->expect = 0;
+        evtimer_del(c->cont);
+        conn_write(c);
+    }
+}
+
+static void
+on_continue(evutil_socket_t fd, short what, void *arg)
+{
+    conn_continue(arg);
 }
 
 /* Picks the next request for an idle, connected conn (or parks it). */
@@ -794,6 +838,9 @@ parse_head(struct bn_conn *c, const char *p, size_t n)
         line = nl;
     }
     if (st < 200) {
+        if (st == 100) {
+            conn_continue(c);
+        }
         return 1; /* interim response: the real one follows */
     }
     c->status = st;
@@ -1227,10 +1274,11 @@ conn_init(struct bn_thread *th, struct bn_ts *ts, struct bn_conn *c, unsigned ta
     c->rev = event_new(th->base, -1, 0, on_readable, c);
     c->wev = event_new(th->base, -1, 0, on_writable, c);
     c->retry = evtimer_new(th->base, on_retry, c);
+    c->cont = evtimer_new(th->base, on_continue, c);
     c->carry = malloc(CARRY_CAP);
     c->hbuf = malloc(r->hdr_cap);
-    if (c->rev == NULL || c->wev == NULL || c->retry == NULL || c->carry == NULL ||
-        c->hbuf == NULL) {
+    if (c->rev == NULL || c->wev == NULL || c->retry == NULL || c->cont == NULL ||
+        c->carry == NULL || c->hbuf == NULL) {
         return -ENOMEM;
     }
     const struct bn_target *tg = &r->cfg.targets[target];
@@ -1494,6 +1542,9 @@ bn_runner_destroy(struct bn_runner *r)
                 }
                 if (c->retry != NULL) {
                     event_free(c->retry);
+                }
+                if (c->cont != NULL) {
+                    event_free(c->cont);
                 }
                 free(c->carry);
                 free(c->hbuf);

@@ -12,10 +12,14 @@
  * connection of that library, which it must not do from inside its own
  * callback (the resume was lost: the ticket never came back).
  *
- * Invariants: inflight is the sum of the granted tickets' bytes; a tenant
+ * Invariants: inflight is the sum of the granted tickets' bytes but the
+ * buffered ones', buffered the sum of those (writes whose first of two
+ * holds exited); a ticket is freed when its last hold exits; a tenant
  * record exists while it has bytes in flight or waiters; each tenant's
  * FIFO is in arrival order, so its head has its earliest deadline; a
- * waiter is admitted only when nobody chosen before it is still waiting.
+ * waiter is admitted only when nobody chosen before it is still waiting,
+ * but that reads pass the writes while one waits only for the buffered
+ * bytes to drain.
  */
 #include "gw_admit.h"
 
@@ -35,6 +39,9 @@ struct gw_admit_ticket {
     struct gw_admit_ticket *next; /* in its tenant's FIFO, then in a callback list */
     struct admit_tenant *tn;
     uint64_t bytes;
+    int write;      /* GW_ADMIT_WRITE: also waits for the buffered bytes */
+    int buffered;   /* its bytes count in buffered, not inflight */
+    unsigned holds; /* granted: gw_admit_exit calls before its bytes go */
     uint64_t since, deadline;
     gw_admit_cb cb;
     void *arg;
@@ -54,6 +61,7 @@ struct gw_admit {
     pthread_cond_t cv; /* monotonic: the deadline thread's sleep */
     struct admit_tenant *tenants;
     uint64_t inflight;
+    uint64_t buffered;
     int stop;
     int running;
     /* With the thread running: admissions made by gw_admit_exit, whose
@@ -119,10 +127,44 @@ tenants_prune(struct gw_admit *a)
     }
 }
 
+/* Reads count the bytes in flight; writes those and the buffered ones. A
+ * request larger than max_bytes alone enters when nothing it counts is in. */
 static int
-fits(const struct gw_admit *a, uint64_t bytes)
+fits(const struct gw_admit *a, uint64_t bytes, int write)
 {
-    return a->inflight == 0 || a->inflight + bytes <= a->cfg.max_bytes;
+    uint64_t used = a->inflight + (write ? a->buffered : 0);
+
+    return used == 0 || used + bytes <= a->cfg.max_bytes;
+}
+
+/* A write waits only for the buffered bytes to drain. Then every write
+ * waits (behind it, in arrival order), and no read waits for a write:
+ * reads never wait for the persistent buffer. */
+static int
+writes_held(const struct gw_admit *a)
+{
+    for (const struct admit_tenant *tn = a->tenants; tn != NULL; tn = tn->next) {
+        for (const struct gw_admit_ticket *t = tn->head; t != NULL; t = t->next) {
+            if (t->write && !fits(a, t->bytes, 1) && fits(a, t->bytes, 0)) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The waiter of tn that may go next: its first one, or with writes held
+ * its first read; *pp points at it in the FIFO. */
+static struct gw_admit_ticket *
+candidate(struct admit_tenant *tn, int held, struct gw_admit_ticket ***pp)
+{
+    struct gw_admit_ticket **p = &tn->head;
+
+    while (*p != NULL && held && (*p)->write) {
+        p = &(*p)->next;
+    }
+    *pp = p;
+    return *p;
 }
 
 static void
@@ -144,6 +186,27 @@ anyone_waits(const struct gw_admit *a)
     return 0;
 }
 
+/* Somebody waits whom a newcomer (a write or not) may not pass: since
+ * the last admission round, every candidate does not fit, and nobody
+ * passes a candidate. */
+static int
+anyone_blocks(const struct gw_admit *a, int write)
+{
+    int held = writes_held(a);
+
+    if (write && held) {
+        return 1;
+    }
+    for (struct admit_tenant *tn = a->tenants; tn != NULL; tn = tn->next) {
+        struct gw_admit_ticket **p;
+
+        if (candidate(tn, held, &p) != NULL) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Admits waiters while the next one fits; returns them as a callback list. */
 static struct gw_admit_ticket *
 admit_waiters_locked(struct gw_admit *a, uint64_t now)
@@ -152,24 +215,31 @@ admit_waiters_locked(struct gw_admit *a, uint64_t now)
 
     for (;;) {
         struct admit_tenant *best = NULL;
-        struct gw_admit_ticket *t;
+        struct gw_admit_ticket *t = NULL, **tp = NULL;
+        int held = writes_held(a);
 
         for (struct admit_tenant *tn = a->tenants; tn != NULL; tn = tn->next) {
-            if (tn->head == NULL) {
+            struct gw_admit_ticket **p, *c = candidate(tn, held, &p);
+
+            if (c == NULL) {
                 continue;
             }
             if (best == NULL || tn->inflight < best->inflight ||
-                (tn->inflight == best->inflight && tn->head->since < best->head->since)) {
+                (tn->inflight == best->inflight && c->since < t->since)) {
                 best = tn;
+                t = c;
+                tp = p;
             }
         }
-        if (best == NULL || !fits(a, best->head->bytes)) {
+        if (best == NULL || !fits(a, t->bytes, t->write)) {
             break;
         }
-        t = best->head;
-        best->head = t->next;
-        if (best->head == NULL) {
+        *tp = t->next;
+        if (best->tail == t) {
             best->tail = NULL;
+            for (struct gw_admit_ticket *w = best->head; w != NULL; w = w->next) {
+                best->tail = w;
+            }
         }
         grant_locked(a, t);
         a->st.waiting--;
@@ -205,8 +275,8 @@ run_callbacks(struct gw_admit_ticket *list)
 }
 
 int
-gw_admit_enter(struct gw_admit *a, uint32_t tenant, uint64_t bytes, uint64_t now_ns, gw_admit_cb cb,
-               void *arg, struct gw_admit_ticket **t)
+gw_admit_enter(struct gw_admit *a, uint32_t tenant, uint64_t bytes, int write, uint64_t now_ns,
+               gw_admit_cb cb, void *arg, struct gw_admit_ticket **t)
 {
     struct gw_admit_ticket *k;
     struct admit_tenant *tn;
@@ -221,6 +291,8 @@ gw_admit_enter(struct gw_admit *a, uint32_t tenant, uint64_t bytes, uint64_t now
     }
     k->a = a;
     k->bytes = bytes;
+    k->write = write == GW_ADMIT_WRITE;
+    k->holds = 1;
     k->since = now_ns;
     k->deadline = now_ns + a->cfg.wait_ns;
     k->cb = cb;
@@ -233,7 +305,7 @@ gw_admit_enter(struct gw_admit *a, uint32_t tenant, uint64_t bytes, uint64_t now
     }
     k->tn = tn;
     *t = k;
-    if (!anyone_waits(a) && fits(a, bytes)) {
+    if (!anyone_blocks(a, k->write) && fits(a, bytes, k->write)) {
         grant_locked(a, k);
         pthread_mutex_unlock(&a->mu);
         return 1;
@@ -262,9 +334,20 @@ gw_admit_exit(struct gw_admit *a, struct gw_admit_ticket *t, uint64_t now_ns)
         return;
     }
     pthread_mutex_lock(&a->mu);
-    t->tn->inflight -= t->bytes;
-    a->inflight -= t->bytes;
-    free(t);
+    if (t->buffered) {
+        a->buffered -= t->bytes;
+    } else {
+        t->tn->inflight -= t->bytes;
+        a->inflight -= t->bytes;
+    }
+    if (--t->holds > 0) {
+        /* One owner left: the write's bytes wait to be persisted. They
+         * no longer count for reads, nor for the tenant's share. */
+        t->buffered = 1;
+        a->buffered += t->bytes;
+    } else {
+        free(t);
+    }
     list = admit_waiters_locked(a, now_ns);
     tenants_prune(a);
     if (a->running && list != NULL) {
@@ -283,6 +366,16 @@ gw_admit_exit(struct gw_admit *a, struct gw_admit_ticket *t, uint64_t now_ns)
     }
     pthread_mutex_unlock(&a->mu);
     run_callbacks(list);
+}
+
+void
+gw_admit_hold(struct gw_admit_ticket *t)
+{
+    if (t != NULL) {
+        pthread_mutex_lock(&t->a->mu);
+        t->holds++;
+        pthread_mutex_unlock(&t->a->mu);
+    }
 }
 
 void
@@ -307,6 +400,10 @@ gw_admit_expose(struct gw_admit *a, struct cm_buf *b)
     GW_ADMIT_FIG_("inflight_bytes", "gauge",
                   "Object bytes of large GETs and PUTs admitted and not yet answered",
                   st.inflight_bytes)
+    GW_ADMIT_FIG_("buffered_bytes", "gauge",
+                  "Object bytes of large PUTs answered and not yet persisted: large PUTs wait for "
+                  "them too",
+                  st.buffered_bytes)
     GW_ADMIT_FIG_("waiting", "gauge", "Large requests waiting for admission", st.waiting)
     GW_ADMIT_FIG_("admitted_total", "counter", "Large requests admitted", st.admitted)
     GW_ADMIT_FIG_("waited_total", "counter", "Large requests admitted after a wait", st.waited)
@@ -394,6 +491,7 @@ gw_admit_stats(struct gw_admit *a, struct gw_admit_stats *out)
     pthread_mutex_lock(&a->mu);
     *out = a->st;
     out->inflight_bytes = a->inflight;
+    out->buffered_bytes = a->buffered;
     pthread_mutex_unlock(&a->mu);
 }
 

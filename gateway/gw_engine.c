@@ -84,16 +84,21 @@ put_prepare(struct gw_engine *e, struct gw_obj *o, uint64_t cap)
 void
 gw_engine_put(struct gw_engine *e, uint32_t tenant, const uint32_t *placement, size_t nplace,
               uint8_t k, uint8_t m, void *data, uint64_t size, uint64_t cap, gw_put_cb cb,
-              void *arg)
+              void *arg, void (*freed)(void *arg), void *freed_arg)
 {
     struct gw_obj *o = obj_new(e);
     if (!o) {
         cm_free_big(data);
+        if (freed != NULL) {
+            freed(freed_arg);
+        }
         struct gw_layout l = {.tenant = tenant};
         cb(arg, -ENOMEM, &l); /* cannot even queue: answer here */
         return;
     }
     o->st.data = data;
+    o->freed = freed;
+    o->freed_arg = freed_arg;
     if (cap < size) {
         cap = size;
     }

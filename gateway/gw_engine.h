@@ -174,11 +174,15 @@ uint64_t gw_engine_put_room(const struct gw_engine *e, uint8_t k, uint64_t size)
  * the layout (borrowed for the call; version 0, persisted bits so far) once
  * every chunk is in node memory; CM_E_UNAVAIL when fewer than k nodes are
  * reachable; CM_E_BUSY when a node answered "queue full"; -ENOMEM.
+ * freed (may be NULL) runs once when data is freed: every chunk persisted
+ * (or the object dropped) and no socket still sending it, or the put
+ * failed; on the engine's thread, or the caller's when the put cannot
+ * start. The admission of large PUTs holds their bytes until then.
  */
 typedef void (*gw_put_cb)(void *arg, int status, const struct gw_layout *layout);
 void gw_engine_put(struct gw_engine *e, uint32_t tenant, const uint32_t *placement, size_t nplace,
                    uint8_t k, uint8_t m, void *data, uint64_t size, uint64_t cap, gw_put_cb cb,
-                   void *arg);
+                   void *arg, void (*freed)(void *arg), void *freed_arg);
 
 /*
  * Reads bytes [off, off + len) of the object (len may be 0). Fetches data

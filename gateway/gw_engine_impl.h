@@ -148,6 +148,8 @@ struct gw_obj {
     uint64_t stat_gap;    /* ns: wait for notices this long before STATs */
     gw_put_cb cb;
     void *cb_arg;
+    void (*freed)(void *arg); /* once its bytes are freed (gw_engine_put) */
+    void *freed_arg;
     /* A migration (gw_engine_move): the version's layout before the move,
      * which its moving chunks are read from, and whom to tell once. */
     struct gw_layout *src;

@@ -349,9 +349,19 @@ parse_key(struct req *q)
     return 0;
 }
 
-/* A PUT before its body: auth, key, 411/413. 1 when answered; 0 when its
- * body is to be read, now or once a refresh knew its key (q is gone then,
- * or waiting). */
+void
+gw_req_proceed(struct req *q)
+{
+    if (q->async) { /* it waited: the body can come now (request() makes a new req) */
+        atomic_fetch_sub(&q->f->inflight, 1);
+        cm_http_proceed(q->r);
+    }
+    free(q);
+}
+
+/* A PUT before its body: auth, key, 411/413, admission. 1 when answered;
+ * 0 when its body is to be read, now or once a refresh knew its key or
+ * its bytes were admitted (q is gone then, or waiting). */
 static int
 put_headers(struct req *q)
 {
@@ -362,17 +372,15 @@ put_headers(struct req *q)
     if (rc != 0) {
         return rc < 0;
     }
-    if (parse_key(q) != 0 || gw_obj_put_headers(q, t) != 0) {
+    if (parse_key(q) != 0 || (rc = gw_obj_put_headers(q, t)) < 0) {
         gw_snap_unref(s);
         return 1;
     }
     gw_snap_unref(s);
-    if (q->async) { /* it waited: the body can come now (request() makes a new req) */
-        atomic_fetch_sub(&q->f->inflight, 1);
-        cm_http_proceed(q->r);
+    if (rc == 0) {
+        gw_req_proceed(q);
     }
-    free(q);
-    return 0;
+    return 0; /* rc 1: waits for admission, q may be gone already */
 }
 
 static int

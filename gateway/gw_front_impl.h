@@ -81,6 +81,9 @@ void gw_req_fail(struct req *q, int status, const char *code, const char *msg);
 void gw_req_fail_status(struct req *q, int rc);
 /* q is answered later, from another thread. */
 void gw_req_suspend(struct req *q);
+/* For a PUT in headers(), from any thread: its body is read (if q was
+ * suspended, q's request is let go on); frees q, which is not answered. */
+void gw_req_proceed(struct req *q);
 void gw_req_etag_version(struct req *q, const struct gw_layout *l);
 
 /* gw_objects.c: data chunks per stripe of a new version of size bytes
@@ -104,10 +107,31 @@ void gw_front_note_write(struct gw_front *f, uint32_t tenant, const char *key, s
  * Committer thread, after the commit. */
 void gw_front_retire(struct gw_front *f, struct gw_meta_old *old);
 
+/* gw_objects.c: admission of large requests (gw_admit.h). Whether a
+ * request of bytes has to be admitted (a small one never pays for it). */
+int gw_front_admits(const struct gw_front *f, uint64_t bytes);
+/* Enters r (already suspended by its owner) with bytes for tenant, a read
+ * or a write (GW_ADMIT_READ, GW_ADMIT_WRITE): 1: go
+ * on now; 0: it waits and cb(arg, t, status) follows, possibly before
+ * this returns, on the admission thread; -ENOMEM: no memory for a ticket
+ * (the caller answers 503). A ticket granted now is r's
+ * (gw_front_admitted); cb is to hand the t it gets to r the same way. */
+int gw_front_admit(struct gw_front *f, struct cm_http_req *r, uint32_t tenant, uint64_t bytes,
+                   int write, gw_admit_cb cb, void *arg);
+/* t (may be NULL) becomes r's: released once r is gone (its answer sent),
+ * so the bound covers the answer too; r's user pointer (cm_http_user). */
+void gw_front_admitted(struct cm_http_req *r, struct gw_admit_ticket *t);
+/* r's ticket with one more hold (gw_admit_hold) for the engine to release
+ * once it freed the body (gw_engine_put's freed), or NULL. */
+struct gw_admit_ticket *gw_front_ticket_hold(struct cm_http_req *r);
+
 /* gw_objects.c: the handlers, q authenticated (its tenant set) and its key
  * parsed (but for LIST). s and t are borrowed for the call. */
 void gw_obj_get(struct req *q); /* GET and HEAD */
-/* The PUT checks before its body is read (411, 413): 0, or answered. */
+/* A PUT before its body is read: the checks (411, 413), then a large
+ * one's admission. 0: read the body now; -1: answered; 1: q waits,
+ * suspended, and is let go on (gw_req_proceed) or answered 503 later,
+ * from another thread, maybe before this returns (q is not to be used). */
 int gw_obj_put_headers(struct req *q, const struct gw_tenant *t);
 void gw_obj_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t);
 void gw_obj_delete(struct req *q);

@@ -8,13 +8,14 @@
  *
  * Large GETs and PUTs (--admit-min-bytes and up) enter the engine through
  * the admission queue (gw_admit.c): a GET before its chunks are read, a
- * PUT once its body is read, before it is encoded and sent.
+ * PUT as soon as its headers are in, before its body is read (the
+ * connection is held meanwhile: the body waits in the client and the
+ * kernel, not in the gateway).
  *
  * Threads: handlers on HTTP threads (or on the state thread, for a request
  * that waited for a state refresh); get_done and put_done on the engine
  * thread; commit_done on the committer; get_admitted and put_admitted on
- * the thread that released bytes (HTTP) or gave the waiter up (admission
- * deadline thread).
+ * the admission thread (gw_admit.h).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -63,6 +64,43 @@ put_precheck(struct req *q)
 
 /* ---- admission of large requests (gw_admit.c) ---- */
 
+int
+gw_front_admits(const struct gw_front *f, uint64_t bytes)
+{
+    return f->cfg.admit.max_bytes != 0 && bytes >= f->cfg.admit.min_bytes;
+}
+
+void
+gw_front_admitted(struct cm_http_req *r, struct gw_admit_ticket *t)
+{
+    if (t != NULL) {
+        cm_http_on_done(r, gw_admit_done, t);
+        cm_http_set_user(r, t);
+    }
+}
+
+int
+gw_front_admit(struct gw_front *f, struct cm_http_req *r, uint32_t tenant, uint64_t bytes,
+               int write, gw_admit_cb cb, void *arg)
+{
+    struct gw_admit_ticket *t;
+    int rc = gw_admit_enter(f->admit, tenant, bytes, write, cm_now_ns(), cb, arg, &t);
+
+    if (rc > 0) {
+        gw_front_admitted(r, t);
+    }
+    return rc;
+}
+
+struct gw_admit_ticket *
+gw_front_ticket_hold(struct cm_http_req *r)
+{
+    struct gw_admit_ticket *t = cm_http_user(r);
+
+    gw_admit_hold(t);
+    return t;
+}
+
 /* The answer to a large request that waited --admit-wait-ms in vain, or
  * that found no memory for its ticket. */
 static void
@@ -72,28 +110,36 @@ admit_fail(struct req *q)
     gw_req_fail(q, 503, "unavailable", "too many large requests in flight, retry later");
 }
 
-/*
- * Enters q (suspended) with bytes; 1: go on now, 0: waits and cb(arg)
- * follows (it may run before this returns), -1: answered 503. A ticket
- * held is released once q's HTTP request is gone (its answer sent), so the
- * bound covers the answer's buffer too.
- */
+/* Enters q (suspended) with bytes (write: gw_admit_enter's); 1: go on
+ * now, 0: waits and cb(arg) follows (it may run before this returns), -1:
+ * answered 503. */
 static int
-admit(struct req *q, uint64_t bytes, gw_admit_cb cb, void *arg)
+admit(struct req *q, uint64_t bytes, int write, gw_admit_cb cb, void *arg)
 {
-    struct gw_admit_ticket *t;
     int rc;
 
     gw_req_suspend(q); /* before: the admission may come at once, elsewhere */
-    rc = gw_admit_enter(q->f->admit, q->tenant, bytes, cm_now_ns(), cb, arg, &t);
+    rc = gw_front_admit(q->f, q->r, q->tenant, bytes, write, cb, arg);
     if (rc < 0) {
         admit_fail(q);
         return -1;
     }
-    if (rc > 0 && t != NULL) {
-        cm_http_on_done(q->r, gw_admit_done, t);
-    }
     return rc;
+}
+
+/* A large PUT admitted after a wait, its body not read yet: it can come
+ * now (as in put_headers), or the PUT is answered 503 unread. */
+static void
+put_admitted(void *arg, struct gw_admit_ticket *t, int status)
+{
+    struct req *q = arg;
+
+    if (status != 0) {
+        admit_fail(q);
+        return;
+    }
+    gw_front_admitted(q->r, t);
+    gw_req_proceed(q);
 }
 
 int
@@ -105,7 +151,21 @@ gw_obj_put_headers(struct req *q, const struct gw_tenant *t)
     /* Room to pad the last stripe in place: the engine need not copy it. */
     cm_http_reserve_body(
         q->r, gw_engine_put_room(q->f->engine, gw_front_put_k(q->f, t, q->bytes), q->bytes));
-    return 0;
+    if (!gw_front_admits(q->f, q->bytes)) {
+        return 0;
+    }
+    /* Its ticket is held until the answer is sent and the engine freed
+     * its bytes (persisted): the body, its stripes and the persistent
+     * buffer are all under the bound (the last as buffered bytes, which
+     * only writes wait for). */
+    switch (admit(q, q->bytes, GW_ADMIT_WRITE, put_admitted, q)) {
+    case 1:
+        return 0;
+    case 0:
+        return 1;
+    default:
+        return -1;
+    }
 }
 
 /* ---- GET / HEAD ---- */
@@ -174,7 +234,7 @@ get_admitted(void *arg, struct gw_admit_ticket *t, int status)
         admit_fail(q);
         return;
     }
-    cm_http_on_done(q->r, gw_admit_done, t);
+    gw_front_admitted(q->r, t);
     gw_oread(q->f->engine, &q->lay, q->parts, q->nparts, q->off, q->len, get_done, q);
 }
 
@@ -237,7 +297,7 @@ gw_obj_get(struct req *q)
         }
         return;
     }
-    if (admit(q, q->len, get_admitted, q) > 0) {
+    if (admit(q, q->len, GW_ADMIT_READ, get_admitted, q) > 0) {
         gw_oread(f->engine, &q->lay, q->parts, q->nparts, q->off, q->len, get_done, q);
     }
 }
@@ -365,67 +425,6 @@ gw_front_on_layout(void *arg, const struct gw_layout *layout, enum gw_report wha
     }
 }
 
-/* A large PUT, its body read, waiting for admission into the engine. The
- * body is already in memory: the wait bounds the encoding, the node
- * traffic and the parity. */
-struct put_waiter {
-    struct req *q;
-    struct gw_snap *s; /* a reference: row lives in it */
-    const uint32_t *row;
-    size_t nrow;
-    uint32_t tenant;
-    uint8_t k, m;
-    void *body;
-    size_t len, cap;
-};
-
-static void
-put_admitted(void *arg, struct gw_admit_ticket *t, int status)
-{
-    struct put_waiter *w = arg;
-    struct req *q = w->q;
-
-    if (status != 0) {
-        cm_free_big(w->body);
-        admit_fail(q);
-    } else {
-        if (t != NULL) {
-            cm_http_on_done(q->r, gw_admit_done, t);
-        }
-        gw_engine_put(q->f->engine, w->tenant, w->row, w->nrow, w->k, w->m, w->body, w->len, w->cap,
-                      put_done, q);
-    }
-    gw_snap_unref(w->s);
-    free(w);
-}
-
-static void
-put_wait(struct req *q, struct gw_snap *s, const struct gw_tenant *t, const uint32_t *row,
-         size_t nrow, void *body, size_t len, size_t cap)
-{
-    struct put_waiter *w = malloc(sizeof(*w));
-
-    if (w == NULL) {
-        cm_free_big(body);
-        gw_req_fail_status(q, -ENOMEM);
-        return;
-    }
-    gw_snap_ref(s);
-    *w = (struct put_waiter){q, s, row, nrow, t->id, gw_front_put_k(q->f, t, len), t->m, body, len, cap};
-    switch (admit(q, len, put_admitted, w)) {
-    case 1:
-        put_admitted(w, NULL, 0); /* its ticket, if any, is already registered */
-        break;
-    case 0:
-        break; /* put_admitted follows */
-    default:   /* answered */
-        cm_free_big(body);
-        gw_snap_unref(s);
-        free(w);
-        break;
-    }
-}
-
 void
 gw_obj_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
 {
@@ -456,13 +455,11 @@ gw_obj_put(struct req *q, struct gw_snap *s, const struct gw_tenant *t)
             return;
         }
     }
-    if (len < f->cfg.admit.min_bytes || f->cfg.admit.max_bytes == 0) {
-        gw_req_suspend(q);
-        gw_engine_put(f->engine, t->id, row, nrow, gw_front_put_k(f, t, len), t->m, body, len, cap,
-                      put_done, q);
-        return;
-    }
-    put_wait(q, s, t, row, nrow, body, len, cap);
+    gw_req_suspend(q);
+    /* A large one was admitted before its body came (gw_obj_put_headers):
+     * its bytes stay admitted until the engine frees them too. */
+    gw_engine_put(f->engine, t->id, row, nrow, gw_front_put_k(f, t, len), t->m, body, len, cap,
+                  put_done, q, gw_admit_done, gw_front_ticket_hold(q->r));
 }
 
 void

@@ -96,6 +96,9 @@ gw_obj_unref(struct gw_obj *o)
         return;
     }
     gw_stripes_fini(&o->st);
+    if (o->freed != NULL) {
+        o->freed(o->freed_arg);
+    }
     gw_layout_fini(&o->lay);
     free(o->persisted);
     free(o->src);

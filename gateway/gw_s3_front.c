@@ -585,8 +585,38 @@ has_body(struct cm_http_req *r)
            (cm_http_content_length(r, &clen) == 0 && clen > 0);
 }
 
+/* q's body is to be read now: if q waited, its request goes on; q is
+ * freed unanswered (request() makes a new one). */
+static void
+body_go(struct s3_req *q)
+{
+    if (q->async) {
+        atomic_fetch_sub(&q->f->inflight, 1);
+        cm_http_proceed(q->r);
+    }
+    gw_snap_unref(q->snap);
+    cm_buf_fini(&q->hdrs);
+    free(q);
+}
+
+/* A large object body's bytes admitted after a wait (admission thread):
+ * it can come now, or q is answered SlowDown with its body unread. */
+static void
+body_admitted(void *arg, struct gw_admit_ticket *t, int status)
+{
+    struct s3_req *q = arg;
+
+    if (status != 0) {
+        s3_fail(q, GW_S3_E_SLOW_DOWN, "too many large requests in flight: retry later");
+        return;
+    }
+    gw_front_admitted(q->r, t);
+    body_go(q);
+}
+
 /* Before a body is read: 1 when answered; 0 when it is to be read, now or
- * once a refresh knew the key (q is gone then, or waiting). */
+ * once a refresh knew the key or its bytes were admitted (q is gone then,
+ * or waiting). */
 static int
 pre_body(struct s3_req *q)
 {
@@ -607,17 +637,26 @@ pre_body(struct s3_req *q)
         if (s3_put_headers(q) != 0) {
             return 1;
         }
+        /* A large body waits for its bytes in flight before it is read, as
+         * the tenant API's PUT does. It asks for what the gateway will
+         * hold, Content-Length (an aws-chunked body's encoded length, a
+         * little over x-amz-decoded-content-length). */
+        if (gw_front_admits(q->f, clen)) {
+            s3_suspend(q); /* before: the admission may come at once, elsewhere */
+            rc = gw_front_admit(q->f, q->r, q->tenant, clen, GW_ADMIT_WRITE, body_admitted, q);
+            if (rc == 0) {
+                return 0; /* body_admitted follows: q may be gone already */
+            }
+            if (rc < 0) {
+                s3_fail(q, GW_S3_E_SLOW_DOWN, "gateway out of memory, retry later");
+                return 1;
+            }
+        }
     } else if (clen > GW_S3_XML_BODY_MAX) {
         s3_fail(q, GW_S3_E_MAX_MESSAGE_LENGTH, "request bodies are at most 4 MiB but for objects");
         return 1;
     }
-    if (q->async) { /* it waited: the body can come now (request() makes a new req) */
-        atomic_fetch_sub(&q->f->inflight, 1);
-        cm_http_proceed(q->r);
-    }
-    gw_snap_unref(q->snap);
-    cm_buf_fini(&q->hdrs);
-    free(q);
+    body_go(q);
     return 0;
 }
 

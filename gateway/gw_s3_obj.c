@@ -224,8 +224,10 @@ s3_store(struct s3_req *q, void *body, uint64_t len, uint64_t cap)
     q->attrs.has_md5 = 1;
     q->bytes = len;
     s3_suspend(q);
+    /* A large PutObject or UploadPart was admitted before its body came
+     * (gw_s3_front.c): its bytes stay admitted until the engine frees them. */
     gw_engine_put(f->engine, q->tenant, row, nrow, gw_front_put_k(f, q->t, len), q->t->m, body, len,
-                  cap, store_done, q);
+                  cap, store_done, q, gw_admit_done, gw_front_ticket_hold(q->r));
 }
 
 /* The headers a new version keeps, from the request. */
@@ -374,9 +376,16 @@ get_done(void *arg, int status, void *buf, size_t len)
     s3_reply(q, q->partial ? 206 : 200, ctype, buf, len, CM_HTTP_FREE);
 }
 
-/* The read, once its bytes are admitted; the ticket goes with the answer. */
 static void
-get_admitted(void *arg, struct gw_admit_ticket *t, int status)
+read_object(struct s3_req *q)
+{
+    gw_oread(q->f->engine, &q->obj->lay, q->obj->parts, q->obj->a.nparts, q->off, q->len, get_done,
+             q);
+}
+
+/* A large read admitted after a wait; the ticket goes with the answer. */
+static void
+read_admitted(void *arg, struct gw_admit_ticket *t, int status)
 {
     struct s3_req *q = arg;
 
@@ -384,11 +393,8 @@ get_admitted(void *arg, struct gw_admit_ticket *t, int status)
         s3_fail(q, GW_S3_E_SLOW_DOWN, "too many large requests in flight: retry later");
         return;
     }
-    if (t != NULL) {
-        cm_http_on_done(q->r, gw_admit_done, t);
-    }
-    gw_oread(q->f->engine, &q->obj->lay, q->obj->parts, q->obj->a.nparts, q->off, q->len, get_done,
-             q);
+    gw_front_admitted(q->r, t);
+    read_object(q);
 }
 
 /* The version at q->rt.key into q->obj (in a grace period first when its
@@ -436,7 +442,6 @@ s3_get_object(struct s3_req *q)
         cm_http_header(q->r, "If-Modified-Since"),
         cm_http_header(q->r, "If-Unmodified-Since"),
     };
-    struct gw_admit_ticket *t = NULL;
     char etag[GW_S3_ETAG_MAX], cr[96];
     const char *ctype;
     uint64_t size;
@@ -492,14 +497,14 @@ s3_get_object(struct s3_req *q)
     }
     s3_suspend(q);
     /* Large reads share the gateway's bytes in flight with the tenant API's. */
-    switch (gw_admit_enter(q->f->admit, q->tenant, q->len, cm_now_ns(), get_admitted, q, &t)) {
+    switch (gw_front_admit(q->f, q->r, q->tenant, q->len, GW_ADMIT_READ, read_admitted, q)) {
     case 1:
-        get_admitted(q, t, 0);
+        read_object(q);
         break;
     case 0:
-        break; /* get_admitted follows */
+        break; /* read_admitted follows */
     default:
-        s3_fail(q, GW_S3_E_SLOW_DOWN, "the gateway is out of memory: retry later");
+        s3_fail(q, GW_S3_E_SLOW_DOWN, "gateway out of memory, retry later");
         break;
     }
 }

@@ -347,7 +347,8 @@ do_put(struct gw_engine *e, const uint32_t *place, size_t np, int k, int m, cons
     CHECK(copy);
     memcpy(copy, src, size);
     memset(copy + size, 0xa5, cap - size);
-    gw_engine_put(e, 7, place, np, (uint8_t)k, (uint8_t)m, copy, size, cap, put_cb, &w);
+    gw_engine_put(e, 7, place, np, (uint8_t)k, (uint8_t)m, copy, size, cap, put_cb, &w, NULL,
+                  NULL);
     waiter_wait(&w);
     if (w.status == 0) {
         char key[32];

@@ -23,6 +23,8 @@
 struct rq {
     uint32_t tenant;
     uint64_t bytes;
+    int write; /* GW_ADMIT_WRITE */
+    int held;  /* a write's second hold taken and one exited */
     int state; /* 0 waiting, 1 admitted, 2 gave up */
     int status;
     struct gw_admit_ticket *t;
@@ -49,7 +51,7 @@ cb(void *arg, struct gw_admit_ticket *t, int status)
 static int
 enter(struct gw_admit *a, struct rq *r, uint64_t now)
 {
-    int rc = gw_admit_enter(a, r->tenant, r->bytes, now, cb, r, &r->t);
+    int rc = gw_admit_enter(a, r->tenant, r->bytes, r->write, now, cb, r, &r->t);
 
     if (rc == 1) {
         r->state = 1;
@@ -282,8 +284,9 @@ test_thread(void)
     gw_admit_destroy(a);
 }
 
-/* Random steps against the invariants: bound respected, every waiter
- * gets exactly one answer, and bytes balance at the end. */
+/* Random steps against the invariants: bound respected by the bytes in
+ * flight and by the buffered ones, every waiter gets exactly one answer,
+ * and bytes balance at the end. A third are writes, which exit twice. */
 static void
 test_random(void)
 {
@@ -291,6 +294,7 @@ test_random(void)
     struct gw_admit *a = gw_admit_create(&cfg);
     enum { N = 2000 };
     static struct rq r[N];
+    struct gw_admit_stats st;
     uint64_t now = 0;
     int i;
 
@@ -298,19 +302,28 @@ test_random(void)
     for (i = 0; i < N; i++) {
         r[i].tenant = (uint32_t)(t_rand() % 5);
         r[i].bytes = (t_rand() % 20 + 1) * MIB;
+        r[i].write = t_rand() % 3 == 0 ? GW_ADMIT_WRITE : GW_ADMIT_READ;
         (void)enter(a, &r[i], now);
         CHECK(inflight(a) <= cfg.max_bytes || r[i].bytes > cfg.max_bytes);
-        /* finish a random admitted one now and then */
+        /* finish a random admitted one now and then (a write in two steps) */
         for (int j = 0; j < 2; j++) {
             int k = (int)(t_rand() % (uint64_t)(i + 1));
             if (r[k].state == 1 && r[k].t != NULL && t_rand() % 2) {
+                if (r[k].write && !r[k].held) {
+                    gw_admit_hold(r[k].t);
+                    r[k].held = 1;
+                    gw_admit_exit(a, r[k].t, now);
+                    continue;
+                }
                 gw_admit_exit(a, r[k].t, now);
                 r[k].t = NULL;
             }
         }
         now += t_rand() % 10;
         gw_admit_expire(a, now);
-        CHECK(inflight(a) <= cfg.max_bytes);
+        gw_admit_stats(a, &st);
+        CHECK(st.inflight_bytes <= cfg.max_bytes);
+        CHECK(st.buffered_bytes <= cfg.max_bytes);
     }
     gw_admit_expire(a, UINT64_MAX - 1);
     for (i = 0; i < N; i++) {
@@ -319,7 +332,115 @@ test_random(void)
         }
         CHECK(r[i].state == 1 || r[i].state == 2);
     }
-    CHECK_EQ_INT(inflight(a), 0);
+    gw_admit_stats(a, &st);
+    CHECK_EQ_INT((int)(st.inflight_bytes + st.buffered_bytes), 0);
+    gw_admit_destroy(a);
+}
+
+/* A write's ticket has two holds (its answer, its chunks in the
+ * persistent buffer): once either exits its bytes are buffered, which
+ * writes wait for and reads do not; they go when both exited, in either
+ * order. */
+static void
+test_holds(void)
+{
+    struct gw_admit_cfg cfg = {.max_bytes = 10 * MIB, .min_bytes = 1 * MIB, .wait_ns = 1000 * MS};
+    struct gw_admit *a = gw_admit_create(&cfg);
+    struct rq w0 = RQ(1, 10 * MIB), w1 = RQ(2, 10 * MIB), w2 = RQ(1, 6 * MIB), r = RQ(3, 10 * MIB);
+    struct gw_admit_stats st;
+
+    w0.write = w1.write = w2.write = GW_ADMIT_WRITE;
+    CHECK_EQ_INT(enter(a, &w0, 0), 1);
+    CHECK_EQ_INT(enter(a, &w1, 1), 0);
+    gw_admit_hold(w0.t);
+    gw_admit_hold(NULL);       /* a no-op, as gw_admit_exit(NULL) */
+    gw_admit_exit(a, w0.t, 2); /* answered: its bytes wait to be persisted */
+    gw_admit_stats(a, &st);
+    CHECK_EQ_INT((int)(st.inflight_bytes / MIB), 0);
+    CHECK_EQ_INT((int)(st.buffered_bytes / MIB), 10);
+    CHECK_EQ_INT(w1.state, 0);        /* a write waits for the buffer */
+    CHECK_EQ_INT(enter(a, &r, 3), 1); /* a read does not, nor behind it */
+    gw_admit_exit(a, r.t, 4);
+    CHECK_EQ_INT(w1.state, 0);
+    gw_admit_exit(a, w0.t, 5); /* persisted */
+    CHECK_EQ_INT(w1.state, 1);
+    gw_admit_stats(a, &st);
+    CHECK_EQ_INT((int)(st.buffered_bytes / MIB), 0);
+    CHECK_EQ_INT((int)(st.inflight_bytes / MIB), 10);
+    /* the persistent buffer's hold may also exit first */
+    gw_admit_hold(w1.t);
+    CHECK_EQ_INT(enter(a, &w2, 6), 0);
+    gw_admit_exit(a, w1.t, 7);
+    CHECK_EQ_INT(w2.state, 0);
+    gw_admit_exit(a, w1.t, 8);
+    CHECK_EQ_INT(w2.state, 1);
+    gw_admit_exit(a, w2.t, 9);
+    gw_admit_stats(a, &st);
+    CHECK_EQ_INT((int)(st.inflight_bytes + st.buffered_bytes), 0);
+    gw_admit_destroy(a);
+}
+
+/* A read behind a write of its own tenant that waits only for the buffer
+ * passes it; a read that does not fit holds up everyone behind it; a write
+ * that also waits for bytes in flight is passed by nobody; and a write
+ * gets its 503 at its deadline. */
+static void
+test_buffer_fifo(void)
+{
+    struct gw_admit_cfg cfg = {.max_bytes = 20 * MIB, .min_bytes = 1 * MIB, .wait_ns = 100 * MS};
+    struct gw_admit *a = gw_admit_create(&cfg);
+    struct rq w0 = RQ(1, 15 * MIB), w1 = RQ(1, 10 * MIB), r1 = RQ(1, 10 * MIB),
+              r2 = RQ(2, 15 * MIB), r3 = RQ(3, 2 * MIB);
+
+    w0.write = w1.write = GW_ADMIT_WRITE;
+    CHECK_EQ_INT(enter(a, &w0, 0), 1);
+    gw_admit_hold(w0.t);
+    gw_admit_exit(a, w0.t, 1); /* 15 MiB buffered */
+    CHECK_EQ_INT(enter(a, &w1, 2), 0);
+    CHECK_EQ_INT(enter(a, &r1, 3), 1); /* passes w1 in their FIFO */
+    CHECK_EQ_INT(enter(a, &r2, 4), 0); /* 10 + 15 > 20 */
+    CHECK_EQ_INT(enter(a, &r3, 5), 0); /* fits, but r2 is ahead of it */
+    gw_admit_exit(a, r1.t, 6);
+    CHECK_EQ_INT(r2.state, 1);
+    /* w1 now waits for bytes in flight too (15 + 10 > 20): it is ahead of
+     * r3 again, and nobody passes it */
+    CHECK_EQ_INT(w1.state, 0);
+    CHECK_EQ_INT(r3.state, 0);
+    gw_admit_expire(a, 100 * MS + 3); /* w1's deadline, not r3's */
+    CHECK_EQ_INT(w1.state, 2);
+    CHECK_EQ_INT(w1.status, CM_E_TIMEOUT);
+    CHECK_EQ_INT(r3.state, 1);
+    gw_admit_exit(a, r2.t, 103 * MS);
+    gw_admit_exit(a, r3.t, 103 * MS);
+    gw_admit_exit(a, w0.t, 103 * MS);
+    CHECK_EQ_INT((int)inflight(a), 0);
+    gw_admit_destroy(a);
+}
+
+/* While a write waits for the buffer, a smaller write that would fit
+ * waits behind it (no write overtakes another); reads still pass. */
+static void
+test_write_order(void)
+{
+    struct gw_admit_cfg cfg = {.max_bytes = 20 * MIB, .min_bytes = 1 * MIB, .wait_ns = 100 * MS};
+    struct gw_admit *a = gw_admit_create(&cfg);
+    struct rq w0 = RQ(1, 15 * MIB), w1 = RQ(1, 10 * MIB), w2 = RQ(2, 4 * MIB), r = RQ(3, 4 * MIB);
+
+    w0.write = w1.write = w2.write = GW_ADMIT_WRITE;
+    CHECK_EQ_INT(enter(a, &w0, 0), 1);
+    gw_admit_hold(w0.t);
+    gw_admit_exit(a, w0.t, 0); /* 15 MiB buffered */
+    CHECK_EQ_INT(enter(a, &w1, 1), 0);
+    CHECK_EQ_INT(enter(a, &w2, 2), 0); /* 15 + 4 fits, but w1 is ahead */
+    CHECK_EQ_INT(enter(a, &r, 3), 1);
+    gw_admit_exit(a, w0.t, 4); /* persisted: w1, then w2 */
+    CHECK_EQ_INT(w1.state, 1);
+    CHECK_EQ_INT(w2.state, 1);
+    CHECK(w1.order < w2.order);
+    gw_admit_exit(a, r.t, 5);
+    gw_admit_exit(a, w1.t, 5);
+    gw_admit_exit(a, w2.t, 5);
+    CHECK_EQ_INT((int)inflight(a), 0);
     gw_admit_destroy(a);
 }
 
@@ -332,6 +453,9 @@ main(void)
     test_deadline();
     test_thread();
     test_random();
+    test_holds();
+    test_buffer_fifo();
+    test_write_order();
     printf("unit.gateway.admit: ok\n");
     return 0;
 }

@@ -423,7 +423,7 @@ put(uint8_t k, uint8_t m, size_t size, const uint32_t *row)
 
     memcpy(copy, src, size);
     waiter_init(&w);
-    gw_engine_put(eng, TENANT, row, NNODES, k, m, copy, size, size, put_cb, &w);
+    gw_engine_put(eng, TENANT, row, NNODES, k, m, copy, size, size, put_cb, &w, NULL, NULL);
     waiter_wait(&w);
     CHECK_EQ_INT(w.status, 0);
     return w.lay;
