@@ -78,7 +78,8 @@ struct ctl_pp_trows {
     uint64_t *row_epoch; /* parts: placement epoch of the row's last change */
     uint8_t *by_hash;    /* parts: 1 = made by hash (refilled when short) */
     /* parts x width: each holder's fraction of its partition's demand, as
-     * the policy published it (copies may be uneven; hash rows even) */
+     * the policy published it (pol_pp_slot_share; hash rows even). Only
+     * informational: the policy and ctl_pp_util compute shares themselves */
     double *share;
     uint64_t seen; /* newest state epoch of a snapshot that had the tenant */
 };
