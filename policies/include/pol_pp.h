@@ -46,7 +46,8 @@
  * all). A row holds c = min(width, eligible nodes) distinct node ids, then
  * the rest of its slots are unused: eligible is every node for "hash", the
  * up nodes otherwise. A holder kept from the current row stays in its slot
- * (slot j holds chunk j).
+ * (slot j holds chunk j), and no current holder takes another slot of its
+ * row (its chunk would move): bytes moved count by slot.
  */
 #ifndef POL_PP_H
 #define POL_PP_H
