@@ -203,9 +203,8 @@ check_view(const struct pol_pp_view *v, int32_t **tix)
     *tix = NULL;
     if (v == NULL || (v->nnodes > 0 && v->nodes == NULL) || (v->nparts > 0 && v->parts == NULL) ||
         (v->ntenants > 0 && v->tenants == NULL) || (v->cur_rows == NULL) != (v->cur_len == NULL) ||
-        v->nnodes > INT32_MAX ||
-        v->nparts > INT32_MAX || v->ntenants > INT32_MAX || !isfinite(v->headroom) ||
-        v->headroom <= 0.0 || v->headroom > 1.0) {
+        v->nnodes > INT32_MAX || v->nparts > INT32_MAX || v->ntenants > INT32_MAX ||
+        !isfinite(v->headroom) || v->headroom <= 0.0 || v->headroom > 1.0) {
         return CM_E_BADARG;
     }
     nodes = index_ids(v->nodes, v->nnodes, sizeof(v->nodes[0]), &dup);

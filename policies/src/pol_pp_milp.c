@@ -158,8 +158,8 @@ relieve(struct pp_work *w, int32_t n, unsigned char *free_mask, size_t *nf, size
         free_mask[p] = 1;
         (*nf)++;
         for (int r = 0; r < POL_PP_NRES; r++) {
-            freed[r] += w->dem[p * POL_PP_NRES + r] *
-                        pp_share(w, p, (uint32_t)pp_cur_slot(w, p, n));
+            freed[r] +=
+                w->dem[p * POL_PP_NRES + r] * pp_share(w, p, (uint32_t)pp_cur_slot(w, p, n));
         }
     }
     free(cand);
@@ -424,8 +424,7 @@ add_cols(struct model *mo, struct pol_milp *m, const int32_t *g)
             col = pol_milp_col(m, 1, 0.0, 1.0, holds_in(w, p, w->up[u], 0, a) ? 0.0 : c);
             mo->y[i * w->nup + u] = col;
             if (col >= 0 && a < w->c[p]) {
-                col = pol_milp_col(m, 1, 0.0, 1.0,
-                                   holds_in(w, p, w->up[u], a, w->c[p]) ? 0.0 : c);
+                col = pol_milp_col(m, 1, 0.0, 1.0, holds_in(w, p, w->up[u], a, w->c[p]) ? 0.0 : c);
                 mo->q[i * w->nup + u] = col;
             }
         }
