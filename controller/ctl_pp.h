@@ -78,7 +78,8 @@ struct ctl_pp_trows {
     uint64_t *row_epoch; /* parts: placement epoch of the row's last change */
     uint8_t *by_hash;    /* parts: 1 = made by hash (refilled when short) */
     /* parts x width: each holder's fraction of its partition's demand, as
-     * the policy published it (copies may be uneven; hash rows even) */
+     * the policy published it (pol_pp_slot_share; hash rows even). Only
+     * informational: the policy and ctl_pp_util compute shares themselves */
     double *share;
     uint64_t seen; /* newest state epoch of a snapshot that had the tenant */
 };
@@ -195,9 +196,10 @@ void ctl_pp_trig_tried(struct ctl_pp_trig *t, const struct ctl_pp_trig_cfg *c, u
 /*
  * The highest fair-share utilisation of an up node under v's current rows
  * (v->cur_rows, cur_len): each tenant's demand scaled to its DRF share
- * (pol_pp_drf), a partition's load spread over its holders that are up
- * (by v->cur_share for a copies row whose holders are all up, else
- * evenly), over each node's capacity, the larger resource. 0 when no node is up
+ * (pol_pp_drf), a partition's load spread over its holders that are up,
+ * in slot order, by pol_pp_slot_share (copies evenly; a stripe's first k
+ * up holders, the ones reads ask), over each node's capacity, the larger
+ * resource. 0 when no node is up
  * or nothing is placed; CM_E_BADARG on a bad view (*max_util then 0).
  */
 int ctl_pp_util(const struct pol_pp_view *v, double *max_util);

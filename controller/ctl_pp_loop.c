@@ -117,10 +117,10 @@ ctl_pp_util(const struct pol_pp_view *v, double *max_util)
         if (c == 0 || ti == v->ntenants) {
             continue;
         }
-        /* Published shares count for a copies row whose holders all stay. */
-        int whole = v->cur_share != NULL && pt->k == 1 && c == v->cur_len[p];
+        /* The up holders in slot order: with a data holder down, the next
+         * position stands in for it in reads. */
         for (size_t q = 0; q < c; q++) {
-            double sh = whole ? v->cur_share[off - pt->width + q] : 1.0 / (double)c;
+            double sh = pol_pp_slot_share(pt->k, (uint32_t)c, (uint32_t)q);
 
             for (int r = 0; r < POL_PP_NRES; r++) {
                 load[(size_t)hold[q] * POL_PP_NRES + r] += pt->demand[r] * frac[ti] * sh;
@@ -164,7 +164,6 @@ struct pp_check {
     struct pol_pp_tenant *tenants;
     struct pol_pp_part *parts;
     uint32_t *cur, *cur_len;
-    double *cur_share;
     struct pol_pp_view v;
 };
 
@@ -179,7 +178,6 @@ check_fini(struct pp_check *c)
     free(c->parts);
     free(c->cur);
     free(c->cur_len);
-    free(c->cur_share);
 }
 
 static const struct ctl_pp_demand *
@@ -217,7 +215,6 @@ check_view(struct ctl_pp *pp, struct pp_check *c)
     c->parts = cm_calloc(nparts + 1, sizeof(*c->parts));
     c->cur = cm_calloc(slots + 1, sizeof(*c->cur));
     c->cur_len = cm_calloc(nparts + 1, sizeof(*c->cur_len));
-    c->cur_share = cm_calloc(slots + 1, sizeof(*c->cur_share));
     for (size_t i = 0; i < c->rows.n; i++) {
         const struct ctl_pp_trows *r = &c->rows.t[i];
 
@@ -238,8 +235,6 @@ check_view(struct ctl_pp *pp, struct pp_check *c)
                 pt->resident_bytes = d->resident_bytes > 0 ? d->resident_bytes : 1;
             }
             memcpy(&c->cur[off], &r->ids[(size_t)p * r->width], r->len[p] * sizeof(*c->cur));
-            memcpy(&c->cur_share[off], &r->share[(size_t)p * r->width],
-                   r->len[p] * sizeof(*c->cur_share));
             c->cur_len[k] = r->len[p];
             off += r->width;
         }
@@ -252,7 +247,6 @@ check_view(struct ctl_pp *pp, struct pp_check *c)
     c->v.ntenants = c->s.ntenants;
     c->v.cur_rows = c->cur;
     c->v.cur_len = c->cur_len;
-    c->v.cur_share = c->cur_share;
     c->v.headroom = pp->cfg.headroom;
 }
 

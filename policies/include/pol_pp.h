@@ -29,21 +29,25 @@
  *            the solver finds nothing in time or the model is infeasible.
  *
  * Load model (greedy and milp). Each tenant's demand is first scaled to its
- * weighted DRF share of the whole cluster (pol_pp_drf): placement only owes
- * every tenant its fair share. A partition's demand is its load summed over
- * its holders. A stripe partition (k > 1) puts demand/c on each of its c
- * holders (writes touch every chunk; reads touch k of them, and the even
- * spread is the long-run average). A copies partition (k == 1, c > 1) may
- * put any fractions on its holders that sum to 1 (reads go to any copy;
- * replica selection steers them), which milp chooses and greedy takes as
- * 1/c. A node must stay within u * capacity on every resource.
+ * weighted DRF share of POL_PP_DRF_FILL x u x the cluster (pol_pp_drf):
+ * placement only owes every tenant its fair share, and the fill below u
+ * leaves room to place whole holders. A partition's demand is its load summed
+ * over its holders, and each holder carries what the gateway's reads ask of
+ * it (pol_pp_slot_share): a copies partition (k == 1) is read from any copy
+ * and replica selection spreads reads over them, so each of its c holders
+ * carries 1/c; a stripe partition (k > 1) is read from its k data positions
+ * (slots 0..k-1; parity only when a data holder fails or is slow), so each
+ * data holder carries 1/k and a parity holder nothing. (The demand the
+ * gateways report does not tell writes, which touch every position, from
+ * reads.) A node must stay within u * capacity on every resource.
  *
  * Rows. Partition p owns slots off_p .. off_p + width_p - 1 of the row
  * arrays, off_p = sum of the widths before it (pol_pp_slots counts them
  * all). A row holds c = min(width, eligible nodes) distinct node ids, then
  * the rest of its slots are unused: eligible is every node for "hash", the
  * up nodes otherwise. A holder kept from the current row stays in its slot
- * (slot j holds chunk j).
+ * (slot j holds chunk j), and no current holder takes another slot of its
+ * row (its chunk would move): bytes moved count by slot.
  */
 #ifndef POL_PP_H
 #define POL_PP_H
@@ -88,10 +92,6 @@ struct pol_pp_view {
      * holders. NULL (both) = nothing placed yet. */
     const uint32_t *cur_rows;
     const uint32_t *cur_len;
-    /* Optional (NULL = even): the shares published with cur_rows (the last
-     * out.share). Only copies use them: a copies row whose every holder
-     * stays is judged by its shares, each in [0, 1], summing to 1. */
-    const double *cur_share;
     double headroom; /* u in (0, 1] */
     /* "hash" only: the 64-bit hash that scores the nodes, and its seed (the
      * controller passes cm_hash64 and 0). */
@@ -114,7 +114,7 @@ struct pol_pp_stats {
  * be NULL), len has nparts. */
 struct pol_pp_out {
     uint32_t *rows;
-    double *share; /* fraction of the partition's demand each holder carries */
+    double *share; /* each holder's pol_pp_slot_share (informational) */
     uint32_t *len;
     struct pol_pp_stats stats;
 };
@@ -151,10 +151,22 @@ const struct pol_pp_ops *const *pol_pp_list(size_t *n);
 /* Sum of the partitions' widths: the length of the row arrays. */
 size_t pol_pp_slots(const struct pol_pp_view *v);
 
+/* The fraction of a partition's demand (k data positions, 1 = copies) that
+ * the holder in slot j of a row of c holders carries, j < c: copies 1/c;
+ * stripes 1/min(k, c) in the first min(k, c) slots, else 0 (see the load
+ * model above). */
+double pol_pp_slot_share(uint32_t k, uint32_t c, uint32_t j);
+
+/* What weighted DRF fills: this fraction of u x the cluster. Demand that
+ * fills u exactly would need a perfectly even placement; below it, whole
+ * holders fit under u without moving nearly everything. */
+#define POL_PP_DRF_FILL 0.9
+
 /*
  * Weighted DRF over the whole cluster (progressive filling): the fraction
  * frac[i] in [0, 1] of tenant v->tenants[i]'s total demand that it is owed
- * when every tenant's dominant share of u * (capacity of the up nodes)
+ * when every tenant's dominant share of POL_PP_DRF_FILL * u * (capacity of
+ * the up nodes)
  * grows in proportion to its weight, a tenant stopping when its demand is
  * met and every tenant using a resource stopping when that resource is full.
  * frac has v->ntenants entries. 0 or CM_E_BADARG.

@@ -192,42 +192,19 @@ finite_nonneg(double x)
     return isfinite(x) && x >= 0.0;
 }
 
-/* Partition p's published shares (copies only), if any: each in [0, 1],
- * summing to 1. */
-static int
-shares_ok(const struct pol_pp_view *v, size_t p, size_t off)
-{
-    double sum = 0.0;
-
-    if (v->cur_share == NULL || v->parts[p].k != 1 || v->cur_len[p] == 0) {
-        return 1;
-    }
-    for (uint32_t j = 0; j < v->cur_len[p]; j++) {
-        double s = v->cur_share[off + j];
-
-        if (!isfinite(s) || s < 0.0 || s > 1.0) {
-            return 0;
-        }
-        sum += s;
-    }
-    return fabs(sum - 1.0) <= 1e-6;
-}
-
 /* Checks the view; on success *tix (caller frees) maps each partition to
  * its tenant's index in v->tenants. */
 static int
 check_view(const struct pol_pp_view *v, int32_t **tix)
 {
     struct id_ix *nodes = NULL, *tenants = NULL;
-    size_t off = 0;
     int dup, rc = CM_E_BADARG;
 
     *tix = NULL;
     if (v == NULL || (v->nnodes > 0 && v->nodes == NULL) || (v->nparts > 0 && v->parts == NULL) ||
         (v->ntenants > 0 && v->tenants == NULL) || (v->cur_rows == NULL) != (v->cur_len == NULL) ||
-        (v->cur_share != NULL && v->cur_rows == NULL) || v->nnodes > INT32_MAX ||
-        v->nparts > INT32_MAX || v->ntenants > INT32_MAX || !isfinite(v->headroom) ||
-        v->headroom <= 0.0 || v->headroom > 1.0) {
+        v->nnodes > INT32_MAX || v->nparts > INT32_MAX || v->ntenants > INT32_MAX ||
+        !isfinite(v->headroom) || v->headroom <= 0.0 || v->headroom > 1.0) {
         return CM_E_BADARG;
     }
     nodes = index_ids(v->nodes, v->nnodes, sizeof(v->nodes[0]), &dup);
@@ -268,10 +245,9 @@ check_view(const struct pol_pp_view *v, int32_t **tix)
         (*tix)[p] = lookup(tenants, v->ntenants, pt->tenant);
         if ((*tix)[p] < 0 || pt->width < 1 || pt->width > POL_PP_MAX_WIDTH || pt->k < 1 ||
             pt->k > pt->width || !finite_nonneg(pt->demand[0]) || !finite_nonneg(pt->demand[1]) ||
-            (v->cur_len != NULL && v->cur_len[p] > pt->width) || !shares_ok(v, p, off)) {
+            (v->cur_len != NULL && v->cur_len[p] > pt->width)) {
             goto out;
         }
-        off += pt->width;
     }
     rc = 0;
 out:
@@ -284,7 +260,18 @@ out:
     return rc;
 }
 
-/* ---- weighted DRF ------------------------------------------------------ */
+/* ---- the load model and weighted DRF ------------------------------------ */
+
+double
+pol_pp_slot_share(uint32_t k, uint32_t c, uint32_t j)
+{
+    uint32_t read = k < c ? k : c; /* holders a read asks */
+
+    if (k == 1) {
+        return 1.0 / c;
+    }
+    return j < read ? 1.0 / read : 0.0;
+}
 
 /* Progressive filling in closed form: while some tenants are unfrozen,
  * each unfrozen tenant t owns the fraction w_t * theta / d_t of its demand
@@ -309,7 +296,7 @@ drf_fill(const struct pol_pp_view *v, const int32_t *tix, double *frac)
     }
     for (size_t n = 0; n < v->nnodes; n++) {
         for (int r = 0; r < POL_PP_NRES && v->nodes[n].up; r++) {
-            cap[r] += v->headroom * v->nodes[n].cap[r];
+            cap[r] += POL_PP_DRF_FILL * v->headroom * v->nodes[n].cap[r];
         }
     }
     for (size_t p = 0; p < v->nparts; p++) {
@@ -545,22 +532,21 @@ pp_clear(struct pp_work *w)
 void
 pp_hold_current(struct pp_work *w)
 {
-    const struct pol_pp_view *v = w->v;
-
-    for (size_t p = 0; p < v->nparts; p++) {
-        int whole = v->cur_share != NULL && v->parts[p].k == 1 && v->cur_len[p] == w->c[p];
-
-        for (uint32_t j = 0; j < w->c[p]; j++) {
-            whole &= w->cur[w->off[p] + j] >= 0;
-        }
+    for (size_t p = 0; p < w->v->nparts; p++) {
         for (uint32_t j = 0; j < w->c[p]; j++) {
             size_t s = w->off[p] + j;
 
             if (w->cur[s] >= 0) {
-                pp_hold(w, p, j, w->cur[s], whole ? v->cur_share[s] : 1.0 / w->c[p]);
+                pp_hold(w, p, j, w->cur[s], pp_share(w, p, j));
             }
         }
     }
+}
+
+double
+pp_share(const struct pp_work *w, size_t p, uint32_t j)
+{
+    return pol_pp_slot_share(w->v->parts[p].k, w->c[p], j);
 }
 
 int
@@ -612,6 +598,17 @@ pp_is_current(const struct pp_work *w, size_t p, int32_t n)
 }
 
 int
+pp_cur_slot(const struct pp_work *w, size_t p, int32_t n)
+{
+    for (uint32_t j = 0; j < w->c[p] && n >= 0; j++) {
+        if (w->cur[w->off[p] + j] == n) {
+            return (int)j;
+        }
+    }
+    return -1;
+}
+
+int
 pp_cmp_keyed(const void *a, const void *b)
 {
     const struct pp_keyed *x = a, *y = b;
@@ -643,8 +640,8 @@ pp_moved_bytes(const struct pp_work *w, const unsigned char *mask)
     double b = 0.0;
 
     for (size_t p = 0; p < w->v->nparts; p++) {
-        for (uint32_t j = 0; j < w->c[p] && (mask == NULL || mask[p]); j++) {
-            if (!pp_is_current(w, p, w->hold[w->off[p] + j])) {
+        for (size_t s = w->off[p]; s < w->off[p] + w->c[p] && (mask == NULL || mask[p]); s++) {
+            if (w->hold[s] != w->cur[s]) {
                 b += (double)w->v->parts[p].resident_bytes;
             }
         }
@@ -666,18 +663,6 @@ pp_dominant(const struct pp_work *w, size_t p)
         d = fmax(d, w->dem[p * POL_PP_NRES + r] * (double)w->nup / cap);
     }
     return d;
-}
-
-/* 1 if id is among the n ids of row. */
-static int
-has_id(const uint32_t *row, uint32_t n, uint32_t id)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        if (row[i] == id) {
-            return 1;
-        }
-    }
-    return 0;
 }
 
 void
@@ -702,17 +687,15 @@ pp_finish(const struct pp_work *w, struct pol_pp_out *out, const char *solver)
             if (out->share != NULL) {
                 out->share[w->off[p] + n] = w->share[s];
             }
-            row[n++] = v->nodes[w->hold[s]].id;
-            if (!has_id(cur, ncur, row[n - 1])) {
+            row[n] = v->nodes[w->hold[s]].id;
+            if (n >= ncur || cur[n] != row[n]) {
                 st->bytes_moved += v->parts[p].resident_bytes;
                 moved = 1;
             }
+            n++;
         }
         out->len[p] = n;
-        for (uint32_t i = 0; i < ncur; i++) {
-            moved |= !has_id(row, n, cur[i]);
-        }
-        st->parts_moved += (uint32_t)moved;
+        st->parts_moved += (uint32_t)(moved || n != ncur);
     }
     for (size_t i = 0; i < w->nup; i++) {
         int32_t n = w->up[i];

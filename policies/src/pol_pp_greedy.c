@@ -6,8 +6,10 @@
  * on; then, in order of dominant demand, descending, each empty slot goes
  * to the up node not yet in the row that fits the holder's load and has the
  * least dominant headroom left after it (best fit); when none fits, to the
- * least utilised one. Shares are 1/c (copies too: greedy does not split
- * reads).
+ * least utilised one. Each slot carries its share of the load model
+ * (pp_share: 1/c of a copies partition, 1/k on a stripe's data slots, none
+ * on its parity), and a node that currently holds another slot of the
+ * partition is not taken for this one (that would move its chunk).
  *
  * Then a repair: while a node is over its limit, its movable holders that
  * relieve most load per resident byte move, each to the node where it fits
@@ -66,20 +68,34 @@ fill_after(const struct pp_work *w, size_t p, int32_t n, double frac)
     return f;
 }
 
-/* The node for p's next holder. Best fit: the fitting node left with the
- * least headroom, else the least utilised. Spread: the node least full
- * after taking it. Ties: the first up node. */
-static int32_t
-pick(const struct pp_work *w, size_t p, double frac, int spread)
+/* 1 if n may take p's slot j: not in the row yet, and not a current holder
+ * of another slot. */
+static int
+may_take(const struct pp_work *w, size_t p, uint32_t j, int32_t n)
 {
-    int32_t best = -1, least = -1;
+    int at = pp_cur_slot(w, p, n);
+
+    return !pp_row_has(w, p, n) && (at < 0 || at == (int)j);
+}
+
+/* The node for p's slot j. Best fit: the fitting node left with the least
+ * headroom, else the least utilised. Spread: the node least full after
+ * taking it. Ties: the first up node. Only when every node left is a
+ * current holder of another slot (a row missing holders, others not kept)
+ * may one of those take it. */
+static int32_t
+pick(const struct pp_work *w, size_t p, uint32_t j, int spread)
+{
+    double frac = pp_share(w, p, j);
+    int32_t best = -1, least = -1, other = -1;
     double best_h = INFINITY, least_u = INFINITY;
 
     for (size_t i = 0; i < w->nup; i++) {
         int32_t n = w->up[i];
         double h, u;
 
-        if (pp_row_has(w, p, n)) {
+        if (!may_take(w, p, j, n)) {
+            other = other < 0 && !pp_row_has(w, p, n) ? n : other;
             continue;
         }
         h = spread ? fill_after(w, p, n, frac) : headroom_after(w, p, n, frac);
@@ -93,7 +109,7 @@ pick(const struct pp_work *w, size_t p, double frac, int spread)
             least = n;
         }
     }
-    return best >= 0 ? best : least;
+    return best >= 0 ? best : least >= 0 ? least : other;
 }
 
 /* The candidate's arrays, to try a pass and go back. */
@@ -139,23 +155,21 @@ pass(struct pp_work *w, const struct pp_keyed *keep, const struct pp_keyed *fill
 {
     for (size_t i = 0; i < n && keep != NULL; i++) {
         size_t p = keep[i].i;
-        double frac = 1.0 / w->c[p];
 
         for (uint32_t j = 0; j < w->c[p]; j++) {
             int32_t h = w->cur[w->off[p] + j];
 
-            if (h >= 0 && pp_fits(w, p, h, frac)) {
-                pp_hold(w, p, j, h, frac);
+            if (h >= 0 && pp_fits(w, p, h, pp_share(w, p, j))) {
+                pp_hold(w, p, j, h, pp_share(w, p, j));
             }
         }
     }
     for (size_t i = 0; i < n; i++) {
         size_t p = fill[i].i;
-        double frac = 1.0 / w->c[p];
 
         for (uint32_t j = 0; j < w->c[p]; j++) {
             if (w->hold[w->off[p] + j] < 0) {
-                pp_hold(w, p, j, pick(w, p, frac, spread), frac);
+                pp_hold(w, p, j, pick(w, p, j, spread), pp_share(w, p, j));
             }
         }
     }
@@ -218,6 +232,9 @@ repair(struct pp_work *w, const unsigned char *free_mask, const uint32_t *part_o
                 relief = fmax(relief,
                               w->dem[p * POL_PP_NRES + r] * w->share[s] / v->nodes[worst].cap[r]);
             }
+            if (relief <= 0.0) {
+                continue; /* moving it costs bytes and relieves nothing */
+            }
             cand[nc].key = relief / fmax(1.0, (double)v->parts[p].resident_bytes);
             cand[nc++].i = (uint32_t)s;
         }
@@ -231,7 +248,7 @@ repair(struct pp_work *w, const unsigned char *free_mask, const uint32_t *part_o
                 int32_t n = w->up[i];
                 double h;
 
-                if (pp_row_has(w, p, n)) {
+                if (!may_take(w, p, (uint32_t)(s - w->off[p]), n)) {
                     continue;
                 }
                 h = headroom_after(w, p, n, frac);

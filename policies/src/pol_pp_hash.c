@@ -52,7 +52,7 @@ hash_place(struct pol_pp *pp, const struct pol_pp_view *v, uint32_t budget_ms,
             while (ids[n] != row[j]) {
                 n++;
             }
-            pp_hold(&w, p, j, n, 1.0 / (double)k);
+            pp_hold(&w, p, j, n, pp_share(&w, p, j));
         }
     }
     pp_finish(&w, out, "hash");

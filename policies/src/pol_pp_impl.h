@@ -6,7 +6,9 @@
  * policy works; pp_finish turns indexes back into ids. A candidate placement
  * is hold/share in the slot layout plus the load it puts on every node;
  * pp_hold/pp_unhold keep load equal to the sum of every held slot's
- * demand x share (invariant).
+ * demand x share (invariant). Every policy holds slot j of p with share
+ * pp_share(p, j) (the load model of pol_pp.h), and a current holder only
+ * in its own slot: moving a chunk to another position moves its bytes.
  */
 #ifndef POL_PP_IMPL_H
 #define POL_PP_IMPL_H
@@ -51,10 +53,11 @@ void pp_work_fini(struct pp_work *w);
 /* Puts node n in partition p's slot (empty before) with share s; and back. */
 void pp_hold(struct pp_work *w, size_t p, uint32_t slot, int32_t n, double s);
 void pp_unhold(struct pp_work *w, size_t p, uint32_t slot);
-/* Empties the candidate; fills it with every current holder (share 1/c,
- * or its published share in a copies row that keeps all its holders). */
+/* Empties the candidate; fills it with every current holder. */
 void pp_clear(struct pp_work *w);
 void pp_hold_current(struct pp_work *w);
+/* What the holder in p's slot j carries (pol_pp_slot_share for c[p]). */
+double pp_share(const struct pp_work *w, size_t p, uint32_t j);
 /* 1 if node n can take frac of partition p's demand within its limit. */
 int pp_fits(const struct pp_work *w, size_t p, int32_t n, double frac);
 /* max over resources of load / capacity of up node n. */
@@ -65,6 +68,8 @@ int pp_has(const int32_t *a, size_t n, int32_t x);
 int pp_row_has(const struct pp_work *w, size_t p, int32_t n);
 /* 1 if node n is one of p's current holders. */
 int pp_is_current(const struct pp_work *w, size_t p, int32_t n);
+/* The slot where node n currently holds p, or -1. */
+int pp_cur_slot(const struct pp_work *w, size_t p, int32_t n);
 
 /* Something to sort by key, descending, then by i ascending (so the
  * order never depends on qsort's). */
@@ -75,8 +80,9 @@ struct pp_keyed {
 int pp_cmp_keyed(const void *a, const void *b);
 /* The candidate's worst up node: load over limit, the highest resource. */
 double pp_overload(const struct pp_work *w);
-/* Bytes the candidate moves: resident size x holders not current, over the
- * partitions in mask (NULL = all). */
+/* Bytes the candidate moves: resident size x slots whose holder is not the
+ * current one there (data moves by position, even between current
+ * holders), over the partitions in mask (NULL = all). */
 double pp_moved_bytes(const struct pp_work *w, const unsigned char *mask);
 /* Dominant fair-share demand of p, each resource relative to the mean up
  * node's capacity. */

@@ -10,30 +10,32 @@
  *   - all of them when partitions x up nodes <= cfg.max_binaries;
  *   - else the partitions missing holders; then, if they all fit, the
  *     partitions greedy moved (so its rows are a warm start); then, on each
- *     node over its limit (most over first), its copies partitions (which
- *     can shed load there by their read fractions without moving), then
- *     the others in order of load relieved per resident byte, until RELIEF
- *     x the excess is freed on every resource (counting the partitions
- *     already free); all while |F| x CANDIDATES stays <= max_binaries.
- *     Each may use only CANDIDATES nodes: its current holders, greedy's,
- *     then the least loaded (by the fixed load). The other partitions stay
- *     put and enter as constant load.
+ *     node over its limit (most over first), its partitions in order of
+ *     load relieved per resident byte, until RELIEF x the excess is freed
+ *     on every resource (counting the partitions already free); all while
+ *     |F| x CANDIDATES stays <= max_binaries. Each may use only CANDIDATES
+ *     nodes: its current holders, greedy's, then the least loaded (by the
+ *     fixed load). The other partitions stay put and enter as constant
+ *     load.
  *
- * Model over F and the up nodes N (per-holder load as in pol_pp.h):
- *   y_pn in {0,1}                    p held by n
- *   x_pn in [0,1]  (copies only)     fraction of p's demand n carries
+ * A row's slots fall in two groups (pol_pp.h's load model): the a_p read
+ * slots, each carrying share_p = 1/a_p of p's demand (every copy of a
+ * copies partition, a = c; a stripe's k data slots), and the c_p - a_p
+ * parity slots, carrying none. Model over F and the up nodes N:
+ *   y_pn in {0,1}                    n holds a read slot of p
+ *   q_pn in {0,1}  (c_p > a_p only)  n holds a parity slot of p
  *   z in [0,u]                       the max utilisation
- *   min  sum_pn cost_pn y_pn + eps z
- *   s.t. sum_n y_pn = c_p                                    (c_p distinct holders)
- *        sum_n x_pn = 1,  x_pn <= y_pn                       (copies)
- *        (fixed_nr + sum_stripes d_pr/c_p y_pn + sum_copies d_pr x_pn) / cap_nr <= z
- *                                                            (every n, r; z <= u)
- * cost_pn = resident_p / B when n is not a current holder of p, else 0 (B:
- * the largest resident size in F, so costs are in (0, 1]). eps = half the
- * smallest positive cost, at least 1e-6 (below that GLPK's tolerances would
- * lose it): eps z <= eps u is less than any one move, so no partition moves
- * for balance alone, and balance may buy at most eps u more bytes moved
- * than the fewest (exactly: the objective is bytes/B + eps z).
+ *   min  sum_pn (cost_pn y_pn + qcost_pn q_pn) + eps z
+ *   s.t. sum_n y_pn = a_p,  sum_n q_pn = c_p - a_p,  y_pn + q_pn <= 1
+ *        (fixed_nr + sum_p d_pr share_p y_pn) / cap_nr <= z   (every n, r; z <= u)
+ * cost_pn = resident_p / B unless n now holds one of p's read slots (it
+ * keeps its slot), qcost_pn likewise for parity slots (a chunk that changes
+ * position is moved); B is the largest resident size in F, so costs are in
+ * (0, 1]. eps = half the smallest positive cost, at least 1e-6 (below that
+ * GLPK's tolerances would lose it): eps z <= eps u is less than any one
+ * move, so no partition moves for balance alone, and balance may buy at
+ * most eps u more bytes moved than the fewest (exactly: the objective is
+ * bytes/B + eps z).
  *
  * Warm starts (offered when within capacity): greedy's rows, and in a
  * restricted model also greedy over F alone. Greedy's rows answer instead
@@ -55,7 +57,7 @@ struct model {
     struct pp_work *w;
     uint32_t *f; /* the free partitions */
     size_t nf;
-    int *y, *x; /* nf x nup columns; -1: none (x for stripes, both off candidates) */
+    int *y, *q; /* nf x nup columns; -1: none (q without parity slots, both off candidates) */
     int z;
     size_t ncols;
     size_t ncand; /* nodes each free partition may use */
@@ -76,10 +78,25 @@ candidates(const struct pp_work *w, uint32_t max_binaries)
     return w->nup < CANDIDATES ? w->nup : CANDIDATES;
 }
 
-static int
-is_copies(const struct pp_work *w, size_t p)
+/* p's read slots (a_p): the first ones, those that carry load. */
+static uint32_t
+read_slots(const struct pp_work *w, size_t p)
 {
-    return w->v->parts[p].k == 1 && w->c[p] > 1;
+    uint32_t a = 1;
+
+    while (a < w->c[p] && pp_share(w, p, a) > 0.0) {
+        a++;
+    }
+    return a;
+}
+
+/* 1 if n now holds one of p's slots in [lo, hi). */
+static int
+holds_in(const struct pp_work *w, size_t p, int32_t n, uint32_t lo, uint32_t hi)
+{
+    int at = pp_cur_slot(w, p, n);
+
+    return at >= (int)lo && at < (int)hi;
 }
 
 /* ---- which partitions may move ------------------------------------------ */
@@ -88,10 +105,10 @@ is_copies(const struct pp_work *w, size_t p)
  * model needs choice, not just enough to fit. */
 #define RELIEF 2.0
 
-/* Relieves node n (over its limit in the current candidate): marks its
- * partitions, copies first (by load), then by load relieved per resident
- * byte, until RELIEF x the excess is freed (counting its partitions already
- * free) or *nf reaches maxf. */
+/* Relieves node n (over its limit in the current candidate): marks the
+ * partitions it holds a loaded slot of, by load relieved per resident byte,
+ * until RELIEF x the excess is freed (counting its partitions already free)
+ * or *nf reaches maxf. */
 static int
 relieve(struct pp_work *w, int32_t n, unsigned char *free_mask, size_t *nf, size_t maxf)
 {
@@ -109,23 +126,22 @@ relieve(struct pp_work *w, int32_t n, unsigned char *free_mask, size_t *nf, size
         excess[r] = fmax(0.0, w->load[i] - w->limit[i]);
     }
     for (size_t p = 0; p < v->nparts; p++) {
-        double relief = 0.0;
+        int at = pp_cur_slot(w, p, n);
+        double relief = 0.0, sh = at >= 0 ? pp_share(w, p, (uint32_t)at) : 0.0;
 
-        if (!pp_is_current(w, p, n)) {
+        if (sh <= 0.0) {
             continue;
         }
         if (free_mask[p]) {
             for (int r = 0; r < POL_PP_NRES; r++) {
-                freed[r] += w->dem[p * POL_PP_NRES + r] / w->c[p];
+                freed[r] += w->dem[p * POL_PP_NRES + r] * sh;
             }
             continue;
         }
         for (int r = 0; r < POL_PP_NRES; r++) {
-            relief = fmax(relief, w->dem[p * POL_PP_NRES + r] / w->c[p] / v->nodes[n].cap[r]);
+            relief = fmax(relief, w->dem[p * POL_PP_NRES + r] * sh / v->nodes[n].cap[r]);
         }
-        /* Copies first: their reads can leave n without a byte moving. */
-        cand[nc].key =
-            is_copies(w, p) ? 2.0 + relief : relief / fmax(1.0, (double)v->parts[p].resident_bytes);
+        cand[nc].key = relief / fmax(1.0, (double)v->parts[p].resident_bytes);
         cand[nc++].i = (uint32_t)p;
     }
     qsort(cand, nc, sizeof(*cand), pp_cmp_keyed);
@@ -142,7 +158,8 @@ relieve(struct pp_work *w, int32_t n, unsigned char *free_mask, size_t *nf, size
         free_mask[p] = 1;
         (*nf)++;
         for (int r = 0; r < POL_PP_NRES; r++) {
-            freed[r] += w->dem[p * POL_PP_NRES + r] / w->c[p];
+            freed[r] +=
+                w->dem[p * POL_PP_NRES + r] * pp_share(w, p, (uint32_t)pp_cur_slot(w, p, n));
         }
     }
     free(cand);
@@ -190,7 +207,7 @@ choose_free(struct pp_work *w, uint32_t max_binaries, const int32_t *g, unsigned
     /* Partitions missing a holder must be placed. */
     for (size_t p = 0; p < v->nparts; p++) {
         for (uint32_t j = 0; j < w->c[p]; j++) {
-            moved[p] |= !pp_is_current(w, p, g[w->off[p] + j]);
+            moved[p] |= g[w->off[p] + j] != w->cur[w->off[p] + j];
             free_mask[p] |= w->cur[w->off[p] + j] < 0;
         }
         nf += free_mask[p];
@@ -241,7 +258,7 @@ holds_rows(const struct pp_work *w, const int32_t *g, const unsigned char *free_
 {
     for (size_t p = 0; p < w->v->nparts; p++) {
         for (uint32_t j = 0; j < w->c[p] && !free_mask[p]; j++) {
-            if (!pp_is_current(w, p, g[w->off[p] + j])) {
+            if (g[w->off[p] + j] != w->cur[w->off[p] + j]) {
                 return 0;
             }
         }
@@ -249,19 +266,36 @@ holds_rows(const struct pp_work *w, const int32_t *g, const unsigned char *free_
     return 1;
 }
 
-/* Puts the rows of g (slot layout, even shares) into the candidate for the
- * partitions in free_mask (NULL = all), whose slots must be empty. */
+/* Puts the rows of g (slot layout) into the candidate for the partitions
+ * in free_mask (NULL = all), whose slots must be empty. */
 static void
 hold_rows(struct pp_work *w, const int32_t *g, const unsigned char *free_mask)
 {
     for (size_t p = 0; p < w->v->nparts; p++) {
         for (uint32_t j = 0; j < w->c[p] && (free_mask == NULL || free_mask[p]); j++) {
-            pp_hold(w, p, j, g[w->off[p] + j], 1.0 / w->c[p]);
+            pp_hold(w, p, j, g[w->off[p] + j], pp_share(w, p, j));
         }
     }
 }
 
 /* ---- the model ---------------------------------------------------------- */
+
+/* A row over the columns cols[0..nup) that exist (>= 0), each with
+ * coefficient 1, between lo and hi. */
+static int
+count_row(struct pol_milp *m, const int *cols, size_t nup, int *idx, double *val, double lo,
+          double hi)
+{
+    size_t n = 0;
+
+    for (size_t u = 0; u < nup; u++) {
+        if (cols[u] >= 0) {
+            idx[n] = cols[u];
+            val[n++] = 1.0;
+        }
+    }
+    return pol_milp_row(m, n, idx, val, lo, hi);
+}
 
 static int
 add_rows(struct model *mo, struct pol_milp *m, double *fixed)
@@ -276,35 +310,23 @@ add_rows(struct model *mo, struct pol_milp *m, double *fixed)
         goto out;
     }
     for (size_t i = 0; i < mo->nf && rc == 0; i++) {
-        size_t p = mo->f[i], n = 0;
+        size_t p = mo->f[i];
+        uint32_t a = read_slots(w, p);
+        const int *y = &mo->y[i * w->nup], *q = &mo->q[i * w->nup];
 
-        for (size_t u = 0; u < w->nup; u++) {
-            if (mo->y[i * w->nup + u] >= 0) {
-                idx[n] = mo->y[i * w->nup + u];
-                val[n++] = 1.0;
-            }
-        }
-        rc = pol_milp_row(m, n, idx, val, w->c[p], w->c[p]);
-        if (rc != 0 || !is_copies(w, p)) {
+        rc = count_row(m, y, w->nup, idx, val, a, a);
+        if (rc != 0 || a == w->c[p]) {
             continue;
         }
-        n = 0;
+        rc = count_row(m, q, w->nup, idx, val, w->c[p] - a, w->c[p] - a);
         for (size_t u = 0; u < w->nup && rc == 0; u++) {
-            if (mo->x[i * w->nup + u] >= 0) {
-                idx[0] = mo->x[i * w->nup + u];
-                idx[1] = mo->y[i * w->nup + u];
-                val[0] = 1.0;
-                val[1] = -1.0;
-                rc = pol_milp_row(m, 2, idx, val, -INFINITY, 0.0);
+            if (y[u] >= 0) {
+                idx[0] = y[u];
+                idx[1] = q[u];
+                val[0] = val[1] = 1.0;
+                rc = pol_milp_row(m, 2, idx, val, -INFINITY, 1.0);
             }
         }
-        for (size_t u = 0; u < w->nup; u++) {
-            if (mo->x[i * w->nup + u] >= 0) {
-                idx[n] = mo->x[i * w->nup + u];
-                val[n++] = 1.0;
-            }
-        }
-        rc = rc != 0 ? rc : pol_milp_row(m, n, idx, val, 1.0, 1.0);
     }
     for (size_t u = 0; u < w->nup && rc == 0; u++) {
         int32_t node = w->up[u];
@@ -315,17 +337,11 @@ add_rows(struct model *mo, struct pol_milp *m, double *fixed)
 
             for (size_t i = 0; i < mo->nf; i++) {
                 size_t p = mo->f[i];
-                double d = w->dem[p * POL_PP_NRES + r] / cap_nr;
+                double d = w->dem[p * POL_PP_NRES + r] * pp_share(w, p, 0) / cap_nr;
 
-                if (d <= 0.0 || mo->y[i * w->nup + u] < 0) {
-                    continue;
-                }
-                if (is_copies(w, p)) {
-                    idx[n] = mo->x[i * w->nup + u];
-                    val[n++] = d;
-                } else {
+                if (d > 0.0 && mo->y[i * w->nup + u] >= 0) {
                     idx[n] = mo->y[i * w->nup + u];
-                    val[n++] = d / w->c[p];
+                    val[n++] = d;
                 }
             }
             idx[n] = mo->z;
@@ -397,18 +413,19 @@ add_cols(struct model *mo, struct pol_milp *m, const int32_t *g)
     for (size_t i = 0; i < mo->nf && col >= 0; i++) {
         size_t p = mo->f[i];
         double c = (double)v->parts[p].resident_bytes / big;
+        uint32_t a = read_slots(w, p);
 
         mark_candidates(mo, p, g, by_load, mark);
         for (size_t u = 0; u < w->nup && col >= 0; u++) {
-            mo->y[i * w->nup + u] = mo->x[i * w->nup + u] = -1;
+            mo->y[i * w->nup + u] = mo->q[i * w->nup + u] = -1;
             if (!mark[u]) {
                 continue;
             }
-            col = pol_milp_col(m, 1, 0.0, 1.0, pp_is_current(w, p, w->up[u]) ? 0.0 : c);
+            col = pol_milp_col(m, 1, 0.0, 1.0, holds_in(w, p, w->up[u], 0, a) ? 0.0 : c);
             mo->y[i * w->nup + u] = col;
-            if (col >= 0 && is_copies(w, p)) {
-                col = pol_milp_col(m, 0, 0.0, 1.0, 0.0);
-                mo->x[i * w->nup + u] = col;
+            if (col >= 0 && a < w->c[p]) {
+                col = pol_milp_col(m, 1, 0.0, 1.0, holds_in(w, p, w->up[u], a, w->c[p]) ? 0.0 : c);
+                mo->q[i * w->nup + u] = col;
             }
         }
     }
@@ -444,18 +461,19 @@ candidate_vector(const struct model *mo, double *sol)
     memset(sol, 0, mo->ncols * sizeof(*sol));
     for (size_t i = 0; i < mo->nf; i++) {
         size_t p = mo->f[i];
+        uint32_t a = read_slots(w, p);
 
         for (size_t u = 0; u < w->nup; u++) {
             for (uint32_t j = 0; j < w->c[p]; j++) {
-                if (w->hold[w->off[p] + j] == w->up[u]) {
-                    if (mo->y[i * w->nup + u] < 0) {
-                        return 0; /* a node the model does not offer p */
-                    }
-                    sol[mo->y[i * w->nup + u]] = 1.0;
-                    if (mo->x[i * w->nup + u] >= 0) {
-                        sol[mo->x[i * w->nup + u]] = w->share[w->off[p] + j];
-                    }
+                int col = j < a ? mo->y[i * w->nup + u] : mo->q[i * w->nup + u];
+
+                if (w->hold[w->off[p] + j] != w->up[u]) {
+                    continue;
                 }
+                if (col < 0) {
+                    return 0; /* a node the model does not offer p */
+                }
+                sol[col] = 1.0;
             }
         }
     }
@@ -466,60 +484,67 @@ candidate_vector(const struct model *mo, double *sol)
     return z <= w->v->headroom * (1.0 + 1e-9);
 }
 
-#define PLACED UINT32_MAX
+/* Puts the nodes whose column in cols (nup entries) is set in sol into p's
+ * slots [lo, hi), empty before: a current holder of one of them stays in
+ * it, the others fill the rest in node order. 0, or CM_E_NOTFOUND if they
+ * are not hi - lo nodes. */
+static int
+apply_group(struct pp_work *w, size_t p, const int *cols, const double *sol, uint32_t lo,
+            uint32_t hi)
+{
+    int32_t got[POL_PP_MAX_WIDTH];
+    uint32_t n = 0, next = lo;
 
-/* Puts the solution's rows into the candidate (F's slots empty before):
- * kept holders stay in their slots, new ones fill the rest, largest share
- * first. 0, or CM_E_NOTFOUND if a row has the wrong holder count. */
+    for (size_t u = 0; u < w->nup; u++) {
+        if (cols[u] < 0 || sol[cols[u]] < 0.5) {
+            continue;
+        }
+        if (n == hi - lo) {
+            return CM_E_NOTFOUND;
+        }
+        got[n++] = w->up[u];
+    }
+    if (n != hi - lo) {
+        return CM_E_NOTFOUND;
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        if (holds_in(w, p, got[k], lo, hi)) {
+            uint32_t j = (uint32_t)pp_cur_slot(w, p, got[k]);
+
+            pp_hold(w, p, j, got[k], pp_share(w, p, j));
+            got[k] = -1;
+        }
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        if (got[k] < 0) {
+            continue;
+        }
+        while (w->hold[w->off[p] + next] >= 0) {
+            next++;
+        }
+        pp_hold(w, p, next, got[k], pp_share(w, p, next));
+    }
+    return 0;
+}
+
+/* Puts the solution's rows into the candidate (F's slots empty before).
+ * 0, or CM_E_NOTFOUND if a row has the wrong holder count. */
 static int
 apply(struct model *mo, const double *sol)
 {
     struct pp_work *w = mo->w;
+    int rc = 0;
 
-    for (size_t i = 0; i < mo->nf; i++) {
+    for (size_t i = 0; i < mo->nf && rc == 0; i++) {
         size_t p = mo->f[i];
-        struct pp_keyed h[POL_PP_MAX_WIDTH];
-        uint32_t nh = 0, next = 0;
-        double sum = 0.0;
+        uint32_t a = read_slots(w, p);
 
-        for (size_t u = 0; u < w->nup; u++) {
-            int xc = mo->x[i * w->nup + u];
-
-            if (mo->y[i * w->nup + u] < 0 || sol[mo->y[i * w->nup + u]] < 0.5) {
-                continue;
-            }
-            if (nh == w->c[p]) {
-                return CM_E_NOTFOUND;
-            }
-            h[nh].key = xc >= 0 ? fmax(0.0, sol[xc]) : 1.0;
-            sum += h[nh].key;
-            h[nh++].i = (uint32_t)w->up[u];
-        }
-        if (nh != w->c[p]) {
-            return CM_E_NOTFOUND;
-        }
-        qsort(h, nh, sizeof(h[0]), pp_cmp_keyed);
-        for (uint32_t j = 0; j < nh; j++) {
-            int32_t cur = w->cur[w->off[p] + j];
-
-            for (uint32_t k = 0; k < nh && cur >= 0; k++) {
-                if (h[k].i == (uint32_t)cur) {
-                    pp_hold(w, p, j, cur, sum > 0.0 ? h[k].key / sum : 1.0 / nh);
-                    h[k].i = PLACED;
-                }
-            }
-        }
-        for (uint32_t k = 0; k < nh; k++) {
-            if (h[k].i == PLACED) {
-                continue;
-            }
-            while (w->hold[w->off[p] + next] >= 0) {
-                next++;
-            }
-            pp_hold(w, p, next, (int32_t)h[k].i, sum > 0.0 ? h[k].key / sum : 1.0 / nh);
+        rc = apply_group(w, p, &mo->y[i * w->nup], sol, 0, a);
+        if (rc == 0 && a < w->c[p]) {
+            rc = apply_group(w, p, &mo->q[i * w->nup], sol, a, w->c[p]);
         }
     }
-    return 0;
+    return rc;
 }
 
 /* Solves for F (marked in free_mask; the candidate holds the current
@@ -538,9 +563,9 @@ solve(struct pp_work *w, const unsigned char *free_mask, size_t nf, const int32_
 
     mo.f = malloc((nf + 1) * sizeof(*mo.f));
     mo.y = malloc((nf * w->nup + 1) * sizeof(*mo.y));
-    mo.x = malloc((nf * w->nup + 1) * sizeof(*mo.x));
+    mo.q = malloc((nf * w->nup + 1) * sizeof(*mo.q));
     fixed = malloc((nl + 1) * sizeof(*fixed));
-    if (m == NULL || mo.f == NULL || mo.y == NULL || mo.x == NULL || fixed == NULL) {
+    if (m == NULL || mo.f == NULL || mo.y == NULL || mo.q == NULL || fixed == NULL) {
         goto out;
     }
     for (size_t p = 0; p < w->v->nparts; p++) {
@@ -577,7 +602,7 @@ solve(struct pp_work *w, const unsigned char *free_mask, size_t nf, const int32_
 out:
     free(mo.f);
     free(mo.y);
-    free(mo.x);
+    free(mo.q);
     free(fixed);
     free(sol);
     pol_milp_destroy(m);

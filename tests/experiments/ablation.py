@@ -389,17 +389,10 @@ def pp_finding(res):
     txt = ("**Placement** re-placed %d times out of %d rebalances (partitions moved: %s)."
            % (len(moved), len(rbs), " ".join(str(rb.get("partitions_moved", "-")) for rb in rbs)))
     if len(moved) < len(rbs):
-        txt += """ A rebalance that moves nothing is milp's answer when the
-copies' read fractions alone fit every node within the headroom: with
-1+2 copies over 6 nodes and 16 partitions per tenant, the fair-share load
-can always be spread by reads (the solver's objective is bytes moved, so
-it moves none); the controller then keeps the rows (`ctl_pp_accept`
-commits only answers that move a partition), so its utilisation figure,
-computed with even read shares, stays over the headroom (the
-`util_before` above). The read fractions are not used by the gateway
-(replica selection balances copies by its own windows): with `uniform`
-each copy gets a third of the reads whatever the solver assumed, so PP
-changes nothing here and PP+FQ measures FQ again."""
+        txt += """ A rebalance that moves nothing found every node within
+the headroom under the fair-share load (each copy carrying a third of its
+partition's reads), or no placement that fits or lowers the utilisation by
+5 points (`ctl_pp_accept`)."""
     return txt
 
 

@@ -265,35 +265,48 @@ test_trigger(void)
 static void
 test_util(void)
 {
-    struct pol_pp_node nodes[2] = {{1, 1, {100, 1e9}}, {2, 1, {100, 1e9}}};
+    struct pol_pp_node nodes[3] = {{1, 1, {100, 1e9}}, {2, 1, {100, 1e9}}, {3, 1, {100, 1e9}}};
     struct pol_pp_tenant tenants[2] = {{7, 1}, {8, 1}};
     struct pol_pp_part parts[2] = {{7, 0, 2, 1, {90, 0}, 0}, {8, 0, 1, 1, {0, 0}, 0}};
-    uint32_t rows[3] = {1, 2, 1}, len[2] = {2, 1};
-    double share[3] = {0.8, 0.2, 1.0}, u;
-    struct pol_pp_view v = {nodes, 2, parts, 2, tenants, 2, rows, len, NULL, 0.9, NULL, 0};
+    struct pol_pp_part stripe = {7, 0, 3, 2, {90, 0}, 0};
+    uint32_t rows[3] = {1, 2, 1}, len[2] = {2, 1}, srow[3] = {1, 2, 3}, slen = 3;
+    double u;
+    struct pol_pp_view v = {nodes, 2, parts, 2, tenants, 2, rows, len, 0.9, NULL, 0};
 
-    /* 90 req/s split evenly over two nodes of 100. */
+    /* 90 req/s split evenly over two nodes of 100: copies are read alike. */
     CHECK_EQ_INT(ctl_pp_util(&v, &u), 0);
     CHECK_NEAR(u, 0.45, 1e-9);
-    /* With the published shares of a copies row. */
-    v.cur_share = share;
-    CHECK_EQ_INT(ctl_pp_util(&v, &u), 0);
-    CHECK_NEAR(u, 0.72, 1e-9);
-    /* Node 2 down: all of it on node 1. */
+    /* Node 2 down: all of it on node 1, as much as DRF owes there (it fills
+     * POL_PP_DRF_FILL x u of the one up node: 81). */
     nodes[1].up = 0;
     CHECK_EQ_INT(ctl_pp_util(&v, &u), 0);
-    CHECK_NEAR(u, 0.9, 1e-9);
-    /* Demand over the cluster: DRF owes at most u x capacity (90 of one
-     * up node), so the utilisation is the headroom, not 3. */
+    CHECK_NEAR(u, POL_PP_DRF_FILL * 0.9, 1e-9);
+    /* Demand over the cluster: DRF owes at most that, so the utilisation
+     * stays below the headroom, not 3. */
     parts[0].demand[POL_PP_REQ] = 300;
     CHECK_EQ_INT(ctl_pp_util(&v, &u), 0);
-    CHECK_NEAR(u, 0.9, 1e-9);
+    CHECK_NEAR(u, POL_PP_DRF_FILL * 0.9, 1e-9);
     /* Two tenants over one node: each owed half. */
     parts[1].demand[POL_PP_REQ] = 300;
     nodes[1].up = 1;
-    v.cur_share = NULL;
     CHECK_EQ_INT(ctl_pp_util(&v, &u), 0);
     CHECK(u > 0.9);
+    /* A 2+1 stripe on nodes 1-3: reads ask its two data positions, 45 each,
+     * none its parity; with node 1 down, the parity holder stands in. */
+    v.parts = &stripe;
+    v.nparts = 1;
+    v.ntenants = 1;
+    v.nnodes = 3;
+    v.cur_rows = srow;
+    v.cur_len = &slen;
+    CHECK_EQ_INT(ctl_pp_util(&v, &u), 0);
+    CHECK_NEAR(u, 0.45, 1e-9);
+    nodes[0].up = 0;
+    CHECK_EQ_INT(ctl_pp_util(&v, &u), 0);
+    CHECK_NEAR(u, 0.45, 1e-9);
+    nodes[1].up = 0;
+    CHECK_EQ_INT(ctl_pp_util(&v, &u), 0);
+    CHECK_NEAR(u, POL_PP_DRF_FILL * 0.9, 1e-9); /* one holder left: it serves all DRF owes */
     v.headroom = 0;
     CHECK_EQ_INT(ctl_pp_util(&v, &u), CM_E_BADARG);
 }

@@ -113,7 +113,7 @@ test_golden(void)
         CHECK(memcmp(row, gold[g].row, gold[g].width * sizeof(row[0])) == 0);
         fixture_part(&f, gold[g].t, gold[g].p, gold[g].width);
     }
-    /* Through the policy: the same rows, slot layout, even shares. */
+    /* Through the policy: the same rows, slot layout, a copy's even share. */
     CHECK_EQ_INT(place(&f), 0);
     CHECK_EQ_STR(f.out.stats.solver, "hash");
     for (size_t g = 0; g < sizeof(gold) / sizeof(gold[0]); g++) {

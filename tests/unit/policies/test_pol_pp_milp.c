@@ -11,10 +11,15 @@
  * enumerating every placement; capacity holds whenever milp answers itself; a placement within
  * capacity moves nothing; a node going down moves only its partitions;
  * several tenants' hot partitions stacked on the same nodes (the Pisces
- * collision) are spread until every node is under its limit; copies use
- * uneven read fractions when even ones cannot fit; a zero budget and a
- * model too big for max_binaries fall back to greedy with valid rows; the
- * restricted model moves only the partitions it was allowed to.
+ * collision) are spread until every node is under its limit; every copy
+ * carries an even share of its partition's reads, so copies stacked over a
+ * node's limit are moved off it (as few bytes as that takes, by milp and by
+ * greedy), and a stripe's data holders carry its reads, its parity holders
+ * none, so stripes whose data positions overload a node are moved though
+ * an even spread over all holders would fit; a zero budget and a model too
+ * big for max_binaries fall back to greedy with valid rows; the restricted
+ * model moves only the partitions it was allowed to. Bytes moved count by
+ * position (a chunk that changes position moves), as migration does.
  */
 #include "t_check.h"
 
@@ -32,7 +37,6 @@ struct inst {
     struct pol_pp_part parts[MAXP];
     struct pol_pp_tenant tenants[8];
     uint32_t cur[MAXP * MAXW], cur_len[MAXP];
-    double cur_share[MAXP * MAXW];
     struct pol_pp_view v;
     uint32_t rows[MAXP * MAXW], len[MAXP];
     double share[MAXP * MAXW];
@@ -86,16 +90,14 @@ off_of(const struct inst *s, size_t p)
     return o;
 }
 
-/* The output becomes the current placement, with its shares. */
+/* The output becomes the current placement. */
 static void
 adopt(struct inst *s)
 {
     memcpy(s->cur, s->rows, sizeof(s->cur));
     memcpy(s->cur_len, s->len, sizeof(s->cur_len));
-    memcpy(s->cur_share, s->share, sizeof(s->cur_share));
     s->v.cur_rows = s->cur;
     s->v.cur_len = s->cur_len;
-    s->v.cur_share = s->cur_share;
 }
 
 static void
@@ -103,7 +105,18 @@ forget(struct inst *s)
 {
     s->v.cur_rows = NULL;
     s->v.cur_len = NULL;
-    s->v.cur_share = NULL;
+}
+
+/* What the holder in slot j of a row of c carries: a copy 1/c of the
+ * reads (they go to any copy, evenly), a stripe's data holder 1/k, its
+ * parity holder nothing (reads ask the k data positions). k <= c here. */
+static double
+want_share(const struct pol_pp_part *pt, size_t c, size_t j)
+{
+    if (pt->k == 1) {
+        return 1.0 / (double)c;
+    }
+    return j < pt->k ? 1.0 / pt->k : 0.0;
 }
 
 static int
@@ -172,15 +185,12 @@ check_out(const struct inst *s)
 
             CHECK(n >= 0 && s->nodes[n].up);
             CHECK(!in_row(s->rows + o, (uint32_t)j, s->rows[o + j]));
-            CHECK(s->share[o + j] >= -1e-9);
-            if (pt->k > 1 || c == 1) {
-                CHECK_NEAR(s->share[o + j], 1.0 / c, 1e-9);
-            }
+            CHECK_NEAR(s->share[o + j], want_share(pt, c, j), 1e-9);
             sum += s->share[o + j];
             for (int r = 0; r < POL_PP_NRES; r++) {
-                load[n][r] += pt->demand[r] * frac[t] * s->share[o + j];
+                load[n][r] += pt->demand[r] * frac[t] * want_share(pt, c, j);
             }
-            if (s->v.cur_rows == NULL || !in_row(s->cur + o, s->cur_len[p], s->rows[o + j])) {
+            if (s->v.cur_rows == NULL || j >= s->cur_len[p] || s->cur[o + j] != s->rows[o + j]) {
                 moved += pt->resident_bytes;
             }
         }
@@ -207,10 +217,11 @@ test_drf_known(void)
     static struct inst s;
     double frac[3];
 
-    /* One node (100 req/s, 1000 B/s), u = 1. A asks (100, 100), B (10, 1000),
-     * C (1, 1). C is met at once; then requests fill up at theta = 0.9 with
-     * A and B each owed 90% of their demand (their dominant shares 0.9). */
-    inst_init(&s, 1, 100, 1000, 3);
+    /* One node, u = 1, whose POL_PP_DRF_FILL DRF fills is 100 req/s and
+     * 1000 B/s. A asks (100, 100), B (10, 1000), C (1, 1). C is met at once;
+     * then requests fill up at theta = 0.9 with A and B each owed 90% of
+     * their demand (their dominant shares 0.9). */
+    inst_init(&s, 1, 100 / POL_PP_DRF_FILL, 1000 / POL_PP_DRF_FILL, 3);
     s.v.headroom = 1.0;
     add_part(&s, 1, 1, 1, 60, 50, 1);
     add_part(&s, 1, 1, 1, 40, 50, 1);
@@ -264,8 +275,8 @@ test_drf_properties(void)
         }
         cap[0] = cap[1] = 0;
         for (size_t n = 0; n < s.v.nnodes; n++) {
-            cap[0] += 0.9 * s.nodes[n].cap[0];
-            cap[1] += 0.9 * s.nodes[n].cap[1];
+            cap[0] += POL_PP_DRF_FILL * 0.9 * s.nodes[n].cap[0];
+            cap[1] += POL_PP_DRF_FILL * 0.9 * s.nodes[n].cap[1];
         }
         CHECK_EQ_INT(pol_pp_drf(&s.v, frac), 0);
         for (size_t t = 0; t < nt; t++) {
@@ -502,8 +513,8 @@ test_capacity_and_stability(void)
         if (!s.out.stats.feasible) {
             continue;
         }
-        /* milp's own placement (copies may need its uneven shares, so they
-         * are passed back) moves nothing either, whichever model size. */
+        /* milp's own placement moves nothing either, whichever model
+         * size. */
         adopt(&s);
         CHECK_EQ_INT(run(&s, "milp", 0, 3000), 0);
         CHECK_EQ_INT(s.out.stats.bytes_moved, 0);
@@ -562,7 +573,8 @@ collision_instance(struct inst *s)
     s->v.cur_len = s->cur_len;
 }
 
-/* Requests on the busiest node under the current placement, over capacity. */
+/* Requests on the busiest node under the current placement, over capacity
+ * (no DRF scaling: the instances ask for less than the cluster). */
 static double
 current_req_util(const struct inst *s)
 {
@@ -570,7 +582,8 @@ current_req_util(const struct inst *s)
 
     for (size_t p = 0; p < s->v.nparts; p++) {
         for (uint32_t j = 0; j < s->cur_len[p]; j++) {
-            load[node_ix(s, s->cur[off_of(s, p) + j])] += s->parts[p].demand[0] / s->cur_len[p];
+            load[node_ix(s, s->cur[off_of(s, p) + j])] +=
+                s->parts[p].demand[0] * want_share(&s->parts[p], s->cur_len[p], j);
         }
     }
     for (size_t n = 0; n < s->v.nnodes; n++) {
@@ -619,46 +632,122 @@ test_collision(void)
     CHECK_EQ_INT(s.out.stats.bytes_moved, greedy_bytes);
 }
 
-/* ---- copies' read fractions --------------------------------------------- */
+/* ---- copies are read evenly, stripes from their data positions -------- */
+
+/* Runs greedy and milp on s (over capacity as placed) and checks both end
+ * within capacity, milp moving no more bytes than greedy and at most
+ * max_bytes; then milp's rows, given back, stand. */
+static void
+check_moved_to_fit(struct inst *s, uint64_t max_bytes)
+{
+    uint64_t greedy_bytes;
+
+    CHECK_EQ_INT(run(s, "greedy", 0, 0), 0);
+    check_out(s);
+    CHECK(s->out.stats.feasible);
+    greedy_bytes = s->out.stats.bytes_moved;
+    CHECK_EQ_INT(run(s, "milp", 0, 3000), 0);
+    CHECK_EQ_STR(s->out.stats.solver, "milp");
+    CHECK(check_out(s) <= s->v.headroom + 1e-9);
+    CHECK(s->out.stats.feasible);
+    CHECK(s->out.stats.parts_moved >= 1);
+    CHECK(s->out.stats.bytes_moved <= greedy_bytes);
+    CHECK(s->out.stats.bytes_moved <= max_bytes);
+    adopt(s);
+    CHECK_EQ_INT(run(s, "milp", 0, 3000), 0);
+    CHECK_EQ_INT(s->out.stats.bytes_moved, 0);
+    CHECK_EQ_INT(s->out.stats.parts_moved, 0);
+}
 
 static void
-test_copies_fractions(void)
+test_copies_even(void)
 {
     static struct inst s;
-    size_t c;
+    size_t c, o;
 
-    /* Nodes of 100 req/s at u = 0.95. Two single-holder partitions of 80
-     * need a node each; the 1+1 copies partition of 90 cannot split 45/45
-     * onto nodes that already carry 80, but can put 90 on the third node
-     * and nothing on its other copy. */
-    inst_init(&s, 3, 100, 1e9, 1);
-    s.v.headroom = 0.95;
-    add_part(&s, 1, 1, 1, 80, 0, 1);
-    add_part(&s, 1, 1, 1, 80, 0, 1);
-    c = add_part(&s, 1, 2, 1, 90, 0, 1);
-    CHECK_EQ_INT(run(&s, "greedy", 0, 0), 0);
-    check_out(&s);
-    CHECK(!s.out.stats.feasible);
+    /* Nodes of 100 req/s at u = 0.9. A 1+2 copies partition of 150 on nodes
+     * 0-2 and a single-holder one of 80 on node 0: node 0 carries 50 + 80,
+     * over its 90, though reads steered off node 0 (0/75/75) would fit. Reads
+     * go to every copy alike, so a copy must move: the copies partition's
+     * (10 bytes), not the single one (100), and to node 3. */
+    inst_init(&s, 4, 100, 1e9, 1);
+    c = add_part(&s, 1, 3, 1, 150, 0, 10);
+    add_part(&s, 1, 1, 1, 80, 0, 100);
+    o = off_of(&s, c);
+    s.cur[o] = 100;
+    s.cur[o + 1] = 101;
+    s.cur[o + 2] = 102;
+    s.cur[o + 3] = 100;
+    s.cur_len[0] = 3;
+    s.cur_len[1] = 1;
+    s.v.cur_rows = s.cur;
+    s.v.cur_len = s.cur_len;
+    CHECK(current_req_util(&s) > 0.9);
     CHECK_EQ_INT(run(&s, "milp", 0, 3000), 0);
-    CHECK_EQ_STR(s.out.stats.solver, "milp");
-    check_out(&s);
-    CHECK(s.out.stats.feasible);
-    CHECK(fabs(s.share[off_of(&s, c)] - s.share[off_of(&s, c) + 1]) > 0.5);
-    /* Given back with its shares, the placement stands (at even shares it
-     * would be over capacity); shares must be a split of 1. */
-    adopt(&s);
-    CHECK_EQ_INT(run(&s, "milp", 0, 3000), 0);
-    CHECK_EQ_INT(s.out.stats.bytes_moved, 0);
-    CHECK_EQ_INT(s.out.stats.free_parts, 0);
-    s.cur_share[off_of(&s, c)] += 0.1;
-    CHECK_EQ_INT(run(&s, "milp", 0, 3000), CM_E_BADARG);
-    s.cur_share[off_of(&s, c)] = NAN;
-    CHECK_EQ_INT(run(&s, "milp", 0, 3000), CM_E_BADARG);
+    CHECK_EQ_INT(s.out.stats.parts_moved, 1);
+    CHECK_EQ_INT(s.out.stats.bytes_moved, 10);
+    CHECK(!in_row(s.rows + o, 3, 100) && in_row(s.rows + o, 3, 103));
+    CHECK_EQ_INT(s.rows[o + 1], 101); /* the copies that stay keep their slots */
+    CHECK_EQ_INT(s.rows[o + 2], 102);
+    check_moved_to_fit(&s, 10);
+
+    /* The integration test's collision, in the model: three tenants of two
+     * 1+1 copies partitions each, all on nodes 0-2 of six (two copies per
+     * node fit, four do not), every tenant asking more than its share. Each
+     * partition moves one copy, as few as fit: three nodes must shed half. */
+    inst_init(&s, 6, 100, 1e9, 3);
+    for (uint32_t t = 0; t < 3; t++) {
+        for (uint32_t p = 0; p < 2; p++) {
+            size_t i = add_part(&s, t + 1, 2, 1, 160, 0, 1000);
+
+            s.cur[off_of(&s, i)] = 100 + (t + p) % 3;
+            s.cur[off_of(&s, i) + 1] = 100 + (t + p + 1) % 3;
+            s.cur_len[i] = 2;
+        }
+    }
+    s.v.cur_rows = s.cur;
+    s.v.cur_len = s.cur_len;
+    check_moved_to_fit(&s, 6 * 1000);
+}
+
+static void
+test_stripes_data(void)
+{
+    static struct inst s;
+
+    /* 2+1 stripes of 120 req/s on four nodes of 100 at u = 0.9, both with
+     * their data on nodes 0 and 1: 120 each there, 0 on the parity holders.
+     * Spread evenly over all three holders (80 per node) it would look
+     * within capacity; read from the data positions it is not. */
+    inst_init(&s, 4, 100, 1e9, 1);
+    add_part(&s, 1, 3, 2, 120, 0, 7);
+    add_part(&s, 1, 3, 2, 120, 0, 7);
+    for (size_t p = 0; p < 2; p++) {
+        s.cur[off_of(&s, p)] = 100;
+        s.cur[off_of(&s, p) + 1] = 101;
+        s.cur[off_of(&s, p) + 2] = 102 + (uint32_t)p;
+        s.cur_len[p] = 3;
+    }
+    s.v.cur_rows = s.cur;
+    s.v.cur_len = s.cur_len;
+    CHECK_NEAR(current_req_util(&s), 1.2, 1e-9);
+    /* One stripe's data must leave nodes 0 and 1: its two data positions
+     * move (and its parity, if its node takes data), 2-3 chunks of 7. */
+    check_moved_to_fit(&s, 3 * 7);
+    for (size_t n = 0; n < 4; n++) {
+        int data = 0;
+
+        for (size_t p = 0; p < 2; p++) {
+            data += s.rows[off_of(&s, p)] == s.nodes[n].id;
+            data += s.rows[off_of(&s, p) + 1] == s.nodes[n].id;
+        }
+        CHECK(data <= 1); /* 60 per data position: one per node fits */
+    }
 }
 
 /* ---- fallbacks and the restricted model --------------------------------- */
 
-/* Requests the current placement (with its shares) puts on node n. */
+/* Requests the current placement puts on node n. */
 static double
 node_load(const struct inst *s, int n)
 {
@@ -667,7 +756,7 @@ node_load(const struct inst *s, int n)
     for (size_t p = 0; p < s->v.nparts; p++) {
         for (uint32_t j = 0; j < s->cur_len[p]; j++) {
             if (s->cur[off_of(s, p) + j] == s->nodes[n].id) {
-                load += s->parts[p].demand[0] * s->cur_share[off_of(s, p) + j];
+                load += s->parts[p].demand[0] * want_share(&s->parts[p], s->cur_len[p], j);
             }
         }
     }
@@ -694,7 +783,6 @@ test_restricted(void)
         check_out(&s);
         s.v.cur_rows = s.cur;
         s.v.cur_len = s.cur_len;
-        s.v.cur_share = s.cur_share;
         /* The busiest node turns hot: its partitions' demand grows 2.5x,
          * beyond its limit. Only up to 128 / 8 = 16 partitions may move,
          * and only those do. */
@@ -729,7 +817,8 @@ main(void)
     test_brute_force();
     test_capacity_and_stability();
     test_collision();
-    test_copies_fractions();
+    test_copies_even();
+    test_stripes_data();
     test_restricted();
     fprintf(stderr, "ok\n");
     return 0;
