@@ -88,6 +88,10 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
         }
         job->status = rc;
         return;
+    case FNS_COS_APPEND_OBJ:
+        /* A failed append may leave a torn tail: the caller goes elsewhere. */
+        job->status = cm_cos_append(p->cos, job->name, job->buf, job->buflen, &job->obj_off);
+        return;
     case FNS_COS_GET_OBJ:
         job->status = cm_cos_get(p->cos, job->name, &job->buf, &job->buflen);
         return;

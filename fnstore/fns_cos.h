@@ -47,6 +47,8 @@ enum fns_cos_op {
                        != 0 afterwards, with tomb_targets); none pending: no-op */
     /* Named objects that are not chunks (the insertion log): */
     FNS_COS_PUT_OBJ, /* buf/buflen (borrowed) -> name; retried like a write */
+    FNS_COS_APPEND_OBJ, /* buf/buflen (borrowed) appended to name (cm_cos_append;
+                           obj_off: where they start); not retried */
     FNS_COS_GET_OBJ, /* name -> buf/buflen (malloc'd, the reaper frees it) */
     FNS_COS_DEL_OBJ, /* name */
 };
@@ -70,6 +72,7 @@ struct fns_cos_job {
     char name[64];
     void *buf;
     size_t buflen;
+    uint64_t obj_off;
 };
 
 /* cos borrowed for the pool's lifetime. nthreads >= 1. */
