@@ -226,7 +226,7 @@ fns_node_replay(struct fns_node *n)
     CM_INFO("cos segments replayed segments=%zu live=%zu chunks=%zu", count,
             fns_pack_index_segments(n->pack), fns_pack_index_chunks(n->pack));
     fns_cos_set_packing(n->pool, n->cfg.id, count ? seqs[count - 1] + 1 : 1, n->cfg.cos_linger_ms,
-                        0);
+                        (size_t)n->cfg.cos_segment_max);
     free(seqs);
     return 0;
 }
