@@ -93,6 +93,15 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
         job->status = cm_cos_append(p->cos, job->name, job->buf, job->buflen, &job->obj_off);
         return;
     case FNS_COS_GET_OBJ:
+        if (job->buflen != 0) {
+            len = job->buflen;
+            job->status = cm_cos_get_range(p->cos, job->name, job->obj_off, len, &job->buf,
+                                           &job->buflen);
+            if (job->status == 0 && job->buflen != len) {
+                job->status = CM_E_CRC; /* shorter than where it was written */
+            }
+            return;
+        }
         job->status = cm_cos_get(p->cos, job->name, &job->buf, &job->buflen);
         return;
     case FNS_COS_DEL_OBJ:

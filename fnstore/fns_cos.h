@@ -49,7 +49,8 @@ enum fns_cos_op {
     FNS_COS_PUT_OBJ, /* buf/buflen (borrowed) -> name; retried like a write */
     FNS_COS_APPEND_OBJ, /* buf/buflen (borrowed) appended to name (cm_cos_append;
                            obj_off: where they start); not retried */
-    FNS_COS_GET_OBJ, /* name -> buf/buflen (malloc'd, the reaper frees it) */
+    FNS_COS_GET_OBJ, /* name -> buf/buflen (malloc'd, the reaper frees it); with
+                        buflen != 0 on submit, only bytes [obj_off, +buflen) */
     FNS_COS_DEL_OBJ, /* name */
 };
 

@@ -37,8 +37,10 @@ enum { ILOG_JOB_BATCH = 1, ILOG_JOB_DELETE, ILOG_JOB_CARRY, ILOG_JOB_DROP };
 /* An appended log object starts the next one past this size. */
 #define FNS_LOG_ROLL (1u << 20)
 
-/* A job on log object obj (named by its first batch's seq); tag: the batch. */
-static void
+/* A job on log object obj (named by its first batch's seq); tag: the batch.
+ * Returned when op is FNS_COS_GET_OBJ (the caller submits it), else
+ * submitted (NULL). */
+static struct fns_cos_job *
 fns_node_ilog_job(struct fns_node *n, enum fns_cos_op op, int what, uint64_t obj, uint64_t seq,
                   const void *buf, size_t len)
 {
@@ -50,7 +52,11 @@ fns_node_ilog_job(struct fns_node *n, enum fns_cos_op op, int what, uint64_t obj
     job->buf = (void *)buf;
     job->buflen = len;
     cm_ilog_name(job->name, sizeof(job->name), n->cfg.id, obj);
+    if (op == FNS_COS_GET_OBJ) {
+        return job;
+    }
     fns_cos_submit(n->logpool, job);
+    return NULL;
 }
 
 /* Batch seq is durable at off in object obj. */
@@ -204,10 +210,17 @@ fns_node_ilog_kick(struct fns_node *n)
         fns_node_log_dead(n, seq);
     }
     if (!n->log_carrying && fns_ilog_carry_due(n->ilog, &seq)) {
+        struct fns_cos_job *job;
+
         n->log_carrying = 1;
         at = fns_node_log_find(n, seq);
-        fns_node_ilog_job(n, FNS_COS_GET_OBJ, ILOG_JOB_CARRY, at != NULL ? at->obj : seq, seq,
-                          NULL, 0);
+        job = fns_node_ilog_job(n, FNS_COS_GET_OBJ, ILOG_JOB_CARRY, at != NULL ? at->obj : seq,
+                                seq, NULL, 0);
+        if (at != NULL) { /* the batch alone, not the whole object */
+            job->obj_off = at->off;
+            job->buflen = at->len;
+        }
+        fns_cos_submit(n->logpool, job);
     }
 }
 
@@ -215,17 +228,13 @@ fns_node_ilog_kick(struct fns_node *n)
 static void
 fns_node_ilog_carried(struct fns_node *n, struct fns_cos_job *job)
 {
-    const struct fns_log_at *at = fns_node_log_find(n, job->tag);
     const uint8_t *buf = NULL;
     size_t len = 0;
 
     n->log_carrying = 0;
-    if (job->status == 0 && at == NULL) {
-        buf = job->buf; /* (not known: the object is the batch) */
+    if (job->status == 0) {
+        buf = job->buf; /* the batch's range (or, not known, the whole object) */
         len = job->buflen;
-    } else if (job->status == 0 && at->off + at->len <= job->buflen) {
-        buf = (const uint8_t *)job->buf + at->off;
-        len = at->len;
     }
     fns_ilog_carry(n->ilog, job->tag, buf, len);
     free(job->buf);
