@@ -95,8 +95,8 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
     case FNS_COS_GET_OBJ:
         if (job->buflen != 0) {
             len = job->buflen;
-            job->status = cm_cos_get_range(p->cos, job->name, job->obj_off, len, &job->buf,
-                                           &job->buflen);
+            job->status =
+                cm_cos_get_range(p->cos, job->name, job->obj_off, len, &job->buf, &job->buflen);
             if (job->status == 0 && job->buflen != len) {
                 job->status = CM_E_CRC; /* shorter than where it was written */
             }

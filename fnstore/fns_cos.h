@@ -46,12 +46,12 @@ enum fns_cos_op {
     FNS_COS_TOMBS,  /* the pending tombstones as a record of their own (loc.seg
                        != 0 afterwards, with tomb_targets); none pending: no-op */
     /* Named objects that are not chunks (the insertion log): */
-    FNS_COS_PUT_OBJ, /* buf/buflen (borrowed) -> name; retried like a write */
+    FNS_COS_PUT_OBJ,    /* buf/buflen (borrowed) -> name; retried like a write */
     FNS_COS_APPEND_OBJ, /* buf/buflen (borrowed) appended to name (cm_cos_append;
                            obj_off: where they start); not retried */
-    FNS_COS_GET_OBJ, /* name -> buf/buflen (malloc'd, the reaper frees it); with
-                        buflen != 0 on submit, only bytes [obj_off, +buflen) */
-    FNS_COS_DEL_OBJ, /* name */
+    FNS_COS_GET_OBJ,    /* name -> buf/buflen (malloc'd, the reaper frees it); with
+                           buflen != 0 on submit, only bytes [obj_off, +buflen) */
+    FNS_COS_DEL_OBJ,    /* name */
 };
 
 struct fns_cos_job {

@@ -168,8 +168,7 @@ fns_node_ilog_written(struct fns_node *n, struct fns_cos_job *job)
         CM_WARN("insertion log batch not written name=%s seq=%llu err=%s", job->name,
                 (unsigned long long)job->tag, cm_errname(job->status));
         if (n->log_open != 0 && n->log_open_batches == 0) {
-            fns_node_ilog_job(n, FNS_COS_DEL_OBJ, ILOG_JOB_DROP, n->log_open, n->log_open, NULL,
-                              0);
+            fns_node_ilog_job(n, FNS_COS_DEL_OBJ, ILOG_JOB_DROP, n->log_open, n->log_open, NULL, 0);
             n->log_open = 0;
         } else if (n->log_open != 0) {
             fns_node_log_close(n);
@@ -214,8 +213,8 @@ fns_node_ilog_kick(struct fns_node *n)
 
         n->log_carrying = 1;
         at = fns_node_log_find(n, seq);
-        job = fns_node_ilog_job(n, FNS_COS_GET_OBJ, ILOG_JOB_CARRY, at != NULL ? at->obj : seq,
-                                seq, NULL, 0);
+        job = fns_node_ilog_job(n, FNS_COS_GET_OBJ, ILOG_JOB_CARRY, at != NULL ? at->obj : seq, seq,
+                                NULL, 0);
         if (at != NULL) { /* the batch alone, not the whole object */
             job->obj_off = at->off;
             job->buflen = at->len;

@@ -38,7 +38,7 @@
 #include "fns_chunk.h"
 
 #define FNS_PACK_MAGIC 0x47534853u /* "SHSG" read little-endian */
-#define FNS_PACK_FIXED 32u    /* version 2 */
+#define FNS_PACK_FIXED 32u         /* version 2 */
 #define FNS_PACK_FIXED_V1 24u
 #define FNS_PACK_ENT_LEN 32u
 #define FNS_PACK_TOMB_LEN 24u
