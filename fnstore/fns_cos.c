@@ -38,6 +38,10 @@ struct fns_cos {
     uint32_t pack_node;
     uint64_t linger_ns;
     atomic_uint_fast64_t next_seq;
+    /* Appends (the COS can): the segment records go to, and its size;
+     * worker 0 only, the one writer of segments. */
+    int append;
+    uint64_t seg_seq, seg_size, roll_bytes;
     struct fns_key *tombs; /* under mu; tomb_segs[i]: the segment tombs[i] is in */
     uint64_t *tomb_segs;
     size_t ntombs, captombs;
@@ -84,7 +88,20 @@ fns_cos_run(struct fns_cos *p, struct fns_cos_job *job)
         }
         job->status = rc;
         return;
+    case FNS_COS_APPEND_OBJ:
+        /* A failed append may leave a torn tail: the caller goes elsewhere. */
+        job->status = cm_cos_append(p->cos, job->name, job->buf, job->buflen, &job->obj_off);
+        return;
     case FNS_COS_GET_OBJ:
+        if (job->buflen != 0) {
+            len = job->buflen;
+            job->status =
+                cm_cos_get_range(p->cos, job->name, job->obj_off, len, &job->buf, &job->buflen);
+            if (job->status == 0 && job->buflen != len) {
+                job->status = CM_E_CRC; /* shorter than where it was written */
+            }
+            return;
+        }
         job->status = cm_cos_get(p->cos, job->name, &job->buf, &job->buflen);
         return;
     case FNS_COS_DEL_OBJ:
@@ -194,10 +211,42 @@ fns_cos_take_tombs(struct fns_cos *p, struct fns_key **keys, uint64_t **segs)
     return n;
 }
 
+/* Appends a record to the open segment, first starting the next one when
+ * it is full, or its last append failed (its tail may be torn: no record
+ * goes after that). 0 with the segment's *seq and the record's *base. */
+static int
+fns_cos_append_record(struct fns_cos *p, const uint8_t *rec, size_t len, uint64_t *seq,
+                      uint64_t *base)
+{
+    char name[FNS_PACK_NAME_MAX];
+    int rc;
+
+    if (p->seg_seq != 0 && p->seg_size >= p->roll_bytes) {
+        fns_pack_name(name, sizeof(name), p->pack_node, p->seg_seq);
+        cm_cos_append_end(p->cos, name);
+        p->seg_seq = 0;
+    }
+    if (p->seg_seq == 0) {
+        p->seg_seq = atomic_fetch_add(&p->next_seq, 1);
+        p->seg_size = 0;
+    }
+    fns_pack_name(name, sizeof(name), p->pack_node, p->seg_seq);
+    rc = cm_cos_append(p->cos, name, rec, len, base);
+    if (rc != 0) {
+        p->seg_seq = 0;
+        return rc;
+    }
+    *seq = p->seg_seq;
+    p->seg_size = *base + len;
+    return 0;
+}
+
 /*
- * Writes one segment: the chunks of the ne jobs packed[] (ents[] without
- * offsets) and every pending tombstone. 0 with *seq and, through *tjob,
- * the tombstones' segments; CM_E_NOTFOUND when there was nothing to write;
+ * Writes one record: the chunks of the ne jobs packed[] (ents[] without
+ * offsets) and every pending tombstone, appended to the open segment or,
+ * where the COS cannot append, as a segment of its own. 0 with *seq, the
+ * offsets in ents[] (from the segment's start) and, through *tjob, the
+ * tombstones' segments; CM_E_NOTFOUND when there was nothing to write;
  * else the error, with the tombstones queued again.
  */
 static int
@@ -205,10 +254,10 @@ fns_cos_put_segment(struct fns_cos *p, struct fns_pack_ent *ents, struct fns_cos
                     size_t ne, struct fns_cos_job *tjob, uint64_t *seq)
 {
     struct fns_key *tombs;
-    uint64_t *tomb_segs, next;
+    uint64_t *tomb_segs, next = 0, base = 0;
     size_t nt, total, i;
     char name[FNS_PACK_NAME_MAX];
-    uint8_t *seg;
+    uint8_t *rec;
     int rc;
 
     nt = fns_cos_take_tombs(p, &tombs, &tomb_segs);
@@ -220,15 +269,20 @@ fns_cos_put_segment(struct fns_cos *p, struct fns_pack_ent *ents, struct fns_cos
         ents[i].off = (uint32_t)total;
         total += ents[i].len;
     }
-    seg = cm_malloc(total);
-    fns_pack_encode(seg, ents, ne, tombs, nt);
+    rec = cm_malloc(total);
     for (i = 0; i < ne; i++) {
-        memcpy(seg + ents[i].off, packed[i]->chunk->data, ents[i].len);
+        memcpy(rec + ents[i].off, packed[i]->chunk->data, ents[i].len);
     }
-    next = atomic_fetch_add(&p->next_seq, 1);
-    fns_pack_name(name, sizeof(name), p->pack_node, next);
-    rc = cm_cos_put(p->cos, name, seg, total);
-    free(seg);
+    fns_pack_encode(rec, total, ents, ne, tombs, nt);
+    if (p->append) {
+        rc = fns_cos_append_record(p, rec, total, &next, &base);
+        fns_pack_name(name, sizeof(name), p->pack_node, next);
+    } else {
+        next = atomic_fetch_add(&p->next_seq, 1);
+        fns_pack_name(name, sizeof(name), p->pack_node, next);
+        rc = cm_cos_put(p->cos, name, rec, total);
+    }
+    free(rec);
     if (rc != 0) {
         CM_WARN("cos segment write failed name=%s chunks=%zu tombstones=%zu err=%s", name, ne, nt,
                 cm_errname(rc));
@@ -236,6 +290,9 @@ fns_cos_put_segment(struct fns_cos *p, struct fns_pack_ent *ents, struct fns_cos
         free(tombs);
         free(tomb_segs);
         return rc;
+    }
+    for (i = 0; i < ne; i++) {
+        ents[i].off += (uint32_t)base;
     }
     free(tombs);
     *seq = next;
@@ -456,10 +513,13 @@ fns_cos_create(struct cm_cos *cos, int nthreads, void (*notify)(void *arg), void
 }
 
 void
-fns_cos_set_packing(struct fns_cos *p, uint32_t node, uint64_t first_seq, int linger_ms)
+fns_cos_set_packing(struct fns_cos *p, uint32_t node, uint64_t first_seq, int linger_ms,
+                    size_t roll_bytes)
 {
     p->linger_ns = linger_ms > 0 ? (uint64_t)linger_ms * 1000000u : 0;
     p->pack = 1;
+    p->append = cm_cos_can_append(p->cos);
+    p->roll_bytes = roll_bytes ? roll_bytes : FNS_PACK_ROLL;
     p->pack_node = node;
     atomic_store(&p->next_seq, first_seq ? first_seq : 1);
 }
@@ -558,6 +618,12 @@ fns_cos_reap(struct fns_cos *p)
     p->done_head = p->done_tail = NULL;
     pthread_mutex_unlock(&p->mu);
     return list;
+}
+
+int
+fns_cos_appends(const struct fns_cos *p)
+{
+    return p->pack && p->append;
 }
 
 size_t

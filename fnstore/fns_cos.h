@@ -11,8 +11,10 @@
  *
  * Packing (fns_cos_set_packing): small chunk writes all go to worker 0,
  * which lets them gather for up to linger_ms (persisting is asynchronous)
- * and writes each batch as one COS segment (fns_pack.h) instead of an
- * object per chunk; the job then says where its chunk went (loc), and
+ * and writes each batch as one record of a COS segment (fns_pack.h)
+ * instead of an object per chunk: appended to the open segment where the
+ * COS can append (a new segment every roll_bytes), else as a segment of
+ * its own. The job then says where its chunk went (loc), and
  * reads and deletes take a loc too. A small write and a later delete of
  * the same key may then run on different workers: the node indexes a
  * packed chunk only if it still holds it, so a delete is never undone.
@@ -41,12 +43,15 @@ enum fns_cos_op {
     FNS_COS_READ,   /* key (or loc, when loc.seg != 0) -> chunk (verified; a
                        reference owned by the job) */
     FNS_COS_DELETE, /* key's object, or the whole segment loc.seg */
-    FNS_COS_TOMBS,  /* the pending tombstones as a segment of their own (loc.seg
+    FNS_COS_TOMBS,  /* the pending tombstones as a record of their own (loc.seg
                        != 0 afterwards, with tomb_targets); none pending: no-op */
     /* Named objects that are not chunks (the insertion log): */
-    FNS_COS_PUT_OBJ, /* buf/buflen (borrowed) -> name; retried like a write */
-    FNS_COS_GET_OBJ, /* name -> buf/buflen (malloc'd, the reaper frees it) */
-    FNS_COS_DEL_OBJ, /* name */
+    FNS_COS_PUT_OBJ,    /* buf/buflen (borrowed) -> name; retried like a write */
+    FNS_COS_APPEND_OBJ, /* buf/buflen (borrowed) appended to name (cm_cos_append;
+                           obj_off: where they start); not retried */
+    FNS_COS_GET_OBJ,    /* name -> buf/buflen (malloc'd, the reaper frees it); with
+                           buflen != 0 on submit, only bytes [obj_off, +buflen) */
+    FNS_COS_DEL_OBJ,    /* name */
 };
 
 struct fns_cos_job {
@@ -68,14 +73,21 @@ struct fns_cos_job {
     char name[64];
     void *buf;
     size_t buflen;
+    uint64_t obj_off;
 };
 
 /* cos borrowed for the pool's lifetime. nthreads >= 1. */
 int fns_cos_create(struct cm_cos *cos, int nthreads, void (*notify)(void *arg), void *arg,
                    struct fns_cos **out);
 /* Packs small writes from now on into segments of node, numbered from
- * first_seq (above every existing one). Call before the first submit. */
-void fns_cos_set_packing(struct fns_cos *p, uint32_t node, uint64_t first_seq, int linger_ms);
+ * first_seq (above every existing one: a segment is never appended to
+ * after a restart), appended ones rolling over at roll_bytes (0:
+ * FNS_PACK_ROLL). Call before the first submit. */
+void fns_cos_set_packing(struct fns_cos *p, uint32_t node, uint64_t first_seq, int linger_ms,
+                         size_t roll_bytes);
+/* 1 when packed records are appended to an open segment (then the newest
+ * segment a job reports is the one appended to: fns_pack_index_open). */
+int fns_cos_appends(const struct fns_cos *p);
 /* Records that key, a chunk packed in segment target, was deleted: the
  * next segment carries the tombstone so a replay does not bring it back.
  * Any thread. */

@@ -30,7 +30,8 @@
     X(cos_segments, "gauge", "COS segments holding this node's packed chunks.", cos_segments)      \
     X(cos_packed_chunks, "gauge", "Chunks persisted packed in COS segments.", cos_packed_chunks)   \
     X(cos_segments_held, "gauge",                                                                  \
-      "Empty COS segments kept until the older segments their tombstones point into go.",          \
+      "Empty COS segments kept until the older segments their tombstones point into go, or "       \
+      "while appended to.",                                                                        \
       cos_segments_held)                                                                           \
     X(bad_frames_total, "counter", "Connections closed on a malformed frame.", bad_frames_total)   \
     X(incarnation, "gauge", "Incarnation number of this node.", incarnation)                       \

@@ -627,7 +627,7 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     rc = fns_node_replay(n);
     if (rc == 0) {
         /* Recovery reads name segments by this node's id. */
-        fns_cos_set_packing(n->recpool, cfg->id, 1, 0);
+        fns_cos_set_packing(n->recpool, cfg->id, 1, 0, 0);
         rc = fns_node_ilog_replay(n);
     }
     if (rc != 0) {
@@ -722,6 +722,7 @@ fns_node_destroy(struct fns_node *n)
     }
     fns_node_sms_destroy(n);
     fns_ilog_destroy(n->ilog);
+    free(n->log_at);
     fns_pack_index_destroy(n->pack);
     fns_arena_destroy(n->arena); /* chunks still referenced keep it alive */
     if (n->rs != NULL) {

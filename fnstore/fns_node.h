@@ -64,6 +64,7 @@ struct fns_node_cfg {
     const char *sched; /* FQ policy name; borrowed for create */
     int cos_threads;
     int cos_linger_ms; /* small writes gather this long into one COS segment */
+    uint64_t cos_segment_max; /* appended segments roll over past it (0: FNS_PACK_ROLL) */
     uint32_t incarnation;
     int handle_signals;  /* SIGTERM/SIGINT start a clean shutdown */
     uint64_t arena_slab; /* chunk memory slab bytes (fns_arena); 0 = malloc per chunk */

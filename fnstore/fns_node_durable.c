@@ -2,7 +2,8 @@
  * fns_node_durable.c - what the node's requests need from COS: write, read
  * and delete jobs on the COS pool and their reap on the loop thread, the
  * persisted flag, PERSISTED notices, reloads of chunks not in memory, and
- * the packed chunks' tombstones and held segments (see fns_pack.h).
+ * the packed chunks' tombstones and held segments (see fns_pack.h); the
+ * segment appended to is kept until records go to a newer one.
  *
  * Threads: loop thread, but fns_node_cos_notify (a COS worker). Invariants:
  * a job's req is answered once, when the job is reaped; a packed chunk is
@@ -349,10 +350,16 @@ fns_node_cos_cb(void *arg)
     uint64_t maybe_empty[64], last_seg = 0;
     uint32_t last_tenant = 0;
     size_t nempty = 0;
+    int rolled = 0;
 
     fns_node_cos_other(n);
     for (job = fns_cos_reap(n->pool); job != NULL; job = next) {
         next = job->next;
+        if (job->loc.seg != 0 && job->status == 0 && fns_cos_appends(n->pool) &&
+            (job->op == FNS_COS_WRITE || job->op == FNS_COS_TOMBS)) {
+            /* Records go to the newest segment: the older ones are closed. */
+            rolled |= fns_pack_index_open(n->pack, job->loc.seg);
+        }
         if (job->ntomb_targets > 0) { /* segment loc.seg carried tombstones */
             fns_pack_index_add_seg(n->pack, job->loc.seg);
             for (size_t i = 0; i < job->ntomb_targets; i++) {
@@ -427,6 +434,9 @@ fns_node_cos_cb(void *arg)
         if (fns_pack_index_drop_if_empty(n->pack, maybe_empty[i])) {
             fns_node_drop_segment(n, maybe_empty[i]);
         }
+    }
+    if (rolled && fns_pack_index_held(n->pack) > 0) {
+        (void)fns_pack_index_drop_held(n->pack, fns_node_delete_segment, n);
     }
     fns_node_notes_flush(n);
 }

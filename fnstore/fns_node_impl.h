@@ -143,6 +143,13 @@ struct fns_node {
     struct fns_ilog *ilog;
     struct fns_cos *logpool;
     int log_writing, log_carrying;
+    /* Where each batch not yet deleted is, oldest first (log_at[log_head
+     * .. log_n)), and the object batches are appended to (its first
+     * batch's seq; 0: none, and always 0 where the COS cannot append). */
+    struct fns_log_at *log_at;
+    size_t log_head, log_n, log_cap;
+    int log_append;
+    uint64_t log_open, log_open_size, log_open_batches;
     int destroying; /* the COS pools are stopped: submit nothing */
 
     atomic_uint_fast64_t used, nchunks, bad_frames;
@@ -262,6 +269,13 @@ void fns_node_sms_orders_cb(void *arg);
 void fns_node_sms_reclaim_cb(void *arg);
 
 /* ---- fns_node_ilog.c (loop thread; replay at create) ---- */
+
+/* A durable log batch: its seq, the object holding it (that object's first
+ * batch's seq) and where in it. */
+struct fns_log_at {
+    uint64_t seq, obj, off;
+    uint32_t len;
+};
 
 /* Replays the log (create, before the loop); 0 or an error. */
 int fns_node_ilog_replay(struct fns_node *n);

@@ -1,9 +1,11 @@
 /*
  * fns_node_replay.c - startup: the node's packed-chunk index rebuilt from
- * its COS segments (seg/n<id>/<seq>), replayed in sequence order, each one's
- * tombstones before its chunks, so a chunk deleted after it was packed does
- * not come back. Segments left empty are deleted; packing then resumes above
- * the newest sequence.
+ * its COS segments (seg/n<id>/<seq>), replayed in sequence order, record by
+ * record, each record's tombstones before its chunks, so a chunk deleted
+ * after it was packed does not come back; a segment's records end at the
+ * first that does not check (a torn append). Segments left empty are
+ * deleted; packing then resumes above the newest sequence, in a new
+ * segment (one with a torn tail is never appended to).
  *
  * A COS that does not answer (down, restarting) is waited for, for the
  * listings and for each object listed: the node must not come up without
@@ -130,16 +132,52 @@ fns_node_delete_seg_now(void *arg, uint64_t seq)
     (void)cm_cos_delete(n->cos, name);
 }
 
-/* Applies one segment to the index: its tombstones, then its chunks. 0, or
- * the COS error that outlasted the wait (the node does not start). */
+struct replay_seg {
+    struct fns_node *n;
+    uint64_t seq;
+};
+
+/* Applies one record of a segment to the index: its tombstones, then its
+ * chunks. A segment they empty goes now: later records and segments can
+ * only add chunks of their own. */
+static int
+fns_node_replay_record(void *arg, const struct fns_pack_ent *ents, size_t ne,
+                       const struct fns_key *tombs, size_t nt)
+{
+    struct replay_seg *r = arg;
+    uint64_t from, emptied;
+    size_t i;
+
+    for (i = 0; i < nt; i++) {
+        emptied = fns_pack_index_del(r->n->pack, &tombs[i], &from);
+        if (from != 0) {
+            fns_pack_index_hold(r->n->pack, r->seq, from);
+        }
+        if (emptied != 0) {
+            fns_node_delete_seg_now(r->n, emptied);
+        }
+    }
+    for (i = 0; i < ne; i++) {
+        struct fns_pack_loc loc = {.seg = r->seq, .off = ents[i].off, .len = ents[i].len};
+
+        emptied = fns_pack_index_put(r->n->pack, &ents[i].key, &loc);
+        if (emptied != 0) {
+            fns_node_delete_seg_now(r->n, emptied);
+        }
+    }
+    return 0;
+}
+
+/* Applies one segment to the index, record by record, up to the first that
+ * does not check (a torn tail: the append a kill interrupted, never
+ * acknowledged). 0, or the COS error that outlasted the wait (the node
+ * does not start). */
 static int
 fns_node_replay_one(struct fns_node *n, uint64_t seq)
 {
     char name[FNS_PACK_NAME_MAX];
-    struct fns_pack_ent *ents;
-    struct fns_key *tombs;
-    size_t len, ne, nt, i;
-    uint64_t from, emptied;
+    struct replay_seg r = {n, seq};
+    size_t len, good;
     void *blob;
     int rc;
 
@@ -149,36 +187,21 @@ fns_node_replay_one(struct fns_node *n, uint64_t seq)
         CM_ERROR("cos segment not readable, giving up name=%s err=%s", name, cm_errname(rc));
         return rc;
     }
-    if (rc == 0) {
-        rc = fns_pack_decode(blob, len, len, &ents, &ne, &tombs, &nt);
+    if (rc != 0 || len == 0) {
         free(blob);
-    }
-    if (rc != 0) {
         CM_ERROR("cos segment unreadable, kept name=%s err=%s", name, cm_errname(rc));
         return 0;
     }
-    fns_pack_index_add_seg(n->pack, seq);
-    /* A segment its tombstones or newer chunks empty goes now: later
-     * segments can only add chunks of their own. */
-    for (i = 0; i < nt; i++) {
-        emptied = fns_pack_index_del(n->pack, &tombs[i], &from);
-        if (from != 0) {
-            fns_pack_index_hold(n->pack, seq, from);
-        }
-        if (emptied != 0) {
-            fns_node_delete_seg_now(n, emptied);
-        }
+    good = fns_pack_scan(blob, len, fns_node_replay_record, &r);
+    free(blob);
+    if (good == 0) {
+        CM_ERROR("cos segment unreadable, kept name=%s err=%s", name, cm_errname(CM_E_CRC));
+        return 0;
     }
-    for (i = 0; i < ne; i++) {
-        struct fns_pack_loc loc = {.seg = seq, .off = ents[i].off, .len = ents[i].len};
-
-        emptied = fns_pack_index_put(n->pack, &ents[i].key, &loc);
-        if (emptied != 0) {
-            fns_node_delete_seg_now(n, emptied);
-        }
+    fns_pack_index_add_seg(n->pack, seq); /* (one of tombstones only) */
+    if (good < len) {
+        CM_WARN("cos segment torn tail ignored name=%s good=%zu bytes=%zu", name, good, len);
     }
-    free(ents);
-    free(tombs);
     return 0;
 }
 
@@ -202,7 +225,8 @@ fns_node_replay(struct fns_node *n)
     fns_pack_index_drop_empty(n->pack, fns_node_delete_seg_now, n);
     CM_INFO("cos segments replayed segments=%zu live=%zu chunks=%zu", count,
             fns_pack_index_segments(n->pack), fns_pack_index_chunks(n->pack));
-    fns_cos_set_packing(n->pool, n->cfg.id, count ? seqs[count - 1] + 1 : 1, n->cfg.cos_linger_ms);
+    fns_cos_set_packing(n->pool, n->cfg.id, count ? seqs[count - 1] + 1 : 1, n->cfg.cos_linger_ms,
+                        (size_t)n->cfg.cos_segment_max);
     free(seqs);
     return 0;
 }

@@ -17,7 +17,7 @@
 #include "cm_hmap.h"
 #include "fns_pack.h"
 
-#define PACK_VERSION 1u
+#define PACK_VERSION 2u
 
 /* ---- format ------------------------------------------------------------ */
 
@@ -46,18 +46,20 @@ get_key(const uint8_t *p, struct fns_key *k)
 }
 
 void
-fns_pack_encode(uint8_t *out, const struct fns_pack_ent *ents, size_t nent,
+fns_pack_encode(uint8_t *rec, size_t rec_len, const struct fns_pack_ent *ents, size_t nent,
                 const struct fns_key *tombs, size_t ntomb)
 {
     size_t hl = fns_pack_hdr_len(nent, ntomb);
-    uint8_t *p = out + FNS_PACK_FIXED;
+    uint8_t *p = rec + FNS_PACK_FIXED;
 
-    cm_put_le32(out, FNS_PACK_MAGIC);
-    cm_put_le32(out + 4, PACK_VERSION);
-    cm_put_le32(out + 8, (uint32_t)nent);
-    cm_put_le32(out + 12, (uint32_t)ntomb);
-    cm_put_le32(out + 16, (uint32_t)hl);
-    cm_put_le32(out + 20, 0);
+    cm_put_le32(rec, FNS_PACK_MAGIC);
+    cm_put_le32(rec + 4, PACK_VERSION);
+    cm_put_le32(rec + 8, (uint32_t)nent);
+    cm_put_le32(rec + 12, (uint32_t)ntomb);
+    cm_put_le32(rec + 16, (uint32_t)hl);
+    cm_put_le32(rec + 20, 0);
+    cm_put_le32(rec + 24, (uint32_t)rec_len);
+    cm_put_le32(rec + 28, cm_crc32c(0, rec + hl, rec_len - hl));
     for (size_t i = 0; i < nent; i++, p += FNS_PACK_ENT_LEN) {
         put_key(p, &ents[i].key);
         cm_put_le32(p + 24, ents[i].off);
@@ -66,47 +68,53 @@ fns_pack_encode(uint8_t *out, const struct fns_pack_ent *ents, size_t nent,
     for (size_t i = 0; i < ntomb; i++, p += FNS_PACK_TOMB_LEN) {
         put_key(p, &tombs[i]);
     }
-    cm_put_le32(out + 20, cm_crc32c(0, out, hl));
+    cm_put_le32(rec + 20, cm_crc32c(0, rec, hl));
 }
 
 int
-fns_pack_decode(const uint8_t *buf, size_t len, uint64_t seg_len, struct fns_pack_ent **ents,
-                size_t *nent, struct fns_key **tombs, size_t *ntomb)
+fns_pack_decode(const uint8_t *buf, size_t len, struct fns_pack_ent **ents, size_t *nent,
+                struct fns_key **tombs, size_t *ntomb, size_t *rec_len)
 {
     uint8_t fixed[FNS_PACK_FIXED];
-    uint64_t n, t, hl;
+    uint64_t n, t, hl, fl, rl;
+    uint32_t version;
     const uint8_t *p;
 
     *ents = NULL;
     *tombs = NULL;
     *nent = *ntomb = 0;
-    if (len < FNS_PACK_FIXED || cm_get_le32(buf) != FNS_PACK_MAGIC ||
-        cm_get_le32(buf + 4) != PACK_VERSION) {
+    *rec_len = 0;
+    if (len < FNS_PACK_FIXED_V1 || cm_get_le32(buf) != FNS_PACK_MAGIC) {
+        return CM_E_CRC;
+    }
+    version = cm_get_le32(buf + 4);
+    fl = version == 1 ? FNS_PACK_FIXED_V1 : FNS_PACK_FIXED;
+    if ((version != 1 && version != PACK_VERSION) || len < fl) {
         return CM_E_CRC;
     }
     n = cm_get_le32(buf + 8);
     t = cm_get_le32(buf + 12);
     hl = cm_get_le32(buf + 16);
-    if (hl != FNS_PACK_FIXED + n * FNS_PACK_ENT_LEN + t * FNS_PACK_TOMB_LEN || hl > len ||
-        hl > seg_len) {
+    rl = version == 1 ? len : cm_get_le32(buf + 24);
+    if (hl != fl + n * FNS_PACK_ENT_LEN + t * FNS_PACK_TOMB_LEN || hl > rl || rl > len) {
         return CM_E_CRC;
     }
-    memcpy(fixed, buf, sizeof(fixed));
+    memcpy(fixed, buf, fl);
     cm_put_le32(fixed + 20, 0);
-    if (cm_crc32c(cm_crc32c(0, fixed, sizeof(fixed)), buf + FNS_PACK_FIXED,
-                  hl - FNS_PACK_FIXED) != cm_get_le32(buf + 20)) {
+    if (cm_crc32c(cm_crc32c(0, fixed, fl), buf + fl, hl - fl) != cm_get_le32(buf + 20) ||
+        (version != 1 && cm_crc32c(0, buf + hl, rl - hl) != cm_get_le32(buf + 28))) {
         return CM_E_CRC;
     }
     *ents = n ? cm_malloc(n * sizeof(**ents)) : NULL;
     *tombs = t ? cm_malloc(t * sizeof(**tombs)) : NULL;
-    p = buf + FNS_PACK_FIXED;
+    p = buf + fl;
     for (size_t i = 0; i < n; i++, p += FNS_PACK_ENT_LEN) {
         struct fns_pack_ent *e = &(*ents)[i];
 
         get_key(p, &e->key);
         e->off = cm_get_le32(p + 24);
         e->len = cm_get_le32(p + 28);
-        if (e->off < hl || (uint64_t)e->off + e->len > seg_len) {
+        if (e->off < hl || (uint64_t)e->off + e->len > rl) {
             free(*ents);
             free(*tombs);
             *ents = NULL;
@@ -119,7 +127,42 @@ fns_pack_decode(const uint8_t *buf, size_t len, uint64_t seg_len, struct fns_pac
     }
     *nent = n;
     *ntomb = t;
+    *rec_len = rl;
     return 0;
+}
+
+size_t
+fns_pack_scan(const uint8_t *buf, size_t len,
+              int (*fn)(void *arg, const struct fns_pack_ent *ents, size_t nent,
+                        const struct fns_key *tombs, size_t ntomb),
+              void *arg)
+{
+    size_t at = 0;
+
+    while (at < len) {
+        struct fns_pack_ent *ents;
+        struct fns_key *tombs;
+        size_t ne, nt, rl;
+        int stop;
+
+        if (fns_pack_decode(buf + at, len - at, &ents, &ne, &tombs, &nt, &rl) != 0 ||
+            at + rl > UINT32_MAX) { /* (locations are 32-bit) */
+            free(ents);
+            free(tombs);
+            break;
+        }
+        for (size_t i = 0; i < ne; i++) {
+            ents[i].off += (uint32_t)at;
+        }
+        stop = fn(arg, ents, ne, tombs, nt);
+        free(ents);
+        free(tombs);
+        at += rl;
+        if (stop) {
+            break;
+        }
+    }
+    return at;
 }
 
 void
@@ -157,6 +200,7 @@ struct fns_pack_index {
     struct cm_hmap segs; /* by cm_hmix64(seq) */
     struct pack_seg *held; /* empty segments whose tombstones still matter */
     size_t nheld;
+    uint64_t open; /* the segment appended to (0: none); it and newer ones stay */
 };
 
 struct fns_pack_index *
@@ -263,14 +307,15 @@ seg_forget(struct fns_pack_index *x, struct pack_seg *s)
     free(s);
 }
 
-/* Empty, and no segment its tombstones kill chunks in is left (targets
- * already gone are dropped from the list on the way). */
+/* Empty, not appended to any more, and no segment its tombstones kill
+ * chunks in is left (targets already gone are dropped from the list on
+ * the way). */
 static int
 seg_droppable(struct fns_pack_index *x, struct pack_seg *s)
 {
     uint32_t i = 0;
 
-    if (s->live > 0) {
+    if (s->live > 0 || (x->open != 0 && s->seq >= x->open)) {
         return 0;
     }
     while (i < s->ntargets) {
@@ -307,6 +352,16 @@ seg_unref(struct fns_pack_index *x, uint64_t seq)
         return 0;
     }
     return seg_emptied(x, s);
+}
+
+int
+fns_pack_index_open(struct fns_pack_index *x, uint64_t seg)
+{
+    if (seg <= x->open) {
+        return 0;
+    }
+    x->open = seg;
+    return 1;
 }
 
 void

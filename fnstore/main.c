@@ -37,6 +37,7 @@ struct fns_cfg {
     int recovery_helpers;
     int cos_threads;
     int cos_linger_ms;
+    uint64_t cos_segment_max;
     const char *sched;
     int queue_limit;
     double cap_ops;
@@ -78,6 +79,8 @@ static const struct cm_opt fns_opts[] = {
     CM_OPT_INT(struct fns_cfg, cos_threads, "4", 1, 256, "COS worker threads"),
     CM_OPT_INT(struct fns_cfg, cos_linger_ms, "20", 0, 10000,
                "how long small chunk writes gather into one COS segment (ms)"),
+    CM_OPT_U64(struct fns_cfg, cos_segment_max, "4MiB", 1, 1ull << 30,
+               "where COS can append (fs): a segment's size past which the next starts"),
     CM_OPT_STR(struct fns_cfg, sched, POL_FQ_DEFAULT,
                "fair-queue scheduler: drfq (DRR token-based DRF over requests and bytes), "
                "drr (DRR on request count) or fifo"),
@@ -196,6 +199,7 @@ main(int argc, char **argv)
     ncfg.sched = cfg.sched;
     ncfg.cos_threads = cfg.cos_threads;
     ncfg.cos_linger_ms = cfg.cos_linger_ms;
+    ncfg.cos_segment_max = cfg.cos_segment_max;
     ncfg.incarnation = incarnation;
     ncfg.handle_signals = 1;
     ncfg.arena_slab = cfg.arena_segment;

@@ -140,15 +140,16 @@ fold_locked(struct rebuild *r, const struct gw_mrec *m)
     }
 }
 
-/* Reads one batch into the map. 0, or a COS error other than a batch gone
- * meanwhile (compacted away: what it said is in a newer one). */
+/* Reads one log object's batches into the map. 0, or a COS error other
+ * than an object gone meanwhile (compacted away: what it said is in a
+ * newer one). */
 static int
 read_batch(struct rebuild *r, const char *name)
 {
     struct cm_ilog_iter it;
     struct cm_ilog_rec rec;
     void *buf = NULL;
-    size_t len = 0;
+    size_t len = 0, at = 0, bl;
     int rc = cm_cos_get(r->cos, name, &buf, &len);
 
     if (rc == CM_E_NOTFOUND) {
@@ -158,27 +159,33 @@ read_batch(struct rebuild *r, const char *name)
         CM_ERROR("rebuild-meta cannot read name=%s err=%s", name, cm_errname(rc));
         return rc;
     }
-    rc = cm_ilog_open(buf, len, NULL, NULL, &it);
     pthread_mutex_lock(&r->mu);
-    r->st.batches++;
-    if (rc != 0) {
-        /* torn or altered: skipped whole (a COS put is whole or absent, so
-         * only damage in COS gets here) */
-        r->st.bad_batches++;
-        CM_WARN("rebuild-meta skips a log batch name=%s err=%s", name, cm_errname(rc));
-    }
-    while (rc == 0 && cm_ilog_next(&it, &rec) == 1) {
-        struct gw_mrec m;
-        if (rec.kind != CM_ILOG_META) {
-            continue;
+    do {
+        bl = cm_ilog_batch_len((const uint8_t *)buf + at, len - at);
+        rc = bl > 0 ? cm_ilog_open((const uint8_t *)buf + at, bl, NULL, NULL, &it) : CM_E_CRC;
+        r->st.batches++;
+        if (rc != 0) {
+            /* torn (an append a kill cut short: nothing after it was
+             * acknowledged) or altered: the rest of the object is skipped */
+            r->st.bad_batches++;
+            CM_WARN("rebuild-meta skips a log batch name=%s at=%zu err=%s", name, at,
+                    cm_errname(rc));
+            break;
         }
-        r->st.records++;
-        if (gw_mrec_decode(rec.data, rec.data_len, &m) != 0 || !usable(&m)) {
-            r->st.bad_records++;
-            continue;
+        while (cm_ilog_next(&it, &rec) == 1) {
+            struct gw_mrec m;
+            if (rec.kind != CM_ILOG_META) {
+                continue;
+            }
+            r->st.records++;
+            if (gw_mrec_decode(rec.data, rec.data_len, &m) != 0 || !usable(&m)) {
+                r->st.bad_records++;
+                continue;
+            }
+            fold_locked(r, &m);
         }
-        fold_locked(r, &m);
-    }
+        at += bl;
+    } while (at < len);
     pthread_mutex_unlock(&r->mu);
     free(buf);
     return 0;

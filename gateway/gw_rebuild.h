@@ -38,7 +38,7 @@ struct cm_cos;
 struct gw_meta;
 
 struct gw_rebuild_stats {
-    uint64_t batches;     /* log objects read */
+    uint64_t batches;     /* log batches read (an object holds one or more) */
     uint64_t bad_batches; /* refused: torn, altered or of an unknown format */
     uint64_t records;     /* META records read */
     uint64_t bad_records; /* refused: a payload or layout record that does not decode */

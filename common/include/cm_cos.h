@@ -3,9 +3,10 @@
  *
  * Backends: "fs" (a local directory: write to a temp file, fsync, rename,
  * fsync the directory, so no partial object is ever visible; a batch syncs
- * the file system once before and once after its renames) and "s3" (an
- * S3 service, path-style: SigV2 through libs3, SigV4 through libcurl; a
- * put is durable once the service answered 200, so a batch is its puts).
+ * the file system once before and once after its renames; appends go to a
+ * file kept open, each synced with fdatasync) and "s3" (an S3 service,
+ * path-style: SigV2 through libs3, SigV4 through libcurl; a put is durable
+ * once the service answered 200, so a batch is its puts; no appends).
  * All calls block: run them on worker threads. A cm_cos is thread-safe.
  *
  * s3 calls time out (connect_timeout_ms, timeout_ms) and retry what may
@@ -65,6 +66,23 @@ int cm_cos_get(struct cm_cos *cos, const char *name, void **data, size_t *len);
  * malloc'd and transferred, *got says how many; CM_E_NOTFOUND if absent. */
 int cm_cos_get_range(struct cm_cos *cos, const char *name, uint64_t off, size_t len, void **data,
                      size_t *got);
+/*
+ * Appends. Where the backend can (cm_cos_can_append: fs), cm_cos_append
+ * adds len bytes at the end of object name (created if absent) and returns
+ * once they are durable, with *off where they start; the bytes before stay
+ * as they were, and get/get_range see the new ones once it returns. One
+ * thread at a time appends to a name. A failed append may leave part of
+ * its bytes at the end: append to that object no more (start another).
+ * Readers of such objects must find where the good bytes end (records
+ * with lengths and checksums). cm_cos_append_end says no more appends to
+ * name come (what the backend keeps open for them goes); a delete of name
+ * ends them too. Backends that cannot append answer -EOPNOTSUPP: write an
+ * object per batch there instead.
+ */
+int cm_cos_can_append(const struct cm_cos *cos);
+int cm_cos_append(struct cm_cos *cos, const char *name, const void *data, size_t len,
+                  uint64_t *off);
+void cm_cos_append_end(struct cm_cos *cos, const char *name);
 /* Removing a missing object is not an error. */
 int cm_cos_delete(struct cm_cos *cos, const char *name);
 /* Calls cb for every name starting with prefix (any order); cb returns

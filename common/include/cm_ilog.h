@@ -3,8 +3,12 @@
  * batches (pure, fuzzed). The node writes it (fnstore/fns_ilog.h); a
  * gateway that lost its metadata reads the meta records back.
  *
- * One COS object per batch, "ilog/n<node>/<seq as 16 hex digits>", seq
- * growing from 1. Little-endian:
+ * A COS object "ilog/n<node>/<seq as 16 hex digits>" holds one or more
+ * batches back to back, seq (growing from 1) that of its first batch:
+ * where the COS can append (fs), a node appends its batches to an open
+ * object and starts the next at a size limit; elsewhere (s3) each batch
+ * is an object. A batch that does not check ends its object (an append
+ * torn by a kill, never acknowledged). Each batch, little-endian:
  *
  *    0 u32 magic "SHIL"   4 u32 version (1)   8 u32 node   12 u32 nrec
  *   16 u64 seq           24 u32 len (the whole object)
@@ -20,6 +24,7 @@
  *   3 META     any   a gateway's metadata record, verbatim (SMS-CONTRACT)
  *   4 INSTANCE 20 B  u32 tag, u32 tenant, u64 gen, u32 state (0 warm,
  *                    1 active, 2 degraded, 3 released: pol_sms_state)
+ * (len is the batch's own length; a batch's seq is its own.)
  * A chunk record is written after the chunk's bytes are durable in COS;
  * the batch is written after every record in it names durable data.
  *
@@ -72,6 +77,11 @@ size_t cm_ilog_rec_size(const struct cm_ilog_rec *r);
 /* Seals the batch (len, crc); b->p/b->len is then the object. */
 void cm_ilog_end(struct cm_buf *b);
 
+/* The length of the batch at the start of buf (len bytes: the rest of an
+ * object, which may hold more batches): its header's len when that is a
+ * batch's and fits, else 0 (no batch: the end of what can be read). Check
+ * the batch with cm_ilog_open. */
+size_t cm_ilog_batch_len(const uint8_t *buf, size_t len);
 /* A walk over the records of a checked batch (borrows its bytes). */
 struct cm_ilog_iter {
     const uint8_t *p, *end;

@@ -257,6 +257,33 @@ cm_cos_get_range(struct cm_cos *cos, const char *name, uint64_t off, size_t len,
 }
 
 int
+cm_cos_can_append(const struct cm_cos *cos)
+{
+    return cos->ops->append != NULL;
+}
+
+int
+cm_cos_append(struct cm_cos *cos, const char *name, const void *data, size_t len, uint64_t *off)
+{
+    *off = 0;
+    if (!cm_cos_name_valid(name)) {
+        return CM_E_BADARG;
+    }
+    if (cos->ops->append == NULL) {
+        return -EOPNOTSUPP;
+    }
+    return cos->ops->append(cos->state, name, data, len, off);
+}
+
+void
+cm_cos_append_end(struct cm_cos *cos, const char *name)
+{
+    if (cos->ops->append_end != NULL && cm_cos_name_valid(name)) {
+        cos->ops->append_end(cos->state, name);
+    }
+}
+
+int
 cm_cos_delete(struct cm_cos *cos, const char *name)
 {
     if (!cm_cos_name_valid(name)) {

@@ -12,7 +12,12 @@
  * ext4 without a journal is several synchronous writes). Threads that need
  * a syncfs at the same time share one (fs_syncfs): a sync that starts after
  * a caller's writes covers them, so concurrent batches cost one sync, not
- * one each. Thread-safe.
+ * one each. Appends (cm_cos_append) go to a file kept open with O_APPEND,
+ * each made durable by one fdatasync, and a new file's directory entry by
+ * one fsync of its directory: a packed segment costs a write and a sync
+ * instead of a new file, a rename and later an unlink. Up to FS_APPEND_MAX
+ * files stay open; the least recently used idle one is closed for a new
+ * one. Thread-safe.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -35,6 +40,16 @@
 
 #define COS_DIRECT_ALIGN ((size_t)4096)
 #define COS_DIRECT_MIN ((size_t)64 << 10)
+#define FS_APPEND_MAX 8
+
+/* A file open for appends: its name, descriptor and size (the offset the
+ * next append lands at, since one thread at a time appends to it). */
+struct fs_appender {
+    char name[CM_COS_NAME_MAX + 1];
+    int fd; /* -1: a free entry */
+    int busy;
+    uint64_t size, used; /* used: when last appended to, for eviction */
+};
 
 struct fs_state {
     char *root;
@@ -45,6 +60,9 @@ struct fs_state {
     uint64_t started, done; /* syncs begun, syncs finished */
     uint64_t failed;        /* the last sync that failed (0: none), and its error */
     int failed_rc;
+    pthread_mutex_t app_mu; /* app[] (the appends themselves run unlocked) */
+    struct fs_appender app[FS_APPEND_MAX];
+    uint64_t app_clock;
 };
 
 static atomic_uint fs_tmp_counter;
@@ -114,6 +132,10 @@ fs_open(const char *url, const struct cm_cos_opts *opts, void **state)
     fs->root = cm_strdup(dir);
     pthread_mutex_init(&fs->sync_mu, NULL);
     pthread_cond_init(&fs->sync_cv, NULL);
+    pthread_mutex_init(&fs->app_mu, NULL);
+    for (int i = 0; i < FS_APPEND_MAX; i++) {
+        fs->app[i].fd = -1;
+    }
     /* Strip trailing slashes so joined paths stay canonical. */
     for (size_t n = strlen(fs->root); n > 1 && fs->root[n - 1] == '/'; n--) {
         fs->root[n - 1] = '\0';
@@ -127,6 +149,12 @@ fs_close(void *state)
 {
     struct fs_state *fs = state;
 
+    for (int i = 0; i < FS_APPEND_MAX; i++) {
+        if (fs->app[i].fd >= 0) {
+            close(fs->app[i].fd);
+        }
+    }
+    pthread_mutex_destroy(&fs->app_mu);
     pthread_cond_destroy(&fs->sync_cv);
     pthread_mutex_destroy(&fs->sync_mu);
     free(fs->root);
@@ -441,6 +469,156 @@ fs_get_range(void *state, const char *name, uint64_t off, size_t len, void **dat
     return ret;
 }
 
+/* The entry of name, else NULL. Under app_mu. */
+static struct fs_appender *
+fs_app_find(struct fs_state *fs, const char *name)
+{
+    for (int i = 0; i < FS_APPEND_MAX; i++) {
+        if (fs->app[i].fd >= 0 && strcmp(fs->app[i].name, name) == 0) {
+            return &fs->app[i];
+        }
+    }
+    return NULL;
+}
+
+/* A free entry, else the least recently used idle one closed; NULL when
+ * every one is busy. Under app_mu. */
+static struct fs_appender *
+fs_app_slot(struct fs_state *fs)
+{
+    struct fs_appender *lru = NULL;
+
+    for (int i = 0; i < FS_APPEND_MAX; i++) {
+        struct fs_appender *e = &fs->app[i];
+
+        if (e->fd < 0) {
+            return e;
+        }
+        if (!e->busy && (lru == NULL || e->used < lru->used)) {
+            lru = e;
+        }
+    }
+    if (lru != NULL) {
+        close(lru->fd);
+        lru->fd = -1;
+    }
+    return lru;
+}
+
+/* Opens name for appends: 0 with *fd, *size and *created (a new file,
+ * whose directory entry still needs a sync). */
+static int
+fs_app_open(struct fs_state *fs, const char *name, int *fd, uint64_t *size, int *created)
+{
+    char path[PATH_MAX], dir[PATH_MAX];
+    struct stat st;
+    char *slash;
+    int ret;
+
+    ret = fs_path(fs, name, path, sizeof(path));
+    if (ret != 0) {
+        return ret;
+    }
+    *created = 1;
+    *fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (*fd < 0 && errno == ENOENT) {
+        memcpy(dir, path, strlen(path) + 1);
+        slash = strrchr(dir, '/');
+        *slash = '\0';
+        ret = mkdir_p(dir);
+        if (ret != 0) {
+            return ret;
+        }
+        *fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    }
+    if (*fd < 0 && errno == EEXIST) {
+        *created = 0;
+        *fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    }
+    if (*fd < 0) {
+        return -errno;
+    }
+    if (fstat(*fd, &st) != 0) {
+        ret = -errno;
+        close(*fd);
+        return ret;
+    }
+    *size = (uint64_t)st.st_size;
+    return 0;
+}
+
+static int
+fs_append(void *state, const char *name, const void *data, size_t len, uint64_t *off)
+{
+    struct fs_state *fs = state;
+    struct fs_appender *e;
+    char dir[PATH_MAX];
+    int created = 0, ret = 0;
+
+    pthread_mutex_lock(&fs->app_mu);
+    e = fs_app_find(fs, name);
+    if (e == NULL) {
+        e = fs_app_slot(fs);
+        ret = e == NULL ? -EBUSY : fs_app_open(fs, name, &e->fd, &e->size, &created);
+        if (ret == 0) {
+            memcpy(e->name, name, strlen(name) + 1);
+        } else if (e != NULL) {
+            e->fd = -1;
+        }
+    }
+    if (ret == 0) {
+        e->busy = 1;
+        e->used = ++fs->app_clock;
+        *off = e->size;
+    }
+    pthread_mutex_unlock(&fs->app_mu);
+    if (ret != 0) {
+        CM_WARN("cos: append failed name=%s err=%s", name, cm_errname(ret));
+        return ret;
+    }
+    ret = write_all(e->fd, data, len);
+    if (ret == 0 && fdatasync(e->fd) != 0) {
+        ret = -errno;
+    }
+    if (ret == 0 && created && fs_path(fs, name, dir, sizeof(dir)) == 0) {
+        *strrchr(dir, '/') = '\0';
+        ret = fsync_dir(dir);
+    }
+    pthread_mutex_lock(&fs->app_mu);
+    e->busy = 0;
+    if (ret == 0) {
+        e->size += len;
+    } else {
+        /* Part of the bytes may be in the file: cut them off if we can,
+         * and let the caller go elsewhere either way. */
+        if (ftruncate(e->fd, (off_t)e->size) == 0) {
+            (void)fdatasync(e->fd);
+        }
+        close(e->fd);
+        e->fd = -1;
+    }
+    pthread_mutex_unlock(&fs->app_mu);
+    if (ret != 0) {
+        CM_WARN("cos: append failed name=%s err=%s", name, cm_errname(ret));
+    }
+    return ret;
+}
+
+static void
+fs_append_end(void *state, const char *name)
+{
+    struct fs_state *fs = state;
+    struct fs_appender *e;
+
+    pthread_mutex_lock(&fs->app_mu);
+    e = fs_app_find(fs, name);
+    if (e != NULL && !e->busy) {
+        close(e->fd);
+        e->fd = -1;
+    }
+    pthread_mutex_unlock(&fs->app_mu);
+}
+
 static int
 fs_del(void *state, const char *name)
 {
@@ -452,6 +630,7 @@ fs_del(void *state, const char *name)
     if (ret != 0) {
         return ret;
     }
+    fs_append_end(fs, name);
     if (unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR) {
         return -errno;
     }
@@ -546,5 +725,7 @@ const struct cm_cos_ops cm_cos_fs_ops = {
     .get = fs_get,
     .get_range = fs_get_range,
     .del = fs_del,
+    .append = fs_append,
+    .append_end = fs_append_end,
     .list = fs_list,
 };

@@ -28,6 +28,9 @@ struct cm_cos_ops {
     int (*get_range)(void *state, const char *name, uint64_t off, size_t len, void **data,
                      size_t *got);
     int (*del)(void *state, const char *name);
+    /* NULL where the backend cannot append (cm_cos_append). */
+    int (*append)(void *state, const char *name, const void *data, size_t len, uint64_t *off);
+    void (*append_end)(void *state, const char *name);
     int (*list)(void *state, const char *prefix, int (*cb)(void *arg, const char *name), void *arg);
 };
 

@@ -145,6 +145,18 @@ ilog_decode(const uint8_t *h, struct cm_ilog_rec *r)
     }
 }
 
+size_t
+cm_ilog_batch_len(const uint8_t *buf, size_t len)
+{
+    uint32_t bl;
+
+    if (len < CM_ILOG_HDR_LEN || cm_get_le32(buf) != CM_ILOG_MAGIC) {
+        return 0;
+    }
+    bl = cm_get_le32(buf + 24);
+    return bl >= CM_ILOG_HDR_LEN && bl <= len ? bl : 0;
+}
+
 int
 cm_ilog_open(const uint8_t *buf, size_t len, uint32_t *node, uint64_t *seq, struct cm_ilog_iter *it)
 {

@@ -5,8 +5,10 @@
  * must walk to its end without reading past it, and one made only of
  * known records must encode again to the same bytes; everything else is
  * refused with CM_E_CRC. Whatever opens is then replayed into a node's log
- * state and carried forward, which must not crash either. Each input is
- * tried twice: as it came, and with its CRC made right.
+ * state and carried forward, which must not crash either. An object may
+ * hold batches back to back: the walk over them by cm_ilog_batch_len must
+ * stay inside the input and end. Each input is tried twice: as it came,
+ * and with its CRC made right.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,7 +35,15 @@ check(const uint8_t *data, size_t size)
     const uint8_t *wb;
     size_t wl;
     void **w;
+    size_t at = 0, bl;
 
+    while ((bl = cm_ilog_batch_len(data + at, size - at)) > 0) {
+        if (bl < CM_ILOG_HDR_LEN || bl > size - at) {
+            abort();
+        }
+        (void)cm_ilog_open(data + at, bl, NULL, NULL, &it);
+        at += bl;
+    }
     if (cm_ilog_open(data, size, &node, &seq, &it) != 0) {
         return;
     }

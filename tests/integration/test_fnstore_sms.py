@@ -367,21 +367,27 @@ def log_objects(tmp):
 
 
 def log_records(tmp):
-    """Every record of every log object (cm_ilog.h): [(kind, body)]."""
+    """Every record of every batch of every log object (cm_ilog.h: an
+    object holds one or more batches back to back): [(kind, body)]."""
     out = []
     for path in log_objects(tmp):
         try:
             raw = open(path, "rb").read()
         except FileNotFoundError:
             continue
-        magic, _v, _node, nrec, _seq, ln, crc = struct.unpack_from("<IIIIQII", raw)
-        check(magic == 0x4C494853 and ln == len(raw), "log object %s" % path)
-        check(crc32c(raw[:28] + b"\0\0\0\0" + raw[32:]) == crc, "log object crc %s" % path)
-        off = 32
-        for _ in range(nrec):
-            kind, blen = struct.unpack_from("<B3xI", raw, off)
-            out.append((kind, raw[off + 8:off + 8 + blen]))
-            off += 8 + blen
+        at = 0
+        while at < len(raw):
+            magic, _v, _node, nrec, _seq, ln, crc = struct.unpack_from("<IIIIQII", raw, at)
+            check(magic == 0x4C494853 and 32 <= ln <= len(raw) - at, "log object %s" % path)
+            b = raw[at:at + ln]
+            check(crc32c(b[:28] + b"\0\0\0\0" + b[32:]) == crc, "log object crc %s" % path)
+            off = 32
+            for _ in range(nrec):
+                kind, blen = struct.unpack_from("<B3xI", b, off)
+                out.append((kind, b[off + 8:off + 8 + blen]))
+                off += 8 + blen
+            check(off == ln, "log batch records %s" % path)
+            at += ln
     return out
 
 

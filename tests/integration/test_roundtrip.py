@@ -333,24 +333,30 @@ def gw_metrics(c):
 
 def segment_entries(cos):
     """(tenant, index, object) of every chunk packed in the nodes' COS segments
-    (fnstore/fns_pack.h: 24-byte header, then 32-byte entries)."""
+    (fnstore/fns_pack.h: records back to back, each a 32-byte fixed part with
+    its length, then 32-byte entries), up to a record not whole yet."""
     out = []
     for d, _, files in os.walk(os.path.join(cos, "seg")):
         for f in files:
             if f.startswith("#"):
                 continue
             try:
-                fh = open(os.path.join(d, f), "rb")
+                with open(os.path.join(d, f), "rb") as fh:
+                    raw = fh.read()
             except FileNotFoundError:
                 continue  # an emptied segment deleted while we walked
-            with fh:
-                hdr = fh.read(24)
-                magic, _ver, nent, _ntomb, _hl, _crc = struct.unpack("<IIIIII", hdr)
-                if magic != 0x47534853:
+            at = 0
+            while at + 32 <= len(raw):
+                magic, ver, nent, _nt, hl, _crc, rl, _bcrc = struct.unpack_from("<8I", raw, at)
+                if magic != 0x47534853 or ver != 2 or rl < hl:
                     raise st.TestFailure("not a segment: %s" % f)
-                for _ in range(nent):
-                    tn, idx, obj, _v, _off, _ln = struct.unpack("<IIQQII", fh.read(32))
+                if at + rl > len(raw):
+                    break  # being appended
+                for i in range(nent):
+                    tn, idx, obj, _v, _off, _ln = struct.unpack_from("<IIQQII", raw,
+                                                                     at + 32 + 32 * i)
                     out.append((tn, idx, obj))
+                at += rl
     return out
 
 

@@ -66,7 +66,28 @@ free_jobs(struct fns_cos_job **js, int n)
     }
 }
 
-/* Small writes become one segment; big ones keep an object each; packed
+struct seen {
+    size_t records, last_nent, last_ntomb;
+    struct fns_key last_tomb;
+};
+
+static int
+see_record(void *arg, const struct fns_pack_ent *ents, size_t ne, const struct fns_key *tombs,
+           size_t nt)
+{
+    struct seen *s = arg;
+
+    (void)ents;
+    s->records++;
+    s->last_nent = ne;
+    s->last_ntomb = nt;
+    if (nt > 0) {
+        s->last_tomb = tombs[0];
+    }
+    return 0;
+}
+
+/* Small writes become one record; big ones keep an object each; packed
  * chunks read back by location; tombstones ride in the next segment. */
 static void
 test_packing(struct cm_cos *cos, struct fns_chunk *small)
@@ -80,12 +101,14 @@ test_packing(struct cm_cos *cos, struct fns_chunk *small)
     struct fns_key *tombs, dead = {.tenant = 7, .index = 1, .object = 0x77};
     struct fns_cos *p = NULL;
     char name[FNS_PACK_NAME_MAX];
-    size_t len, ne, nt;
+    size_t len, ne, nt, rl;
+    struct seen seen;
+    int app = cm_cos_can_append(cos), i;
     void *blob;
-    int i;
 
     CHECK(fns_cos_create(cos, 2, on_done, NULL, &p) == 0);
-    fns_cos_set_packing(p, 5, 40, 50);
+    fns_cos_set_packing(p, 5, 40, 50, 0);
+    CHECK(fns_cos_appends(p) == app);
     fns_cos_tomb(p, &dead, 33);
     for (i = 0; i < 5; i++) {
         fns_cos_submit(p, job(FNS_COS_WRITE, (uint32_t)(200 + i), small, (uint64_t)i));
@@ -108,7 +131,7 @@ test_packing(struct cm_cos *cos, struct fns_chunk *small)
     CHECK(reported == 1);
     fns_pack_name(name, sizeof(name), 5, 40);
     CHECK(cm_cos_get(cos, name, &blob, &len) == 0);
-    CHECK(fns_pack_decode(blob, len, len, &ents, &ne, &tombs, &nt) == 0);
+    CHECK(fns_pack_decode(blob, len, &ents, &ne, &tombs, &nt, &rl) == 0 && rl == len);
     CHECK(ne == 5 && nt == 1 && tombs != NULL && fns_key_eq(&tombs[0], &dead));
     free(ents);
     free(tombs);
@@ -126,33 +149,93 @@ test_packing(struct cm_cos *cos, struct fns_chunk *small)
           js[0]->chunk->len == small->len &&
           memcmp(js[0]->chunk->data, small->data, small->len) == 0);
     free_jobs(js, 1);
-    /* deleting the segment removes the object; a read of it then fails */
-    r = job(FNS_COS_DELETE, 0, NULL, 10);
-    r->loc.seg = 40;
-    fns_cos_submit(p, r);
-    CHECK(collect(p, js, 1) == 1 && js[0]->status == 0);
-    free_jobs(js, 1);
-    CHECK(cm_cos_get(cos, name, &blob, &len) == CM_E_NOTFOUND);
-    /* tombstones without chunk writes: a segment of their own, reported
-     * with their segments; with none pending the job does nothing */
+    /* tombstones without chunk writes: a record of their own (appended to
+     * segment 40, or segment 41), reported with their segments; with none
+     * pending the job does nothing */
     fns_cos_tomb(p, &dead, 38);
     fns_cos_submit(p, job(FNS_COS_TOMBS, 0, NULL, 11));
-    CHECK(collect(p, js, 1) == 1 && js[0]->status == 0 && js[0]->loc.seg == 41);
+    CHECK(collect(p, js, 1) == 1 && js[0]->status == 0 && js[0]->loc.seg == (app ? 40 : 41));
     CHECK(js[0]->ntomb_targets == 1 && js[0]->tomb_targets[0] == 38);
     free_jobs(js, 1);
-    fns_pack_name(name, sizeof(name), 5, 41);
+    fns_pack_name(name, sizeof(name), 5, app ? 40 : 41);
     CHECK(cm_cos_get(cos, name, &blob, &len) == 0);
-    CHECK(fns_pack_decode(blob, len, len, &ents, &ne, &tombs, &nt) == 0);
-    CHECK(ne == 0 && nt == 1 && fns_key_eq(&tombs[0], &dead));
-    free(ents);
-    free(tombs);
+    memset(&seen, 0, sizeof(seen));
+    CHECK(fns_pack_scan(blob, len, see_record, &seen) == len);
+    CHECK(seen.records == (app ? 2 : 1) && seen.last_nent == 0 && seen.last_ntomb == 1 &&
+          fns_key_eq(&seen.last_tomb, &dead));
     free(blob);
     fns_cos_submit(p, job(FNS_COS_TOMBS, 0, NULL, 12));
     CHECK(collect(p, js, 1) == 1 && js[0]->status == 0 && js[0]->loc.seg == 0 &&
           js[0]->ntomb_targets == 0);
     free_jobs(js, 1);
+    /* deleting a segment removes the object; a read of it then fails */
+    for (uint64_t sg = 40; sg <= (app ? 40u : 41u); sg++) {
+        r = job(FNS_COS_DELETE, 0, NULL, 10);
+        r->loc.seg = sg;
+        fns_cos_submit(p, r);
+        CHECK(collect(p, js, 1) == 1 && js[0]->status == 0);
+        free_jobs(js, 1);
+        fns_pack_name(name, sizeof(name), 5, sg);
+        CHECK(cm_cos_get(cos, name, &blob, &len) == CM_E_NOTFOUND);
+    }
     fns_cos_destroy(p);
     fns_chunk_unref(big);
+}
+
+/*
+ * Appended segments (a COS that can append): each batch's record lands at
+ * the end of the open segment, the next segment starts once it reaches
+ * the roll size, chunks read back from anywhere in it, and bytes a torn
+ * append left at the end are where a scan stops.
+ */
+static void
+test_append(struct cm_cos *cos, struct fns_chunk *small)
+{
+    struct fns_cos_job *js[4];
+    struct fns_pack_loc locs[3];
+    struct fns_cos *p = NULL;
+    char name[FNS_PACK_NAME_MAX];
+    size_t len, rec = fns_pack_hdr_len(1, 0) + fns_chunk_blob_len(small);
+    struct seen seen;
+    uint64_t off;
+    void *blob;
+
+    if (!cm_cos_can_append(cos)) {
+        return;
+    }
+    CHECK(fns_cos_create(cos, 1, on_done, NULL, &p) == 0);
+    fns_cos_set_packing(p, 8, 1, 0, 2 * rec - 1);
+    for (uint32_t i = 0; i < 3; i++) {
+        fns_cos_submit(p, job(FNS_COS_WRITE, 400 + i, small, i));
+        CHECK(collect(p, js, 1) == 1 && js[0]->status == 0);
+        locs[i] = js[0]->loc;
+        free_jobs(js, 1);
+    }
+    CHECK(locs[0].seg == 1 && locs[0].off == fns_pack_hdr_len(1, 0));
+    CHECK(locs[1].seg == 1 && locs[1].off == rec + fns_pack_hdr_len(1, 0));
+    CHECK(locs[2].seg == 2 && locs[2].off == fns_pack_hdr_len(1, 0)); /* rolled over */
+    struct fns_cos_job *r = job(FNS_COS_READ, 401, NULL, 9);
+    r->loc = locs[1];
+    fns_cos_submit(p, r);
+    CHECK(collect(p, js, 1) == 1 && js[0]->status == 0 && js[0]->chunk != NULL &&
+          memcmp(js[0]->chunk->data, small->data, small->len) == 0);
+    free_jobs(js, 1);
+    fns_pack_name(name, sizeof(name), 8, 1);
+    CHECK(cm_cos_get(cos, name, &blob, &len) == 0 && len == 2 * rec);
+    memset(&seen, 0, sizeof(seen));
+    CHECK(fns_pack_scan(blob, len, see_record, &seen) == len && seen.records == 2);
+    free(blob);
+    /* half a record at the end of segment 2, as a node killed mid-append leaves it */
+    fns_pack_name(name, sizeof(name), 8, 2);
+    CHECK(cm_cos_get(cos, name, &blob, &len) == 0 && len == rec);
+    CHECK(cm_cos_append(cos, name, blob, rec / 2, &off) == 0 && off == rec);
+    free(blob);
+    CHECK(cm_cos_get(cos, name, &blob, &len) == 0 && len == rec + rec / 2);
+    memset(&seen, 0, sizeof(seen));
+    CHECK(fns_pack_scan(blob, len, see_record, &seen) == rec && seen.records == 1);
+    free(blob);
+    cm_cos_append_end(cos, name);
+    fns_cos_destroy(p);
 }
 
 /* Writes still lingering are taken back (not those a request waits on),
@@ -166,11 +249,11 @@ test_cancel(struct cm_cos *cos, struct fns_chunk *small)
     struct fns_key *tombs;
     struct fns_cos *p = NULL;
     char name[FNS_PACK_NAME_MAX];
-    size_t len, ne, nt;
+    size_t len, ne, nt, rl;
     void *blob;
 
     CHECK(fns_cos_create(cos, 2, on_done, NULL, &p) == 0);
-    fns_cos_set_packing(p, 6, 1, 300);
+    fns_cos_set_packing(p, 6, 1, 300, 0);
     fns_cos_submit(p, job(FNS_COS_WRITE, 300, small, 0));
     fns_cos_submit(p, job(FNS_COS_WRITE, 301, small, 1));
     waited = job(FNS_COS_WRITE, 302, small, 2);
@@ -191,7 +274,7 @@ test_cancel(struct cm_cos *cos, struct fns_chunk *small)
     free_jobs(js, 1);
     fns_pack_name(name, sizeof(name), 6, 1);
     CHECK(cm_cos_get(cos, name, &blob, &len) == 0);
-    CHECK(fns_pack_decode(blob, len, len, &ents, &ne, &tombs, &nt) == 0);
+    CHECK(fns_pack_decode(blob, len, &ents, &ne, &tombs, &nt, &rl) == 0 && rl == len);
     CHECK(ne == 1 && ents[0].key.index == 302);
     free(ents);
     free(tombs);
@@ -205,7 +288,8 @@ test_cancel(struct cm_cos *cos, struct fns_chunk *small)
     free_jobs(&cj, 1);
     usleep(400000); /* past the linger */
     fns_cos_submit(p, job(FNS_COS_WRITE, 304, small, 4));
-    CHECK(collect(p, js, 1) == 1 && js[0]->tag == 4 && js[0]->status == 0 && js[0]->loc.seg == 2);
+    CHECK(collect(p, js, 1) == 1 && js[0]->tag == 4 && js[0]->status == 0 &&
+          js[0]->loc.seg == (cm_cos_can_append(cos) ? 1 : 2));
     free_jobs(js, 1);
     CHECK(fns_cos_pending(p) == 0);
     fns_cos_destroy(p);
@@ -275,6 +359,7 @@ main(void)
     fns_cos_destroy(NULL);
     test_packing(cos, c);
     test_cancel(cos, c);
+    test_append(cos, c);
     fns_chunk_unref(c);
     cm_cos_close(cos);
     t_rmtree(dir);
