@@ -137,9 +137,11 @@ pol_wa_forget(struct pol_wa *wa)
     free(wa->hist_tord);
     free(wa->hist_nord);
     free(wa->hist);
+    free(wa->hist_w);
     wa->hist_tid = wa->hist_nid = NULL;
     wa->hist_tord = wa->hist_nord = NULL;
     wa->hist = NULL;
+    wa->hist_w = NULL;
     wa->hist_t = wa->hist_n = 0;
     wa->have_hist = 0;
 }
@@ -464,7 +466,8 @@ pol_wa_ewma(struct pol_wa_cell *out, const struct pol_wa_cell *old, const struct
 }
 
 int
-pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, struct pol_wa_cell *out)
+pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, const double *w,
+              struct pol_wa_cell *out, double *w_prev)
 {
     size_t t, n, T = v->ntenants, N = v->nnodes;
     double a = 1.0;
@@ -472,6 +475,7 @@ pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, struct pol_wa_cell
     size_t *tord = malloc(T * sizeof(*tord) + 1), *nord = malloc(N * sizeof(*nord) + 1);
     size_t *nmap = malloc(N * sizeof(*nmap) + 1);
     struct pol_wa_cell *h = malloc(T * N * sizeof(*h) + 1);
+    double *hw = malloc(T * N * sizeof(*hw) + 1);
     int rc = -ENOMEM;
 
     /* A clock that went backwards (new origin) starts the history over. */
@@ -479,7 +483,9 @@ pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, struct pol_wa_cell
         a = -expm1(-(double)(v->now_ns - wa->hist_now) / 1e9 / wa->cfg.smooth);
     }
     memcpy(out, v->cells, T * N * sizeof(*out));
-    if (tid == NULL || nid == NULL || tord == NULL || nord == NULL || nmap == NULL || h == NULL) {
+    memcpy(w_prev, w, T * N * sizeof(*w_prev));
+    if (tid == NULL || nid == NULL || tord == NULL || nord == NULL || nmap == NULL || h == NULL ||
+        hw == NULL) {
         goto out;
     }
     for (n = 0; n < N; n++) {
@@ -497,6 +503,7 @@ pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, struct pol_wa_cell
             if (nmap[n] != SIZE_MAX) {
                 pol_wa_ewma(&out[t * N + n], &wa->hist[ht * wa->hist_n + nmap[n]],
                             &v->cells[t * N + n], a);
+                w_prev[t * N + n] = wa->hist_w[ht * wa->hist_n + nmap[n]];
             }
         }
     }
@@ -504,12 +511,14 @@ pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, struct pol_wa_cell
         goto out;
     }
     memcpy(h, out, T * N * sizeof(*h));
+    memcpy(hw, w, T * N * sizeof(*hw));
     pol_wa_forget(wa);
     wa->hist_tid = tid;
     wa->hist_nid = nid;
     wa->hist_tord = tord;
     wa->hist_nord = nord;
     wa->hist = h;
+    wa->hist_w = hw;
     wa->hist_t = T;
     wa->hist_n = N;
     wa->hist_now = v->now_ns;
@@ -517,10 +526,12 @@ pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, struct pol_wa_cell
     tid = nid = NULL;
     tord = nord = NULL;
     h = NULL;
+    hw = NULL;
     rc = 0;
 out:
     if (rc != 0) {
         pol_wa_forget(wa);
+        memcpy(w_prev, w, T * N * sizeof(*w_prev));
     }
     free(tid);
     free(nid);
@@ -528,5 +539,6 @@ out:
     free(nord);
     free(nmap);
     free(h);
+    free(hw);
     return rc;
 }
