@@ -37,9 +37,10 @@
  *        demand - served > pressed_frac * demand, or t waits there (mean
  *        queue wait > pressed_wait) and uses all its weight there: its
  *        share of what the node served is at least (1 - pressed_frac) of
- *        its share of the node's weight (the smaller of this step's and
- *        the last step's: the node applies a new weight a heartbeat late,
- *        so a tenant just given weight has not used it yet). Closed-loop
+ *        its share of the node's weight (the least of this step's and
+ *        the last two steps' weights: a node applies a new weight a
+ *        heartbeat late and reports rates over two, so a tenant just
+ *        given weight has not used it yet). Closed-loop
  *        clients behind
  *        replica selection show backlog as wait, not as unserved arrivals
  *        (the gateway caps each tenant's reads in flight per node, so
@@ -131,7 +132,7 @@ struct pisces {
     const struct pol_wa_cfg *cfg;
     size_t T, N;
     double *w;
-    double *wprev;         /* the weights in force at the last step */
+    double *wlow;          /* the least weights of the last three steps */
     struct pol_wa_cell *c; /* smoothed measurements */
     double *m, *need, *spare, *out, *fneed, *idle;
     unsigned char *pressed, *unused; /* unused: neither pressed nor wanting weight */
@@ -150,7 +151,7 @@ static void
 pisces_free(struct pisces *p)
 {
     free(p->w);
-    free(p->wprev);
+    free(p->wlow);
     free(p->c);
     free(p->m);
     free(p->need);
@@ -180,7 +181,7 @@ pisces_alloc(struct pisces *p)
 
     /* +1: never malloc(0), so NULL always means out of memory. */
     p->w = calloc(TN + 1, sizeof(*p->w));
-    p->wprev = calloc(TN + 1, sizeof(*p->wprev));
+    p->wlow = calloc(TN + 1, sizeof(*p->wlow));
     p->c = calloc(TN + 1, sizeof(*p->c));
     p->m = calloc(TN + 1, sizeof(*p->m));
     p->need = calloc(TN + 1, sizeof(*p->need));
@@ -200,7 +201,7 @@ pisces_alloc(struct pisces *p)
     p->via = calloc(TT + 1, sizeof(*p->via));
     p->kind = calloc(TT + 1, sizeof(*p->kind));
     p->cyc = calloc(T + 1, sizeof(*p->cyc));
-    if (p->w == NULL || p->wprev == NULL || p->c == NULL || p->m == NULL || p->need == NULL ||
+    if (p->w == NULL || p->wlow == NULL || p->c == NULL || p->m == NULL || p->need == NULL ||
         p->spare == NULL || p->out == NULL || p->fneed == NULL || p->idle == NULL ||
         p->pressed == NULL || p->unused == NULL || p->floor_ == NULL || p->phi == NULL ||
         p->colw == NULL || p->cols == NULL || p->active == NULL || p->constrained == NULL ||
@@ -268,7 +269,7 @@ pisces_prepare(struct pisces *p)
             p->pressed[i] = c->demand > 0.0 &&
                             (c->demand - c->served > cfg->pressed_frac * c->demand ||
                              (c->wait > cfg->pressed_wait &&
-                              used >= (1.0 - cfg->pressed_frac) * fmin(p->w[i], p->wprev[i])));
+                              used >= (1.0 - cfg->pressed_frac) * fmin(p->w[i], p->wlow[i])));
             p->unused[i] = !p->pressed[i] && m <= cfg->dead_band;
             any_pressed |= p->pressed[i];
             if (D > 0.0) {
@@ -432,7 +433,7 @@ pisces_step(struct pol_wa *wa, const struct pol_wa_view *v, double *w_out,
         rc = pol_wa_project(v, wa->cfg.floor_frac, p.w, &st.projected);
     }
     if (rc == 0 && v->cells != NULL) {
-        rc = pol_wa_smooth(wa, v, p.w, p.c, p.wprev);
+        rc = pol_wa_smooth(wa, v, p.w, p.c, p.wlow);
     }
     if (rc != 0) {
         goto out;

@@ -815,7 +815,7 @@ test_rs_shaped(void)
     conv = rs_converge(&l, &q);
     fprintf(stderr, "rs-shaped, weighted: MMR %.4f from round %d, 4x at nodes 0-1 %.2f %.2f\n", q,
             conv, l.w[6], l.w[7]);
-    CHECK(conv <= 16);
+    CHECK(conv <= 10);
     CHECK(q >= 0.95);
     CHECK(l.w[6] > 8.0 && l.w[7] > 8.0);
 }
