@@ -40,17 +40,16 @@
  *        its share of the node's weight (the least of this step's and
  *        the last two steps' weights: a node applies a new weight a
  *        heartbeat late and reports rates over two, so a tenant just
- *        given weight has not used it yet). Closed-loop
- *        clients behind
- *        replica selection show backlog as wait, not as unserved arrivals
- *        (the gateway caps each tenant's reads in flight per node, so
- *        arrivals follow service), but on a busy node every tenant waits
- *        for its turn in the fair queue's round, even one that has too
- *        few reads there to fill its share; wait alone would press every
- *        cell of every tenant, and a tenant short of its share could
- *        never pay back at the nodes where its weight lies idle. What a
- *        cell leaves idle, idle[t][n] = w - (served share) * (the node's
- *        weight), bounds what it pays back there;
+ *        given weight has not used it yet). Closed-loop clients behind
+ *        replica selection show backlog as wait, not as unserved
+ *        arrivals (the gateway caps each tenant's reads in flight per
+ *        node, so arrivals follow service), but on a busy node every
+ *        tenant waits for its turn in the fair queue's round, even one
+ *        that has too few reads there to fill its share; wait alone
+ *        would press every cell of every tenant, and a tenant short of
+ *        its share could never pay back at the nodes where its weight
+ *        lies idle. What a cell leaves idle, idle[t][n] = w - (served
+ *        share) * (the node's weight), bounds what it pays back there;
  *      - phi_t = served_t / W_t, throughput per unit of global weight;
  *        u is richer than t when both have demand and
  *        phi_u > (1 + fair_band) * phi_t (pairwise: no estimate of the
@@ -262,8 +261,9 @@ pisces_prepare(struct pisces *p)
             p->need[i] = cfg->eta * fmax(0.0, m - cfg->dead_band) * R;
             p->spare[i] = cfg->eta * fmax(0.0, -m - cfg->dead_band) * R;
             p->out[i] = cfg->eta * (p->w[i] - p->floor_[t]);
-            /* What t's weight at n would get if t were backlogged there,
-             * against what t got (the node's served mix, so any unit). */
+            /* The weight t's service at n stands for: its share of what
+             * the node served times the node's weight (a ratio, so any
+             * unit of cost). */
             used = p->cols[n] > 0.0 ? c->served / p->cols[n] * p->colw[n] : 0.0;
             p->idle[i] = fmax(0.0, p->w[i] - used);
             p->pressed[i] = c->demand > 0.0 &&
