@@ -10,8 +10,9 @@
  * takes no locks and never reads a clock (`now_ns` is passed in, any
  * monotonic origin). One instance is NOT thread-safe: the caller
  * serializes every call on it. An instance keeps only smoothed
- * measurements from earlier steps, keyed by tenant and node id, never the
- * weights: the caller owns the weight matrix and passes it in each time.
+ * measurements from earlier steps and the weights in force when they were
+ * taken, keyed by tenant and node id: the caller owns the weight matrix
+ * and passes it in each time.
  *
  * Invariants of every successful step's output, whatever the input
  * (zero demand, tenants or nodes added or removed, nodes down, unknown or

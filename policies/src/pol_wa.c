@@ -137,9 +137,11 @@ pol_wa_forget(struct pol_wa *wa)
     free(wa->hist_tord);
     free(wa->hist_nord);
     free(wa->hist);
+    free(wa->hist_w);
     wa->hist_tid = wa->hist_nid = NULL;
     wa->hist_tord = wa->hist_nord = NULL;
     wa->hist = NULL;
+    wa->hist_w = NULL;
     wa->hist_t = wa->hist_n = 0;
     wa->have_hist = 0;
 }
@@ -464,7 +466,8 @@ pol_wa_ewma(struct pol_wa_cell *out, const struct pol_wa_cell *old, const struct
 }
 
 int
-pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, struct pol_wa_cell *out)
+pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, const double *w,
+              struct pol_wa_cell *out, double *w_low)
 {
     size_t t, n, T = v->ntenants, N = v->nnodes;
     double a = 1.0;
@@ -472,6 +475,8 @@ pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, struct pol_wa_cell
     size_t *tord = malloc(T * sizeof(*tord) + 1), *nord = malloc(N * sizeof(*nord) + 1);
     size_t *nmap = malloc(N * sizeof(*nmap) + 1);
     struct pol_wa_cell *h = malloc(T * N * sizeof(*h) + 1);
+    /* [0, TN): w; [TN, 2 TN): the smaller of w and the last step's */
+    double *hw = malloc(2 * T * N * sizeof(*hw) + 1);
     int rc = -ENOMEM;
 
     /* A clock that went backwards (new origin) starts the history over. */
@@ -479,9 +484,13 @@ pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, struct pol_wa_cell
         a = -expm1(-(double)(v->now_ns - wa->hist_now) / 1e9 / wa->cfg.smooth);
     }
     memcpy(out, v->cells, T * N * sizeof(*out));
-    if (tid == NULL || nid == NULL || tord == NULL || nord == NULL || nmap == NULL || h == NULL) {
+    memcpy(w_low, w, T * N * sizeof(*w_low));
+    if (tid == NULL || nid == NULL || tord == NULL || nord == NULL || nmap == NULL || h == NULL ||
+        hw == NULL) {
         goto out;
     }
+    memcpy(hw, w, T * N * sizeof(*hw));
+    memcpy(hw + T * N, w, T * N * sizeof(*hw));
     for (n = 0; n < N; n++) {
         nid[n] = v->nodes[n].id;
         nmap[n] = wa->have_hist ? pol_wa_lookup(wa->hist_nid, wa->hist_nord, wa->hist_n, nid[n])
@@ -494,9 +503,12 @@ pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, struct pol_wa_cell
 
         tid[t] = v->tenants[t].id;
         for (n = 0; n < N && ht != SIZE_MAX; n++) {
+            size_t i = t * N + n, j = ht * wa->hist_n + nmap[n]; /* used when mapped */
+
             if (nmap[n] != SIZE_MAX) {
-                pol_wa_ewma(&out[t * N + n], &wa->hist[ht * wa->hist_n + nmap[n]],
-                            &v->cells[t * N + n], a);
+                pol_wa_ewma(&out[i], &wa->hist[j], &v->cells[i], a);
+                w_low[i] = fmin(w[i], wa->hist_w[wa->hist_t * wa->hist_n + j]);
+                hw[T * N + i] = fmin(w[i], wa->hist_w[j]);
             }
         }
     }
@@ -510,6 +522,7 @@ pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, struct pol_wa_cell
     wa->hist_tord = tord;
     wa->hist_nord = nord;
     wa->hist = h;
+    wa->hist_w = hw;
     wa->hist_t = T;
     wa->hist_n = N;
     wa->hist_now = v->now_ns;
@@ -517,10 +530,12 @@ pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, struct pol_wa_cell
     tid = nid = NULL;
     tord = nord = NULL;
     h = NULL;
+    hw = NULL;
     rc = 0;
 out:
     if (rc != 0) {
         pol_wa_forget(wa);
+        memcpy(w_low, w, T * N * sizeof(*w_low));
     }
     free(tid);
     free(nid);
@@ -528,5 +543,6 @@ out:
     free(nord);
     free(nmap);
     free(h);
+    free(hw);
     return rc;
 }

@@ -24,6 +24,9 @@ struct pol_wa {
     uint32_t *hist_tid, *hist_nid;
     size_t *hist_tord, *hist_nord;
     struct pol_wa_cell *hist;
+    /* [2 * hist_t * hist_n]: the weights in force at the last smoothed
+     * step, then the smaller of them and the step's before */
+    double *hist_w;
 };
 
 /* The registered policies (one file each). */
@@ -50,10 +53,17 @@ int pol_wa_project(const struct pol_wa_view *v, double floor_frac, double *out, 
 /*
  * out ([T * N], caller's) receives v->cells smoothed with the history (an
  * EWMA with time constant cfg.smooth over now_ns), and the history becomes
- * out. A cell without history is taken as measured. 0 or -ENOMEM (the
- * history is then dropped, out still holds the raw cells). v->cells != NULL.
+ * out. A cell without history is taken as measured. w ([T * N], borrowed)
+ * are the weights in force now (projected); w_low ([T * N], caller's)
+ * receives the smallest of them and those of the last two smoothed steps
+ * (unknown ones left out), and w is kept for the next steps: a node applies
+ * a weight a heartbeat late and its rates are averaged over two, so what
+ * was served reflects the weights of about three steps. 0 or -ENOMEM (the
+ * history is then dropped, out still holds the raw cells, w_low = w).
+ * v->cells != NULL.
  */
-int pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, struct pol_wa_cell *out);
+int pol_wa_smooth(struct pol_wa *wa, const struct pol_wa_view *v, const double *w,
+                  struct pol_wa_cell *out, double *w_low);
 /* Scratch of the widest-cycle search (pol_wa_cycle.c) on n vertices. */
 struct pol_wa_cyc {
     size_t n;

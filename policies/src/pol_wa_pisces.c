@@ -34,9 +34,22 @@
  *    wide's demand shares equal its weight shares (m = 0) and no classic
  *    swap exists. So the step also reads what was served:
  *      - a cell is pressed when the node did not serve what t asked there:
- *        demand - served > pressed_frac * demand, or mean queue wait >
- *        pressed_wait (closed-loop clients show backlog as wait, not as
- *        unserved arrivals; wait is the latency tie-breaker);
+ *        demand - served > pressed_frac * demand, or t waits there (mean
+ *        queue wait > pressed_wait) and uses all its weight there: its
+ *        share of what the node served is at least (1 - pressed_frac) of
+ *        its share of the node's weight (the least of this step's and
+ *        the last two steps' weights: a node applies a new weight a
+ *        heartbeat late and reports rates over two, so a tenant just
+ *        given weight has not used it yet). Closed-loop clients behind
+ *        replica selection show backlog as wait, not as unserved
+ *        arrivals (the gateway caps each tenant's reads in flight per
+ *        node, so arrivals follow service), but on a busy node every
+ *        tenant waits for its turn in the fair queue's round, even one
+ *        that has too few reads there to fill its share; wait alone
+ *        would press every cell of every tenant, and a tenant short of
+ *        its share could never pay back at the nodes where its weight
+ *        lies idle. What a cell leaves idle, idle[t][n] = w - (served
+ *        share) * (the node's weight), bounds what it pays back there;
  *      - phi_t = served_t / W_t, throughput per unit of global weight;
  *        u is richer than t when both have demand and
  *        phi_u > (1 + fair_band) * phi_t (pairwise: no estimate of the
@@ -57,7 +70,7 @@
  *      F (fairness): u richer than t, t pressed at a (uses fneed[t][a]);
  *      R (return):   t richer than u, u neither pressed at a nor wanting
  *                    weight there (m <= dead_band): the poorer tenant pays
- *                    with weight it does not use.
+ *                    with weight it does not use (at most idle[u][a]).
  *    F edges run from richer to poorer and R edges the other way, so a
  *    cycle of fairness moves always pairs a gift with a payment. Between
  *    two tenants the widest edge over the up nodes counts (ties: the node
@@ -118,10 +131,12 @@ struct pisces {
     const struct pol_wa_cfg *cfg;
     size_t T, N;
     double *w;
+    double *wlow;          /* the least weights of the last three steps */
     struct pol_wa_cell *c; /* smoothed measurements */
-    double *m, *need, *spare, *out, *fneed;
+    double *m, *need, *spare, *out, *fneed, *idle;
     unsigned char *pressed, *unused; /* unused: neither pressed nor wanting weight */
     double *floor_, *phi;            /* [T] */
+    double *colw, *cols;             /* [N]: a node's weight and what it served */
     unsigned char *active;           /* [T]: has demand on an up node */
     unsigned char *constrained;      /* [T]: pressed on an up node */
     double *cap;                     /* [T * T]: widest edge u -> t */
@@ -135,16 +150,20 @@ static void
 pisces_free(struct pisces *p)
 {
     free(p->w);
+    free(p->wlow);
     free(p->c);
     free(p->m);
     free(p->need);
     free(p->spare);
     free(p->out);
     free(p->fneed);
+    free(p->idle);
     free(p->pressed);
     free(p->unused);
     free(p->floor_);
     free(p->phi);
+    free(p->colw);
+    free(p->cols);
     free(p->active);
     free(p->constrained);
     free(p->cap);
@@ -161,25 +180,30 @@ pisces_alloc(struct pisces *p)
 
     /* +1: never malloc(0), so NULL always means out of memory. */
     p->w = calloc(TN + 1, sizeof(*p->w));
+    p->wlow = calloc(TN + 1, sizeof(*p->wlow));
     p->c = calloc(TN + 1, sizeof(*p->c));
     p->m = calloc(TN + 1, sizeof(*p->m));
     p->need = calloc(TN + 1, sizeof(*p->need));
     p->spare = calloc(TN + 1, sizeof(*p->spare));
     p->out = calloc(TN + 1, sizeof(*p->out));
     p->fneed = calloc(TN + 1, sizeof(*p->fneed));
+    p->idle = calloc(TN + 1, sizeof(*p->idle));
     p->pressed = calloc(TN + 1, sizeof(*p->pressed));
     p->unused = calloc(TN + 1, sizeof(*p->unused));
     p->floor_ = calloc(T + 1, sizeof(*p->floor_));
     p->phi = calloc(T + 1, sizeof(*p->phi));
+    p->colw = calloc(p->N + 1, sizeof(*p->colw));
+    p->cols = calloc(p->N + 1, sizeof(*p->cols));
     p->active = calloc(T + 1, sizeof(*p->active));
     p->constrained = calloc(T + 1, sizeof(*p->constrained));
     p->cap = calloc(TT + 1, sizeof(*p->cap));
     p->via = calloc(TT + 1, sizeof(*p->via));
     p->kind = calloc(TT + 1, sizeof(*p->kind));
     p->cyc = calloc(T + 1, sizeof(*p->cyc));
-    if (p->w == NULL || p->c == NULL || p->m == NULL || p->need == NULL || p->spare == NULL ||
-        p->out == NULL || p->fneed == NULL || p->pressed == NULL || p->unused == NULL ||
-        p->floor_ == NULL || p->phi == NULL || p->active == NULL || p->constrained == NULL ||
+    if (p->w == NULL || p->wlow == NULL || p->c == NULL || p->m == NULL || p->need == NULL ||
+        p->spare == NULL || p->out == NULL || p->fneed == NULL || p->idle == NULL ||
+        p->pressed == NULL || p->unused == NULL || p->floor_ == NULL || p->phi == NULL ||
+        p->colw == NULL || p->cols == NULL || p->active == NULL || p->constrained == NULL ||
         p->cap == NULL || p->via == NULL || p->kind == NULL || p->cyc == NULL) {
         return -ENOMEM;
     }
@@ -205,6 +229,10 @@ pisces_prepare(struct pisces *p)
 
     for (n = 0; n < N; n++) {
         nup += nodes[n].up != 0;
+        for (t = 0; t < T; t++) {
+            p->colw[n] += p->w[t * N + n];
+            p->cols[n] += p->c[t * N + n].served;
+        }
     }
     for (t = 0; t < T; t++) {
         double W = p->v->tenants[t].weight, D = 0.0, S = 0.0, R = 0.0;
@@ -223,7 +251,7 @@ pisces_prepare(struct pisces *p)
         for (n = 0; n < N; n++) {
             size_t i = t * N + n;
             const struct pol_wa_cell *c = &p->c[i];
-            double m;
+            double m, used;
 
             if (!nodes[n].up) {
                 continue;
@@ -233,9 +261,15 @@ pisces_prepare(struct pisces *p)
             p->need[i] = cfg->eta * fmax(0.0, m - cfg->dead_band) * R;
             p->spare[i] = cfg->eta * fmax(0.0, -m - cfg->dead_band) * R;
             p->out[i] = cfg->eta * (p->w[i] - p->floor_[t]);
-            p->pressed[i] =
-                c->demand > 0.0 && (c->demand - c->served > cfg->pressed_frac * c->demand ||
-                                    c->wait > cfg->pressed_wait);
+            /* The weight t's service at n stands for: its share of what
+             * the node served times the node's weight (a ratio, so any
+             * unit of cost). */
+            used = p->cols[n] > 0.0 ? c->served / p->cols[n] * p->colw[n] : 0.0;
+            p->idle[i] = fmax(0.0, p->w[i] - used);
+            p->pressed[i] = c->demand > 0.0 &&
+                            (c->demand - c->served > cfg->pressed_frac * c->demand ||
+                             (c->wait > cfg->pressed_wait &&
+                              used >= (1.0 - cfg->pressed_frac) * fmin(p->w[i], p->wlow[i])));
             p->unused[i] = !p->pressed[i] && m <= cfg->dead_band;
             any_pressed |= p->pressed[i];
             if (D > 0.0) {
@@ -287,8 +321,8 @@ pisces_edge(const struct pisces *p, size_t u, size_t ua, size_t ta, int fwd, int
         best = fmin(lim, p->fneed[ta]);
         *kind = EDGE_FAIR;
     }
-    if (back && p->unused[ua] && lim > best) {
-        best = lim;
+    if (back && p->unused[ua] && fmin(lim, p->idle[ua]) > best) {
+        best = fmin(lim, p->idle[ua]);
         *kind = EDGE_RETURN;
     }
     return best;
@@ -362,6 +396,9 @@ pisces_push(struct pisces *p, size_t len, double delta)
         case EDGE_FAIR:
             p->fneed[ta] = fmax(0.0, p->fneed[ta] - delta);
             break;
+        case EDGE_RETURN:
+            p->idle[ua] = fmax(0.0, p->idle[ua] - delta);
+            break;
         default:
             break;
         }
@@ -396,7 +433,7 @@ pisces_step(struct pol_wa *wa, const struct pol_wa_view *v, double *w_out,
         rc = pol_wa_project(v, wa->cfg.floor_frac, p.w, &st.projected);
     }
     if (rc == 0 && v->cells != NULL) {
-        rc = pol_wa_smooth(wa, v, p.c);
+        rc = pol_wa_smooth(wa, v, p.w, p.c, p.wlow);
     }
     if (rc != 0) {
         goto out;
