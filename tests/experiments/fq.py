@@ -643,11 +643,14 @@ def exp_d(a):
         th.join(5)
         errs = {n: t["status"] for n, t in r.tenants.items() if t["errors"]}
         rid = str(ts[2].id)
-        # When every node applied the new weight (from its /metrics, 1 s samples).
+        # When the nodes applied the new weight (from their /metrics, 1 s
+        # samples): WA splits a global weight into local ones by demand, so
+        # reweighted's local weights, summed over the nodes, against steady's.
+        sid = str(ts[0].id)
         applied = None
         for st, s in r.samples:
-            if st >= done["at"] and all(s["node"][i]["weight"].get(rid) == new_w
-                                        for i in range(NODES)):
+            lw = [sum(s["node"][i]["weight"].get(t, 0) for i in range(NODES)) for t in (rid, sid)]
+            if st >= done["at"] and lw[1] > 0 and lw[0] / lw[1] >= 0.9 * new_w:
                 applied = st - done["at"]
                 break
         summ = sx.summarize_samples(c, r.measured_samples(1.0))
@@ -710,7 +713,8 @@ def exp_d(a):
                          for i, (b0, b1) in enumerate(bursts)] + [(0, warmup, "warm-up", "0.96")])
     rows = [["weight 1 -> 3 (shoalctl at %.1f s, took %.2f s)" % (done["at"], done["cmd_s"]),
              fmt(t_change, 1),
-             "every node applied it %s s after the command (1 s samples)" % fmt(applied, 1)]]
+             "the nodes' local weights of reweighted, summed, reached %gx steady's %s s "
+             "after the command (1 s samples)" % (0.9 * new_w, fmt(applied, 1))]]
     for (b0, b1), tb, te in zip(bursts, t_bursts, t_ends):
         rows.append(["burst %d-%d s: start" % (b0, b1), fmt(tb, 1), "bursty reaches its share"])
         rows.append(["burst %d-%d s: end" % (b0, b1), fmt(te, 1), "the others take the slack"])
