@@ -96,7 +96,6 @@ fns_req_free(struct fns_node *n, struct fns_req *req)
     if (req->dispatched) {
         fns_node_release(n, req);
     }
-    free(req->meta);
     free(req);
 }
 
@@ -272,13 +271,6 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
             fns_node_reload(n, req, &key);
         }
         return;
-    case CM_OP_META: {
-        uint8_t *payload = req->meta;
-
-        req->meta = NULL;
-        fns_node_ilog_meta(n, req, payload);
-        return;
-    }
     default:
         fns_node_answer(n, req, CM_E_PROTO, 0, NULL);
         return;
@@ -388,6 +380,16 @@ fns_node_frame(void *arg, struct fns_conn *c, const struct cm_wire_hdr *h, uint8
         fns_node_answer(n, req, CM_E_PROTO, 0, NULL);
         return;
     }
+    if (h->op == CM_OP_META) {
+        /* A gateway's record of a version whose chunk PUTs the tenant's
+         * turns paid for already: logged at once, never queued. In the
+         * tenant's FIFO it would take the tenant's turns and hold its reads
+         * back long after its PUTs were answered (m + 1 records per version,
+         * at a weight-1 tenant's few turns a second). The log's COS writes
+         * pace it: it is answered once its batch is durable. */
+        fns_node_ilog_meta(n, req, payload);
+        return;
+    }
     fns_key_of(h, &key);
     /* The item as pol_fq.h's caller contract has it. */
     req->fq.tenant = h->tenant;
@@ -396,9 +398,6 @@ fns_node_frame(void *arg, struct fns_conn *c, const struct cm_wire_hdr *h, uint8
             payload = cm_malloc(FNS_CHUNK_TAIL);
         }
         req->chunk = fns_chunk_adopt(&key, payload, h->data_len, h->data_crc);
-        req->fq.est_bytes = h->data_len;
-    } else if (h->op == CM_OP_META) {
-        req->meta = payload; /* a record for the insertion log */
         req->fq.est_bytes = h->data_len;
     } else {
         free(payload);

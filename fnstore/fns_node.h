@@ -3,6 +3,7 @@
  * connections, the FQ scheduler, the chunk store and the COS pool together.
  *
  *   conn ─frame─▶ check (CRC, size, op) ─▶ pol_fq enqueue ──(CM_E_BUSY)──▶ answer
+ *                        └─ META: log record, not scheduled ─▶ durable ─▶ answer
  *                                              │
  *                  dispatcher: pauses while the work dispatched and not yet
  *                  answered is at --max-dispatched / --max-dispatched-bytes
@@ -17,7 +18,7 @@
  *        CM_E_STALE │ chunk being recovered ─▶ wait for it, asked first │ else COS
  *        read job ─▶ verify, re-admit or cache, answer CM_WF_FROM_COS
  *   DEL: store ─▶ delete record, COS delete job ─▶ answer
- *   STAT: store │ miss ─▶ COS read ─▶ answer     META: log record ─▶ durable ─▶ answer
+ *   STAT: store │ miss ─▶ COS read ─▶ answer
  *   answer ─▶ pol_fq complete(actual bytes), reqstats, conn send
  *            ─▶ payload written (or dropped) ─▶ dispatch resumes
  *

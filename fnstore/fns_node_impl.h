@@ -76,7 +76,6 @@ struct fns_req {
     uint64_t held; /* bytes counted in disp_bytes while dispatched */
     int dispatched;
     uint32_t tag;          /* PUT, STAT answers: the instance's tag */
-    uint8_t *meta;         /* META payload (malloc'd) until executed */
     struct fns_chunk view; /* the answer's payload while the connection holds it */
 };
 

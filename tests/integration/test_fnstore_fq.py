@@ -14,10 +14,15 @@ usage: test_fnstore_fq.py PATH/TO/shoal-fnstore
   (the big ones already sit in the socket's output), they do not.
 - Per-tenant figures: arrivals count refused requests (BUSY), served bytes
   are the bytes moved, queue waits are observed.
+- META records are not scheduled: on a node capped at 20 requests/s, a
+  tenant's records sent behind 40 of its own GETs are logged and answered
+  while most of the GETs still wait, and they take none of its turns (its
+  served and arrived figures count the PUT and the GETs only).
 """
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -26,7 +31,8 @@ import time
 from shoaltest import (crc32c, free_port, http_request, parse_metrics, stop_process, wire_frame,
                        wire_parse_hdr)
 
-OP_PUT, OP_GET, OP_RESP = 2, 3, 0x80
+OP_PUT, OP_GET, OP_META, OP_RESP = 2, 3, 7, 0x80
+WF_PERSISTED = 1
 E_BUSY = -1007
 MiB = 1 << 20
 
@@ -246,13 +252,60 @@ def test_arrivals_count_refusals(binary, tmp):
         n.stop()
 
 
+def meta_record(tenant, key, version):
+    """A version's META record (gw_meta.h's gw_mrec, kind 1) with a dummy layout."""
+    layout = b"\x02layout"
+    return (struct.pack("<BIH", 1, tenant, len(key)) + key + struct.pack("<Q", version) +
+            struct.pack("<I", len(layout)) + layout)
+
+
+def test_meta_not_queued(binary, tmp):
+    """A gateway's META records for a tenant are logged at once, not queued
+    behind the tenant's GETs nor charged a turn: with drfq a weight-1
+    tenant's few turns would otherwise go to records of PUTs answered long
+    before, and its reads would wait behind them."""
+    n = Node(binary, tmp, "--sched", "drfq", "--cap-ops", "20")
+    try:
+        s = n.connect()
+        n.put(s, 4, 1, os.urandom(1024))
+        gets, metas = 40, 5
+        s.sendall(b"".join(wire_frame(OP_GET, tenant=4, req_id=100 + i, obj=1)
+                           for i in range(gets)))
+        time.sleep(0.2)
+        s.sendall(b"".join(wire_frame(OP_META, tenant=4, req_id=500 + i, obj=10 + i,
+                                      data=meta_record(4, b"k%d" % i, 1))
+                           for i in range(metas)))
+        got_gets, meta_after = 0, []
+        for _ in range(gets + metas):
+            r = read_resp(s)
+            check(r["status"] == 0, "answer %r" % r)
+            if r["op"] == OP_META | OP_RESP:
+                check(r["flags"] & WF_PERSISTED, "META answered before durable: %r" % r)
+                meta_after.append(got_gets)
+            else:
+                got_gets += 1
+        print("META answers after %r of %d GETs (20 GET/s)" % (meta_after, gets), flush=True)
+        check(len(meta_after) == metas and max(meta_after) <= gets // 2,
+              "META records waited behind the tenant's GETs: answered after %r of %d" %
+              (meta_after, gets))
+        time.sleep(0.5)  # the per-tenant figures are refreshed every 200 ms
+        _, m = n.metrics()
+        lb = '{node="0",tenant="4"}'
+        check(m["shoal_fnstore_tenant_served_requests_total" + lb] == gets + 1,
+              "served %r: META records took turns" % m["shoal_fnstore_tenant_served_requests_total" + lb])
+        check(m["shoal_fnstore_tenant_arrived_requests_total" + lb] == gets + 1, "arrivals")
+        s.close()
+    finally:
+        n.stop()
+
+
 def main():
     binary = sys.argv[1]
     tmp = tempfile.mkdtemp(prefix="shoal-fnstore-fq-")
     t0 = time.time()
     try:
         for t in (test_sched_flag, test_bound_holds, test_queue_where_the_wait_is,
-                  test_arrivals_count_refusals):
+                  test_arrivals_count_refusals, test_meta_not_queued):
             print("--", t.__name__, flush=True)
             t(binary, tmp)
     finally:
