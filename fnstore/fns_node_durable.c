@@ -284,11 +284,14 @@ fns_node_read_done(struct fns_node *n, struct fns_cos_job *job)
 
 /*
  * A write landed in segment job->loc.seg: index it if the chunk is still
- * the one held. A chunk deleted meanwhile gets a tombstone instead (a
- * replaced one is indexed by its newer write), and its segment is checked
- * once the whole reap is done (*maybe_empty).
+ * the one held, and return 1. A chunk no longer held gets a tombstone
+ * instead (a replaced one is indexed by its newer write), its segment is
+ * checked once the whole reap is done (*maybe_empty), and 0 is returned:
+ * nothing finds those bytes again, so no PERSISTED notice may name them
+ * (a chunk that left memory with its instance, not deleted, is written
+ * again by the gateway's persistent buffer once a STAT says NOTFOUND).
  */
-static void
+static int
 fns_node_packed(struct fns_node *n, struct fns_cos_job *job, uint64_t *maybe_empty)
 {
     struct fns_chunk *cur = fns_store_get(n->store, &job->key);
@@ -299,13 +302,14 @@ fns_node_packed(struct fns_node *n, struct fns_cos_job *job, uint64_t *maybe_emp
         if (emptied != 0) {
             fns_node_drop_segment(n, emptied);
         }
-        return;
+        return 1;
     }
     if (cur == NULL) {
         fns_node_tomb(n, &job->key, job->loc.seg);
     }
     fns_pack_index_add_seg(n->pack, job->loc.seg);
     *maybe_empty = job->loc.seg;
+    return 0;
 }
 
 /* Counts a persisted chunk write in its tenant's COS cost: a segment once
@@ -376,13 +380,15 @@ fns_node_cos_cb(void *arg)
             break;
         case FNS_COS_WRITE:
             if (job->status == 0) {
+                int found = 1; /* a reload finds these bytes */
+
                 job->chunk->persisted = 1;
                 fns_node_cost_write(n, job, &last_seg, &last_tenant);
                 fns_node_sms_persisted(n, job->chunk, &job->loc, job->tag == n->del_seq);
                 if (job->loc.seg != 0) {
                     uint64_t seg = 0;
 
-                    fns_node_packed(n, job, &seg);
+                    found = fns_node_packed(n, job, &seg);
                     /* A batch's jobs are adjacent. Past 64 segments the
                      * check waits for the next replay (a restart). */
                     if (seg != 0 && nempty < 64 &&
@@ -390,7 +396,7 @@ fns_node_cos_cb(void *arg)
                         maybe_empty[nempty++] = seg;
                     }
                 }
-                if (job->arg2 != NULL) {
+                if (job->arg2 != NULL && found) {
                     fns_node_note(n, job->arg2, &job->key);
                 }
             } else if (job->arg == NULL && !n->stopping &&

@@ -14,6 +14,9 @@ wire, driven by a fake controller that answers its heartbeats (stdlib only):
 - kill -9: the restarted node recovers its instances from the log (the merged
   chunks under their new tag), and no acknowledged chunk comes back wrong
   (CRC checked);
+- a chunk released with its instance before its COS write landed: no
+  PERSISTED notice names it, and a STAT answers NOTFOUND (so that a gateway
+  writes it again);
 - the recovery rate with 1, 4 and 16 helpers against a sequential read of the
   same COS objects (printed; `--rates-mib N` for a bigger run).
 
@@ -593,6 +596,61 @@ def test_reclaim_rate(binary, tmp):
           % node_reclaims(d))
 
 
+def test_released_before_persisted(binary, tmp):
+    """A chunk whose instance is released while its COS write still waits
+    (a degraded instance reclaimed, here inside a long --cos-linger-ms; in
+    a cluster, during a COS outage): the write lands after the chunk left
+    memory, so the node tombstones it. No PERSISTED notice may name it then
+    (the gateway would count bytes nothing finds again as durable); a STAT
+    answers NOTFOUND, so the gateway's persistent buffer writes it again."""
+    d = os.path.join(tmp, "released")
+    os.makedirs(d)
+    ctl = FakeController()
+    node = Node(binary, d, ctl.port, ["--cos-linger-ms", "3000"])
+    node.start()
+    try:
+        c = Conn(node.port)
+        data = payload(4096, 77)
+        rid = c.send(OP_PUT, tenant=2, obj=7, data=data, flags=WF_NOTIFY)
+        r = read_resp(c.s)
+        check(r["req_id"] == rid and r["status"] == 0 and r["inc"] != 0, "put %r" % r)
+        tag = r["inc"]
+        ctl.send_once(decisions=[{"slot": tag >> 20, "tag": tag, "state": "degraded", "gen": 0}])
+        end = time.time() + 2
+        while True:
+            i = instance(ctl.beat_after(time.time()), tag)
+            if i is not None and i["state"] == "degraded":
+                break
+            check(time.time() < end, "decision not applied: %r" % i)
+        ctl.send_once(reclaim={"slots": [tag >> 20]})
+        node.wait_metric("shoal_fnstore_instances_released_total", lambda v: v >= 1, "released",
+                         2)
+        check(node.metric("shoal_fnstore_cos_writes_total") == 0, "the write still lingers")
+        node.wait_metric("shoal_fnstore_cos_writes_total", lambda v: v >= 1, "write landed", 10)
+        time.sleep(0.3)
+        c.s.settimeout(0.5)
+        notices = []
+        try:
+            while True:
+                r = read_resp(c.s)
+                check(r["op"] == 6 | OP_RESP, "unasked %r" % r)
+                notices += [struct.unpack_from("<IIQ", r["data"], x)
+                            for x in range(0, len(r["data"]), 16)]
+        except socket.timeout:
+            pass
+        c.s.settimeout(30)
+        check((2, 0, 7) not in notices, "PERSISTED notice for a chunk no longer held: %r" % notices)
+        r = c.call(OP_STAT, tenant=2, obj=7, inc=tag)
+        check(r["status"] == E_NOTFOUND, "stat of the released chunk %r" % r)
+        c.close()
+        check(node.stop() == 0, "clean exit")
+    finally:
+        if node.proc.poll() is None:
+            node.proc.kill()
+        ctl.stop()
+    print("released before persisted: no notice, STAT NOTFOUND")
+
+
 def node_reclaims(d):
     with open(os.path.join(d, "node.log")) as f:
         return sum(1 for line in f if "instance reclaimed" in line)
@@ -677,6 +735,7 @@ def main():
         c.close()
         check(node.stop() == 0, "clean exit")
         test_reclaim_rate(binary, tmp)
+        test_released_before_persisted(binary, tmp)
         test_rates(binary, tmp, mib)
         check(time.time() < DEADLINE, "took too long")
         ok = True
