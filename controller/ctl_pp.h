@@ -93,6 +93,11 @@ struct ctl_pp_rows {
 };
 
 /* One gateway's report (parsed; borrowed for the call). */
+/* The gateway's default --small-threshold: smaller objects are stored as
+ * 1+m copies (slots 0..m). The load model reads a partition whose mean
+ * request is smaller as copies in those slots. */
+#define CTL_PP_SMALL_BYTES (256.0 * 1024.0)
+
 struct ctl_pp_demand {
     uint32_t tenant, partition;
     double req, bytes;       /* per second, EWMA */

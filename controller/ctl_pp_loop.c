@@ -180,6 +180,22 @@ check_fini(struct pp_check *c)
     free(c->cur_len);
 }
 
+/* The positions that serve p's reads, as pol_pp_part.k: an object under
+ * the gateway's small threshold is 1+m whole copies in slots 0..m, so a
+ * partition whose mean request is that small is read from those m+1
+ * positions, not from its k data positions (a k+m tenant's hot small object
+ * otherwise looks like load on slot k-1, and milp moves copies for it). */
+static uint32_t
+read_positions(const struct ctl_pp_trows *r, const struct ctl_pp_demand *d)
+{
+    uint32_t m = r->width - r->k;
+
+    if (r->k > 1 && m >= 1 && d->req > 0.0 && d->bytes < CTL_PP_SMALL_BYTES * d->req) {
+        return m + 1;
+    }
+    return r->k;
+}
+
 static const struct ctl_pp_demand *
 find_demand(const struct pp_check *c, uint32_t tenant, uint32_t p)
 {
@@ -233,6 +249,7 @@ check_view(struct ctl_pp *pp, struct pp_check *c)
                 ctl_pp_demand_eff(d, pp->cfg.latency_ms, &pt->demand[POL_PP_REQ],
                                   &pt->demand[POL_PP_BYTES]);
                 pt->resident_bytes = d->resident_bytes > 0 ? d->resident_bytes : 1;
+                pt->k = read_positions(r, d);
             }
             memcpy(&c->cur[off], &r->ids[(size_t)p * r->width], r->len[p] * sizeof(*c->cur));
             c->cur_len[k] = r->len[p];

@@ -37,7 +37,9 @@
  * and replica selection spreads reads over them, so each of its c holders
  * carries 1/c; a stripe partition (k > 1) is read from its k data positions
  * (slots 0..k-1; parity only when a data holder fails or is slow), so each
- * data holder carries 1/k and a parity holder nothing. (The demand the
+ * data holder carries 1/k and a parity holder nothing (the controller
+ * passes k = m+1 for a partition read in small-object copies, slots
+ * 0..m). (The demand the
  * gateways report does not tell writes, which touch every position, from
  * reads.) A node must stay within u * capacity on every resource.
  *

@@ -2,8 +2,9 @@
  * test_pp.c - unit.controller.pp: placement rows as stored state (made by
  * hash, the epoch, tenants added and dropped, short rows filled, a reopen,
  * the record codec), the trigger's hysteresis, the utilisation of a view,
- * the acceptance rule, the demand of requests in flight, and a rebalance
- * through the loop thread that is stored.
+ * the acceptance rule, the demand of requests in flight, a rebalance
+ * through the loop thread that is stored, and small reads modelled on the
+ * small-object copies.
  */
 #include "t_check.h"
 
@@ -430,6 +431,51 @@ test_rebalance(const char *policy)
     t_rmtree(dir);
 }
 
+/* A 4+2 tenant's partition read in 1 KiB requests is read from its 1+m
+ * small-object copies in slots 0..2, 1/3 each, not from the four data
+ * positions at 1/4; in 1 MiB requests from the data positions. */
+static void
+test_small_reads(void)
+{
+    static const struct {
+        double bytes, util;
+    } want[] = {{1024.0, 60.0 / 3 / 100}, {1048576.0, 60.0 / 4 / 100}};
+    char *dir = t_tmpdir();
+    struct ctl_store *store;
+    struct ctl_state *st;
+    struct ctl_pp *pp;
+    struct ctl_pp_cfg c = pp_cfg("hash");
+    char key[CTL_KEY_LEN + 1];
+
+    c.nominal_bytes = 1e12; /* only requests count */
+    CHECK_EQ_INT(ctl_store_open(dir, &store), 0);
+    CHECK_EQ_INT(ctl_state_create(store, &scfg, &st), 0);
+    for (uint32_t i = 0; i < 6; i++) {
+        heartbeat(st, i, 100);
+    }
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "a", 1, 4, 2, 0, key, NULL), 0);
+    CHECK_EQ_INT(ctl_pp_create(store, st, &c, &pp), 0);
+    CHECK_EQ_INT(ctl_pp_start(pp), 0);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        struct ctl_pp_rows r;
+        struct ctl_pp_result res;
+        struct ctl_pp_demand d;
+        struct ctl_pp_report rep = {"gw1", 1, &d, {0}};
+
+        rows_now(pp, st, &r);
+        d = (struct ctl_pp_demand){r.t[0].tenant, 0, 60, 60 * want[i].bytes, 1000, 0};
+        CHECK_EQ_INT(ctl_pp_report(pp, &rep, cm_now_ns()), 0);
+        ctl_pp_rebalance(pp, &res);
+        CHECK_EQ_INT(res.rc, 0);
+        CHECK_NEAR(res.util_before, want[i].util, 1e-6);
+        ctl_pp_rows_fini(&r);
+    }
+    ctl_pp_destroy(pp);
+    ctl_state_destroy(st);
+    ctl_store_close(store);
+    t_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -442,5 +488,6 @@ main(void)
     test_accept_demand();
     test_rebalance("milp");
     test_rebalance("hash");
+    test_small_reads();
     return 0;
 }
