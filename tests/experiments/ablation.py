@@ -214,7 +214,8 @@ def strip(x):
 
 
 def build_note(build):
-    """The build directory and the commit of the source it was built from."""
+    """The commit of the source the executables were built from (no paths:
+    the page names commits, not someone's directories)."""
     src = ""
     try:
         with open(os.path.join(build, "CMakeCache.txt")) as f:
@@ -225,7 +226,7 @@ def build_note(build):
         pass
     rev = subprocess.run(["git", "-C", src or ".", "rev-parse", "--short", "HEAD"],
                          capture_output=True).stdout.decode().strip() if src else ""
-    return "%s (built from %s%s)" % (build, src or "?", " at " + rev if rev else "")
+    return "built at %s" % rev if rev else "built from an unknown commit"
 
 
 def machine_note(a):
