@@ -60,8 +60,8 @@ struct ctl_pp_cfg {
     uint32_t cooldown_ms;   /* after a re-placement, and after its migration */
     uint32_t budget_ms;     /* the solver's time limit */
     uint32_t gw_timeout_ms; /* a gateway silent longer is ignored */
-    /* Requests in flight count as demand: a partition asks for at least
-     * inflight / latency requests per second (see ctl_pp_demand_eff). */
+    /* Requests in flight count as demand: a tenant asks for at least
+     * inflight / latency requests per second (see ctl_pp_demand_scale). */
     uint32_t latency_ms;
     double nominal_ops;   /* capacity of a node without --cap-ops */
     double nominal_bytes; /* capacity of a node without --cap-bytes */
@@ -209,11 +209,17 @@ void ctl_pp_trig_tried(struct ctl_pp_trig *t, const struct ctl_pp_trig_cfg *c, u
  */
 int ctl_pp_util(const struct pol_pp_view *v, double *max_util);
 
-/* The demand a partition's report stands for: requests/s and bytes/s
- * scaled up to inflight / latency when that is more (its requests wait
- * longer than latency_ms: its clients would take more than they get). */
-void ctl_pp_demand_eff(const struct ctl_pp_demand *d, uint32_t latency_ms, double *req,
-                       double *bytes);
+/* The demand the summed reports d[n] (sorted by tenant) stand for,
+ * rewritten in place: a tenant whose requests in flight say it would take
+ * more than it was served (inflight x 1000 / latency_ms requests/s over all
+ * its partitions, more than their requests/s) has every partition's req and
+ * bytes scaled up alike. Its partitions keep the split of its answered
+ * requests: a request waits longest where it is served slowest, so each
+ * partition's own backlog would put a closed-loop client's demand on the
+ * busiest nodes, while its requests split by the keys it picks. A tenant
+ * with nothing answered asks inflight / latency per partition (no bytes).
+ * latency_ms 0: reports as they are. */
+void ctl_pp_demand_scale(struct ctl_pp_demand *d, size_t n, uint32_t latency_ms);
 
 /* Whether a policy's answer is worth moving data for: it moves something,
  * and it fits within the headroom or lowers the utilisation by at least

@@ -8,8 +8,8 @@
  * A gateway silent longer than gw_timeout_ms counts for nothing (its last
  * report stays until it reports again). A gateway that has not finished a
  * migration pass at the current placement epoch counts as migrating. A
- * partition's demand counts its requests in flight as well
- * (ctl_pp_demand_eff).
+ * tenant's demand counts its requests in flight as well
+ * (ctl_pp_demand_scale).
  *
  * Threads: any thread; the reports are under pp->mu (ctl_pp_impl.h).
  *
@@ -161,6 +161,9 @@ ctl_pp_migration_locked(const struct ctl_pp *pp, uint64_t now_ns, struct ctl_pp_
 void
 ctl_pp_status(struct ctl_pp *pp, uint64_t now_ns, struct ctl_pp_status *out)
 {
+    struct ctl_pp_demand *dem;
+    size_t n;
+
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&pp->mu);
     out->epoch = pp->epoch;
@@ -174,29 +177,34 @@ ctl_pp_status(struct ctl_pp *pp, uint64_t now_ns, struct ctl_pp_status *out)
     out->last_solve_ms = pp->last_solve_ms;
     out->last_moved_bytes = pp->last_moved_bytes;
     out->last_parts_moved = pp->last_parts_moved;
-    for (size_t i = 0; i < pp->ngw; i++) {
-        if (do_fresh(pp, &pp->gw[i], now_ns)) {
-            for (size_t j = 0; j < pp->gw[i].n; j++) {
-                double rq, by;
-
-                ctl_pp_demand_eff(&pp->gw[i].d[j], pp->cfg.latency_ms, &rq, &by);
-                out->demand_req += rq;
-                out->demand_bytes += by;
-            }
-        }
+    dem = ctl_pp_demand_locked(pp, now_ns, &n);
+    ctl_pp_demand_scale(dem, n, pp->cfg.latency_ms);
+    for (size_t i = 0; i < n; i++) {
+        out->demand_req += dem[i].req;
+        out->demand_bytes += dem[i].bytes;
     }
+    free(dem);
     pthread_mutex_unlock(&pp->mu);
 }
 
 void
-ctl_pp_demand_eff(const struct ctl_pp_demand *d, uint32_t latency_ms, double *req, double *bytes)
+ctl_pp_demand_scale(struct ctl_pp_demand *d, size_t n, uint32_t latency_ms)
 {
-    double backlog = latency_ms > 0 ? d->inflight * 1000.0 / latency_ms : 0;
+    for (size_t i = 0, j; latency_ms > 0 && i < n; i = j) {
+        double req = 0, inflight = 0, scale;
 
-    *req = d->req;
-    *bytes = d->bytes;
-    if (backlog > d->req) {
-        *bytes = d->req > 0 ? d->bytes * backlog / d->req : 0;
-        *req = backlog;
+        for (j = i; j < n && d[j].tenant == d[i].tenant; j++) {
+            req += d[j].req;
+            inflight += d[j].inflight;
+        }
+        scale = req > 0 ? inflight * 1000.0 / latency_ms / req : 0;
+        for (size_t k = i; k < j; k++) {
+            if (req <= 0) {
+                d[k].req = d[k].inflight * 1000.0 / latency_ms;
+            } else if (scale > 1) {
+                d[k].req *= scale;
+                d[k].bytes *= scale;
+            }
+        }
     }
 }

@@ -246,8 +246,8 @@ check_view(struct ctl_pp *pp, struct pp_check *c)
              * when it must (a free move would churn rows for nothing). */
             pt->resident_bytes = 1;
             if (d != NULL) {
-                ctl_pp_demand_eff(d, pp->cfg.latency_ms, &pt->demand[POL_PP_REQ],
-                                  &pt->demand[POL_PP_BYTES]);
+                pt->demand[POL_PP_REQ] = d->req;
+                pt->demand[POL_PP_BYTES] = d->bytes;
                 pt->resident_bytes = d->resident_bytes > 0 ? d->resident_bytes : 1;
                 pt->k = read_positions(r, d);
             }
@@ -344,6 +344,7 @@ check_once(struct ctl_pp *pp, int manual, struct ctl_pp_result *res)
     r.rc = ctl_pp_sync_locked(pp, &c.s);
     ctl_pp_copy_locked(pp, &c.s, &c.rows);
     c.dem = ctl_pp_demand_locked(pp, now_ns, &c.ndem);
+    ctl_pp_demand_scale(c.dem, c.ndem, pp->cfg.latency_ms);
     ctl_pp_migration_locked(pp, now_ns, &ms);
     c.migrating = ms.migrating;
     pthread_mutex_unlock(&pp->mu);

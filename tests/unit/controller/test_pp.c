@@ -312,12 +312,28 @@ test_util(void)
     CHECK_EQ_INT(ctl_pp_util(&v, &u), CM_E_BADARG);
 }
 
+/* Partition 2 of tenant 1 and partition 3 of tenant 1 + other, each at
+ * req/s of 10 B and the given requests in flight, scaled at 100 ms; scaled_d
+ * gets partition 2. Returns its req. */
+static struct ctl_pp_demand scaled_d;
+
+static double
+scaled(double inflight, double inflight_other, double req, uint32_t other)
+{
+    struct ctl_pp_demand two[2] = {
+        {1, 2, req, req * 10, 0, inflight},
+        {1 + other, 3, req, req * 10, 0, inflight_other},
+    };
+
+    ctl_pp_demand_scale(two, 2, 100);
+    scaled_d = two[0];
+    return scaled_d.req;
+}
+
 static void
 test_accept_demand(void)
 {
     struct pol_pp_stats s = {0};
-    struct ctl_pp_demand d = {1, 2, 100, 1000, 0, 0};
-    double rq, by;
 
     s.parts_moved = 2;
     s.max_util[POL_PP_REQ] = 0.85;
@@ -330,18 +346,25 @@ test_accept_demand(void)
     s.max_util[POL_PP_REQ] = 0.5;
     CHECK(!ctl_pp_accept(1.5, &s, 0.9));
 
-    /* 100 req/s with 5 in flight (50 ms each): served as asked. */
-    d.inflight = 5;
-    ctl_pp_demand_eff(&d, 100, &rq, &by);
-    CHECK_NEAR(rq, 100, 1e-9);
-    CHECK_NEAR(by, 1000, 1e-9);
+    /* 100 req/s with 5 in flight (50 ms each): served as asked; another
+     * tenant's 40 in flight do not count. */
+    CHECK_NEAR(scaled(5, 40, 100, 1), 100, 1e-9);
+    CHECK_NEAR(scaled_d.bytes, 1000, 1e-9);
     /* 40 in flight: 400 ms each; they would take 400 req/s. */
-    d.inflight = 40;
-    ctl_pp_demand_eff(&d, 100, &rq, &by);
-    CHECK_NEAR(rq, 400, 1e-9);
-    CHECK_NEAR(by, 4000, 1e-9);
-    ctl_pp_demand_eff(&d, 0, &rq, &by);
-    CHECK_NEAR(rq, 100, 1e-9);
+    CHECK_NEAR(scaled(40, 5, 100, 1), 400, 1e-9);
+    CHECK_NEAR(scaled_d.bytes, 4000, 1e-9);
+    /* The same tenant's other partition, at the same 100 req/s with 20 in
+     * flight (on less busy nodes): 600 req/s asked, split as answered. */
+    CHECK_NEAR(scaled(40, 20, 100, 0), 300, 1e-9);
+    CHECK_NEAR(scaled_d.bytes, 3000, 1e-9);
+    /* Nothing answered yet: each partition asks its own backlog. */
+    CHECK_NEAR(scaled(40, 20, 0, 0), 400, 1e-9);
+    CHECK_NEAR(scaled_d.bytes, 0, 1e-9);
+    /* latency 0: as reported. */
+    scaled_d.req = 100;
+    scaled_d.inflight = 40;
+    ctl_pp_demand_scale(&scaled_d, 1, 0);
+    CHECK_NEAR(scaled_d.req, 100, 1e-9);
 }
 
 /* A tenant's hot partitions all on two of four capped nodes: a rebalance
