@@ -144,7 +144,6 @@ hash_row(struct ctl_pp_trows *r, uint32_t p, const uint32_t *ids, size_t nids)
     }
     memcpy(dst, row, n * sizeof(*row));
     r->len[p] = (uint32_t)n;
-    ctl_pp_even_shares(r, p);
     return 1;
 }
 

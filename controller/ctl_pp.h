@@ -77,10 +77,6 @@ struct ctl_pp_trows {
     uint32_t *ids;       /* parts x width node ids */
     uint64_t *row_epoch; /* parts: placement epoch of the row's last change */
     uint8_t *by_hash;    /* parts: 1 = made by hash (refilled when short) */
-    /* parts x width: each holder's fraction of its partition's demand, as
-     * the policy published it (pol_pp_slot_share; hash rows even). Only
-     * informational: the policy and ctl_pp_util compute shares themselves */
-    double *share;
     uint64_t seen; /* newest state epoch of a snapshot that had the tenant */
 };
 

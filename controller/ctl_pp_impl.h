@@ -73,8 +73,6 @@ void ctl_pp_trows_alloc(struct ctl_pp_trows *r, uint32_t tenant, uint32_t width,
                         uint32_t parts);
 /* dst (the caller's) gets its own copy of src's arrays. */
 void ctl_pp_trows_copy(struct ctl_pp_trows *dst, const struct ctl_pp_trows *src);
-/* Row p's holders carry even shares. */
-void ctl_pp_even_shares(struct ctl_pp_trows *r, uint32_t p);
 
 /* ---- ctl_pp.c ---- */
 

@@ -287,11 +287,8 @@ do_commit(struct ctl_pp *pp, const struct pp_check *c, const struct pol_pp_out *
         for (uint32_t p = 0; p < was->parts; p++, k++, off += was->width) {
             const uint32_t *old = &was->ids[(size_t)p * was->width];
             const uint32_t *nrow = &out->rows[off];
-            const double *nshare = &out->share[off];
 
-            if (out->len[k] == was->len[p] && memcmp(old, nrow, was->len[p] * sizeof(*old)) == 0 &&
-                memcmp(&was->share[(size_t)p * was->width], nshare,
-                       was->len[p] * sizeof(*nshare)) == 0) {
+            if (out->len[k] == was->len[p] && memcmp(old, nrow, was->len[p] * sizeof(*old)) == 0) {
                 continue;
             }
             if (live == NULL || live->parts != was->parts || live->len[p] != was->len[p] ||
@@ -302,15 +299,10 @@ do_commit(struct ctl_pp *pp, const struct pp_check *c, const struct pol_pp_out *
                 ctl_pp_trows_copy(r, live);
                 any = 1;
             }
-            /* Shares alone move no data: the row epoch says what gateways
-             * must look at. */
-            if (out->len[k] != was->len[p] || memcmp(old, nrow, was->len[p] * sizeof(*old)) != 0) {
-                r->row_epoch[p] = pp->epoch + 1;
-                r->by_hash[p] = 0;
-            }
+            r->row_epoch[p] = pp->epoch + 1;
+            r->by_hash[p] = 0;
             memcpy(&r->ids[(size_t)p * r->width], nrow, out->len[k] * sizeof(*nrow));
             r->len[p] = out->len[k];
-            memcpy(&r->share[(size_t)p * r->width], nshare, out->len[k] * sizeof(*nshare));
             CM_DEBUG("partition placed tenant=%u partition=%u epoch=%llu", r->tenant, p,
                      (unsigned long long)(pp->epoch + 1));
         }
@@ -370,7 +362,6 @@ check_once(struct ctl_pp *pp, int manual, struct ctl_pp_result *res)
     size_t slots = pol_pp_slots(&c.v);
     struct pol_pp_out o = {
         .rows = cm_calloc(slots + 1, sizeof(uint32_t)),
-        .share = cm_calloc(slots + 1, sizeof(double)),
         .len = cm_calloc(c.v.nparts + 1, sizeof(uint32_t)),
     };
     uint64_t t0 = cm_now_ns();
@@ -405,7 +396,6 @@ check_once(struct ctl_pp *pp, int manual, struct ctl_pp_result *res)
             (unsigned long long)r.bytes_moved, r.changed, (unsigned long long)r.epoch,
             rc ? cm_errname(rc) : "none");
     free(o.rows);
-    free(o.share);
     free(o.len);
 out:
     check_fini(&c);

@@ -1,16 +1,15 @@
 /*
  * ctl_pp_record.c - one tenant's placement rows (struct ctl_pp_trows): their
  * arrays, and the record ctl_store keeps of them in its "placement" table
- * (JSON: {width, k, rows, row_epochs, by_hash, shares}; see ctl_pp.h).
+ * (JSON: {width, k, rows, row_epochs, by_hash}; see ctl_pp.h).
  *
  * A record decodes only with rows of distinct node ids within its width and
- * no more rows than CTL_PP_MAX_PARTS; a row's shares that are not one per
- * holder in [0, 1] summing to 1 are read as even ones.
+ * no more rows than CTL_PP_MAX_PARTS; other members (older records' "shares")
+ * are ignored.
  *
  * Pure: no lock, no I/O, any thread, on rows the caller owns.
  */
 #include <jansson.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +27,6 @@ ctl_pp_trows_fini(struct ctl_pp_trows *r)
     free(r->ids);
     free(r->row_epoch);
     free(r->by_hash);
-    free(r->share);
     memset(r, 0, sizeof(*r));
 }
 
@@ -45,16 +43,6 @@ ctl_pp_trows_alloc(struct ctl_pp_trows *r, uint32_t tenant, uint32_t width, uint
     r->ids = cm_calloc((size_t)parts * width, sizeof(*r->ids));
     r->row_epoch = cm_calloc(parts, sizeof(*r->row_epoch));
     r->by_hash = cm_calloc(parts, sizeof(*r->by_hash));
-    r->share = cm_calloc((size_t)parts * width, sizeof(*r->share));
-}
-
-/* Row p's holders carry even shares. */
-void
-ctl_pp_even_shares(struct ctl_pp_trows *r, uint32_t p)
-{
-    for (uint32_t i = 0; i < r->width; i++) {
-        r->share[(size_t)p * r->width + i] = i < r->len[p] ? 1.0 / r->len[p] : 0.0;
-    }
 }
 
 void
@@ -65,30 +53,27 @@ ctl_pp_trows_copy(struct ctl_pp_trows *dst, const struct ctl_pp_trows *src)
     memcpy(dst->ids, src->ids, (size_t)src->parts * src->width * sizeof(*src->ids));
     memcpy(dst->row_epoch, src->row_epoch, src->parts * sizeof(*src->row_epoch));
     memcpy(dst->by_hash, src->by_hash, src->parts * sizeof(*src->by_hash));
-    memcpy(dst->share, src->share, (size_t)src->parts * src->width * sizeof(*src->share));
     dst->seen = src->seen;
 }
 
 char *
 ctl_pp_encode(const struct ctl_pp_trows *r, size_t *len)
 {
-    json_t *rows = json_array(), *ep = json_array(), *bh = json_array(), *sh = json_array(), *j;
+    json_t *rows = json_array(), *ep = json_array(), *bh = json_array(), *j;
     char *text;
 
     for (uint32_t p = 0; p < r->parts; p++) {
-        json_t *row = json_array(), *srow = json_array();
+        json_t *row = json_array();
 
         for (uint32_t i = 0; i < r->len[p]; i++) {
             json_array_append_new(row, json_integer(r->ids[(size_t)p * r->width + i]));
-            json_array_append_new(srow, json_real(r->share[(size_t)p * r->width + i]));
         }
         json_array_append_new(rows, row);
-        json_array_append_new(sh, srow);
         json_array_append_new(ep, json_integer((json_int_t)r->row_epoch[p]));
         json_array_append_new(bh, json_integer(r->by_hash[p]));
     }
-    j = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o}", "width", (json_int_t)r->width, "k",
-                  (json_int_t)r->k, "rows", rows, "row_epochs", ep, "by_hash", bh, "shares", sh);
+    j = json_pack("{s:I, s:I, s:o, s:o, s:o}", "width", (json_int_t)r->width, "k",
+                  (json_int_t)r->k, "rows", rows, "row_epochs", ep, "by_hash", bh);
     text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (text != NULL) {
@@ -107,31 +92,6 @@ json_range(json_t *x, uint64_t lo, uint64_t hi, uint64_t *v)
     }
     *v = (uint64_t)json_integer_value(x);
     return 0;
-}
-
-/* Row p's shares from srow when they are well formed (each in [0, 1], one
- * per holder, summing to 1); even ones stay otherwise. */
-static void
-shares_from(struct ctl_pp_trows *r, uint32_t p, json_t *srow)
-{
-    double s[POL_PP_MAX_WIDTH], sum = 0;
-    size_t i;
-    json_t *x;
-
-    if (!json_is_array(srow) || json_array_size(srow) != r->len[p]) {
-        return;
-    }
-    json_array_foreach(srow, i, x)
-    {
-        s[i] = json_number_value(x);
-        if (!json_is_number(x) || !(s[i] >= 0 && s[i] <= 1)) {
-            return;
-        }
-        sum += s[i];
-    }
-    if (fabs(sum - 1.0) <= 1e-6) {
-        memcpy(&r->share[(size_t)p * r->width], s, r->len[p] * sizeof(*s));
-    }
 }
 
 int
@@ -179,8 +139,6 @@ ctl_pp_decode(uint32_t tenant, const char *text, size_t len, struct ctl_pp_trows
             ids[i] = (uint32_t)v;
         }
         r->len[p] = (uint32_t)json_array_size(row);
-        ctl_pp_even_shares(r, p);
-        shares_from(r, p, json_array_get(json_object_get(j, "shares"), p));
     }
     rc = 0;
 out:
