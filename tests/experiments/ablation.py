@@ -579,8 +579,9 @@ def exp_d(a):
 
     def counted(n, s):
         # A bin [s, s + BIN) counts a tenant asking for at least the steady
-        # load through it and the second before (its closed loop ramps up).
-        return min(conc_at(n, s - 1 + 0.25 * i) for i in range(4 * (BIN + 1) + 1)) >= STEADY
+        # load through it and the second before (its closed loop ramps up);
+        # s + BIN is the next bin's (a burst ending there still counts).
+        return min(conc_at(n, s - 1 + 0.25 * i) for i in range(4 * (BIN + 1))) >= STEADY
 
     rows, per_cf = [], {}
     for cf in configs:
