@@ -597,7 +597,7 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     }
     n->ev_dispatch = fns_loop_ev_new(n->loop, fns_node_dispatch, n);
     n->ev_rate = fns_loop_ev_new(n->loop, fns_node_rate_cb, n);
-    n->ev_cos = fns_loop_ev_new(n->loop, fns_node_cos_cb, n);
+    n->ev_cos = fns_loop_bell_new(n->loop, fns_node_cos_cb, n);
     n->ev_stop = fns_loop_ev_new(n->loop, fns_node_stop_cb, n);
     n->ev_tick = fns_loop_ev_new(n->loop, fns_node_tick, n);
     n->ev_weights = fns_loop_ev_new(n->loop, fns_node_weights_cb, n);
