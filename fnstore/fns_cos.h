@@ -3,7 +3,7 @@
  *
  *   loop thread ──submit(job)──▶ queue[hash(key) % n] ──▶ worker i ──▶ cm_cos
  *        ▲                                                     │
- *        └──── reap() ◀── done list ◀── notify(arg) ◀──────────┘
+ *        └──── reap() ◀── done stack ◀── notify(arg) ◀─────────┘
  *
  * Jobs for one key always go to the same worker, in submission order, so a
  * write, a delete and a reload of the same chunk never overtake each other
@@ -20,7 +20,7 @@
  * packed chunk only if it still holds it, so a delete is never undone.
  *
  * Threads: submit/reap/pending from any thread; notify runs on a worker
- * thread right after a job lands on the done list (use it to wake the
+ * thread right after a job lands on the done stack (use it to wake the
  * event loop; it must not block). Jobs are caller-owned memory, handed to
  * the pool by submit and back by reap; they must be malloc'd (destroy
  * frees unreaped ones).
