@@ -26,6 +26,7 @@
 
 #define FNS_COS_WRITE_TRIES 4
 #define FNS_COS_BATCH_MAX 64 /* writes that share one round of COS syncs */
+#define FNS_COS_LAZY_MAX 64  /* lazy jobs queued that wake their worker */
 
 struct fns_cos_worker {
     struct fns_cos *pool;
@@ -586,9 +587,10 @@ fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job)
     }
     w->tail = job;
     w->nq++;
-    /* A lingering worker is woken once for a batch: a wake-up per job
-     * would cost more than the job. */
-    wake = !w->lingering || w->nq >= FNS_COS_BATCH_MAX;
+    /* A lingering worker is woken once for a batch, and lazy jobs wait
+     * for company: a wake-up per job would cost more than the job. */
+    wake = job->lazy ? !w->lingering && w->nq >= FNS_COS_LAZY_MAX
+                     : !w->lingering || w->nq >= FNS_COS_BATCH_MAX;
     pthread_mutex_unlock(&p->mu);
     if (wake) {
         /* Signalled unlocked: a worker woken under the mutex would at once
@@ -596,6 +598,18 @@ fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job)
          * at its queue under the mutex, so this wake-up is never lost. */
         pthread_cond_signal(&w->cond);
     }
+}
+
+void
+fns_cos_kick(struct fns_cos *p)
+{
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->nw; i++) {
+        if (p->w[i].head != NULL && !p->w[i].lingering) {
+            pthread_cond_signal(&p->w[i].cond); /* a few times a second: locked is simpler */
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
 }
 
 /* Moves w's queued writes of key that carry no request onto *out. Under p->mu. */

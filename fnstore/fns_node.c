@@ -461,6 +461,7 @@ fns_node_tick(void *arg)
     uint64_t now = cm_now_ns();
 
     fns_node_report_tick(n);
+    fns_cos_kick(n->pool); /* lazy deletes wait at most a tick */
     if (n->stopping) {
         fns_node_cos_cb(n);
         fns_node_ilog_kick(n);
