@@ -31,8 +31,8 @@ struct fns_loop_ev {
     struct event *ev;
     void (*cb)(void *arg);
     void *arg;
-    int bell;         /* a bell's eventfd, else -1 */
-    atomic_int rung;  /* a bell's wake-up is pending (written, not yet read) */
+    int bell;        /* a bell's eventfd, else -1 */
+    atomic_int rung; /* a bell's wake-up is pending (written, not yet read) */
 };
 
 struct fns_loop_listener {
