@@ -1,10 +1,14 @@
 /*
  * fns_cos.c - COS worker pool; see fns_cos.h.
  *
- * One mutex guards every queue and the done list (jobs are coarse: each is
- * a blocking COS call, so the lock is never the bottleneck). Each worker has
- * its own FIFO and condition variable. Writes are retried a few times with
- * backoff: the COS is expected to be flaky now and then.
+ * One mutex guards every queue (jobs are coarse: each is a blocking COS
+ * call). Each worker has its own FIFO and condition variable. Finished jobs
+ * go on a lock-free stack, so a worker that finishes never waits for the
+ * loop thread submitting or reaping (nor wakes it through the mutex): each
+ * run of jobs is pushed reversed in one exchange, and the reap reverses the
+ * whole stack, which gives every run in the order pushed, its jobs adjacent
+ * and in queue order. Writes are retried a few times with backoff: the COS
+ * is expected to be flaky now and then.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -22,6 +26,7 @@
 
 #define FNS_COS_WRITE_TRIES 4
 #define FNS_COS_BATCH_MAX 64 /* writes that share one round of COS syncs */
+#define FNS_COS_LAZY_MAX 64  /* lazy jobs queued that wake their worker */
 
 struct fns_cos_worker {
     struct fns_cos *pool;
@@ -51,7 +56,7 @@ struct fns_cos {
     struct fns_cos_worker *w;
     int nw;
     int stopping, stopped;
-    struct fns_cos_job *done_head, *done_tail;
+    _Atomic(struct fns_cos_job *) done; /* runs pushed reversed, newest first */
     atomic_size_t pending;
     atomic_uint_fast64_t writes, reloads;
 };
@@ -422,12 +427,39 @@ fns_cos_linger(struct fns_cos *p, struct fns_cos_worker *w)
     w->lingering = 0;
 }
 
+/* Reverses a list linked by next; *last gets its old head. */
+static struct fns_cos_job *
+fns_cos_reverse(struct fns_cos_job *list, struct fns_cos_job **last)
+{
+    struct fns_cos_job *rev = NULL, *next;
+
+    *last = list;
+    for (; list != NULL; list = next) {
+        next = list->next;
+        list->next = rev;
+        rev = list;
+    }
+    return rev;
+}
+
+/* Pushes a finished run (in queue order) onto the done stack. Any thread. */
+static void
+fns_cos_done(struct fns_cos *p, struct fns_cos_job *list)
+{
+    struct fns_cos_job *last, *rev = fns_cos_reverse(list, &last);
+    struct fns_cos_job *old = atomic_load(&p->done);
+
+    do {
+        last->next = old;
+    } while (!atomic_compare_exchange_weak(&p->done, &old, rev));
+}
+
 static void *
 fns_cos_main(void *arg)
 {
     struct fns_cos_worker *w = arg;
     struct fns_cos *p = w->pool;
-    struct fns_cos_job *list, *last;
+    struct fns_cos_job *list;
     size_t n;
 
     pthread_mutex_lock(&p->mu);
@@ -451,17 +483,8 @@ fns_cos_main(void *arg)
             fns_cos_run(p, list);
         }
 
-        pthread_mutex_lock(&p->mu);
-        for (last = list; last->next != NULL; last = last->next) {
-        }
-        if (p->done_tail != NULL) {
-            p->done_tail->next = list;
-        } else {
-            p->done_head = list;
-        }
-        p->done_tail = last;
+        fns_cos_done(p, list);
         atomic_fetch_sub(&p->pending, n);
-        pthread_mutex_unlock(&p->mu);
         if (p->notify != NULL) {
             p->notify(p->arg);
         }
@@ -488,6 +511,7 @@ fns_cos_create(struct cm_cos *cos, int nthreads, void (*notify)(void *arg), void
     p->notify = notify;
     p->arg = arg;
     pthread_mutex_init(&p->mu, NULL);
+    atomic_init(&p->done, NULL);
     atomic_init(&p->pending, 0);
     atomic_init(&p->writes, 0);
     atomic_init(&p->reloads, 0);
@@ -545,6 +569,7 @@ fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job)
                  (job->op == FNS_COS_WRITE && fns_chunk_blob_len(job->chunk) <= FNS_PACK_BLOB_MAX);
     struct fns_cos_worker *w =
         p->pack && packer ? &p->w[0] : &p->w[fns_key_hash(&job->key) % (uint64_t)p->nw];
+    int wake;
 
     job->next = NULL;
     job->status = 0;
@@ -562,8 +587,27 @@ fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job)
     }
     w->tail = job;
     w->nq++;
-    if (!w->lingering || w->nq >= FNS_COS_BATCH_MAX) {
-        pthread_cond_signal(&w->cond); /* a wake-up per job would cost more than the job */
+    /* A lingering worker is woken once for a batch, and lazy jobs wait
+     * for company: a wake-up per job would cost more than the job. */
+    wake = job->lazy ? !w->lingering && w->nq >= FNS_COS_LAZY_MAX
+                     : !w->lingering || w->nq >= FNS_COS_BATCH_MAX;
+    pthread_mutex_unlock(&p->mu);
+    if (wake) {
+        /* Signalled unlocked: a worker woken under the mutex would at once
+         * sleep again on it, a second pair of wake-ups per job. It looks
+         * at its queue under the mutex, so this wake-up is never lost. */
+        pthread_cond_signal(&w->cond);
+    }
+}
+
+void
+fns_cos_kick(struct fns_cos *p)
+{
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->nw; i++) {
+        if (p->w[i].head != NULL && !p->w[i].lingering) {
+            pthread_cond_signal(&p->w[i].cond); /* a few times a second: locked is simpler */
+        }
     }
     pthread_mutex_unlock(&p->mu);
 }
@@ -611,13 +655,9 @@ fns_cos_cancel_writes(struct fns_cos *p, const struct fns_key *key)
 struct fns_cos_job *
 fns_cos_reap(struct fns_cos *p)
 {
-    struct fns_cos_job *list;
+    struct fns_cos_job *last;
 
-    pthread_mutex_lock(&p->mu);
-    list = p->done_head;
-    p->done_head = p->done_tail = NULL;
-    pthread_mutex_unlock(&p->mu);
-    return list;
+    return fns_cos_reverse(atomic_exchange(&p->done, NULL), &last);
 }
 
 int

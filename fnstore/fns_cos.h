@@ -3,7 +3,7 @@
  *
  *   loop thread ──submit(job)──▶ queue[hash(key) % n] ──▶ worker i ──▶ cm_cos
  *        ▲                                                     │
- *        └──── reap() ◀── done list ◀── notify(arg) ◀──────────┘
+ *        └──── reap() ◀── done stack ◀── notify(arg) ◀─────────┘
  *
  * Jobs for one key always go to the same worker, in submission order, so a
  * write, a delete and a reload of the same chunk never overtake each other
@@ -20,7 +20,7 @@
  * packed chunk only if it still holds it, so a delete is never undone.
  *
  * Threads: submit/reap/pending from any thread; notify runs on a worker
- * thread right after a job lands on the done list (use it to wake the
+ * thread right after a job lands on the done stack (use it to wake the
  * event loop; it must not block). Jobs are caller-owned memory, handed to
  * the pool by submit and back by reap; they must be malloc'd (destroy
  * frees unreaped ones).
@@ -64,6 +64,10 @@ struct fns_cos_job {
     void *arg;    /* caller's */
     void *arg2;   /* caller's */
     uint64_t tag; /* caller's */
+    /* Nobody waits for it (a DEL's object, a dead segment): its worker is
+     * not woken for it alone, but runs it with the next job it is woken
+     * for, once FNS_COS_LAZY_MAX are queued, or at fns_cos_kick. */
+    int lazy;
     /* Output of a write packed into segment loc.seg (on one job of that
      * segment) or of FNS_COS_TOMBS: the segments its tombstones kill chunks
      * in (malloc'd, the reaper frees it; see fns_pack_index_hold). */
@@ -98,6 +102,9 @@ void fns_cos_submit(struct fns_cos *p, struct fns_cos_job *job);
  * and that no request waits on (job->arg NULL): transferred to the caller,
  * linked by next, never run or reaped. For a chunk just deleted. */
 struct fns_cos_job *fns_cos_cancel_writes(struct fns_cos *p, const struct fns_key *key);
+/* Wakes every worker that has jobs queued (lazy ones too) and is not
+ * lingering for a batch. Call it now and then (the node: every tick). */
+void fns_cos_kick(struct fns_cos *p);
 /* Takes every finished job (transferred to the caller), in finish order. */
 struct fns_cos_job *fns_cos_reap(struct fns_cos *p);
 /* Jobs submitted and not yet finished. */

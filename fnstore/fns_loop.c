@@ -6,8 +6,10 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,6 +31,8 @@ struct fns_loop_ev {
     struct event *ev;
     void (*cb)(void *arg);
     void *arg;
+    int bell;        /* a bell's eventfd, else -1 */
+    atomic_int rung; /* a bell's wake-up is pending (written, not yet read) */
 };
 
 struct fns_loop_listener {
@@ -102,6 +106,43 @@ fns_loop_ev_fire(evutil_socket_t fd, short what, void *arg)
     ev->cb(ev->arg);
 }
 
+/* A bell rang: cleared before the callback, so a ring during it (or after
+ * the callback looked at its queue) writes again and is not lost. */
+static void
+fns_loop_bell_fire(evutil_socket_t fd, short what, void *arg)
+{
+    struct fns_loop_ev *ev = arg;
+    uint64_t v;
+
+    (void)what;
+    if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN) {
+        CM_WARN("bell read failed err=%s", strerror(errno));
+    }
+    atomic_store(&ev->rung, 0);
+    ev->cb(ev->arg);
+}
+
+struct fns_loop_ev *
+fns_loop_bell_new(struct fns_loop *l, void (*cb)(void *arg), void *arg)
+{
+    struct fns_loop_ev *ev = cm_calloc(1, sizeof(*ev));
+
+    ev->cb = cb;
+    ev->arg = arg;
+    atomic_init(&ev->rung, 0);
+    ev->bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ev->bell < 0) {
+        CM_ERROR("eventfd failed err=%s", strerror(errno));
+        abort();
+    }
+    ev->ev = event_new(l->base, ev->bell, EV_READ | EV_PERSIST, fns_loop_bell_fire, ev);
+    if (ev->ev == NULL || event_add(ev->ev, NULL) != 0) {
+        CM_ERROR("event_new failed");
+        abort();
+    }
+    return ev;
+}
+
 struct fns_loop_ev *
 fns_loop_ev_new(struct fns_loop *l, void (*cb)(void *arg), void *arg)
 {
@@ -109,6 +150,7 @@ fns_loop_ev_new(struct fns_loop *l, void (*cb)(void *arg), void *arg)
 
     ev->cb = cb;
     ev->arg = arg;
+    ev->bell = -1;
     ev->ev = event_new(l->base, -1, 0, fns_loop_ev_fire, ev);
     if (ev->ev == NULL) {
         CM_ERROR("event_new failed");
@@ -124,6 +166,7 @@ fns_loop_ev_signal(struct fns_loop *l, int signo, void (*cb)(void *arg), void *a
 
     ev->cb = cb;
     ev->arg = arg;
+    ev->bell = -1;
     ev->ev = evsignal_new(l->base, signo, fns_loop_ev_fire, ev);
     if (ev->ev == NULL || event_add(ev->ev, NULL) != 0) {
         CM_ERROR("evsignal_new failed signo=%d", signo);
@@ -140,13 +183,24 @@ fns_loop_ev_free(struct fns_loop_ev *ev)
         return;
     }
     event_free(ev->ev);
+    if (ev->bell >= 0) {
+        close(ev->bell);
+    }
     free(ev);
 }
 
 void
 fns_loop_ev_wake(struct fns_loop_ev *ev)
 {
-    event_active(ev->ev, 0, 0);
+    uint64_t one = 1;
+
+    if (ev->bell < 0) {
+        event_active(ev->ev, 0, 0);
+        return;
+    }
+    if (atomic_exchange(&ev->rung, 1) == 0 && write(ev->bell, &one, sizeof(one)) < 0) {
+        CM_WARN("bell write failed err=%s", strerror(errno)); /* EAGAIN: one is pending */
+    }
 }
 
 void

@@ -3,8 +3,8 @@
  * includes libevent headers in fnstore/).
  *
  * One loop, run by one thread (the "loop thread"). Everything here is for
- * the loop thread except fns_loop_ev_wake and fns_loop_break_async, which
- * any thread may call (libevent is set up with pthreads locking).
+ * the loop thread except fns_loop_ev_wake, which any thread may call
+ * (libevent is set up with pthreads locking).
  */
 #ifndef FNS_LOOP_H
 #define FNS_LOOP_H
@@ -26,6 +26,12 @@ void fns_loop_break(struct fns_loop *l);
 struct fns_loop_ev *fns_loop_ev_new(struct fns_loop *l, void (*cb)(void *arg), void *arg);
 void fns_loop_ev_free(struct fns_loop_ev *ev); /* NULL is a no-op */
 void fns_loop_ev_wake(struct fns_loop_ev *ev);
+/* A callback event for wakes from other threads: an eventfd the loop
+ * polls, written only when no wake is pending, so a waker never takes
+ * libevent's base lock (which the loop thread holds but in its poll and
+ * callbacks: workers woken at every COS completion queued on it). No
+ * timer (fns_loop_ev_after) on a bell. */
+struct fns_loop_ev *fns_loop_bell_new(struct fns_loop *l, void (*cb)(void *arg), void *arg);
 /* Arms a one-shot timer (re-arming replaces the previous deadline). */
 void fns_loop_ev_after(struct fns_loop_ev *ev, uint64_t ns);
 /* Calls cb on the loop thread when signo arrives (persistent). */

@@ -461,6 +461,7 @@ fns_node_tick(void *arg)
     uint64_t now = cm_now_ns();
 
     fns_node_report_tick(n);
+    fns_cos_kick(n->pool); /* lazy deletes wait at most a tick */
     if (n->stopping) {
         fns_node_cos_cb(n);
         fns_node_ilog_kick(n);
@@ -597,7 +598,7 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     }
     n->ev_dispatch = fns_loop_ev_new(n->loop, fns_node_dispatch, n);
     n->ev_rate = fns_loop_ev_new(n->loop, fns_node_rate_cb, n);
-    n->ev_cos = fns_loop_ev_new(n->loop, fns_node_cos_cb, n);
+    n->ev_cos = fns_loop_bell_new(n->loop, fns_node_cos_cb, n);
     n->ev_stop = fns_loop_ev_new(n->loop, fns_node_stop_cb, n);
     n->ev_tick = fns_loop_ev_new(n->loop, fns_node_tick, n);
     n->ev_weights = fns_loop_ev_new(n->loop, fns_node_weights_cb, n);

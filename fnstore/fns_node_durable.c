@@ -45,6 +45,7 @@ fns_node_job(struct fns_node *n, enum fns_cos_op op, const struct fns_key *key, 
     job->key = *key;
     job->arg = req;
     job->tag = n->del_seq;
+    job->lazy = op == FNS_COS_DELETE && req == NULL; /* the DEL was answered at once */
     return job;
 }
 
