@@ -28,9 +28,9 @@ void fns_loop_ev_free(struct fns_loop_ev *ev); /* NULL is a no-op */
 void fns_loop_ev_wake(struct fns_loop_ev *ev);
 /* A callback event for wakes from other threads: an eventfd the loop
  * polls, written only when no wake is pending, so a waker never takes
- * libevent's base lock (which the loop thread holds but in its poll and
- * callbacks: workers woken at every COS completion queued on it). No
- * timer (fns_loop_ev_after) on a bell. */
+ * libevent's base lock (which the loop thread holds except while it polls
+ * or runs a callback: workers waking it at every COS completion queued on
+ * that lock). No timer (fns_loop_ev_after) on a bell. */
 struct fns_loop_ev *fns_loop_bell_new(struct fns_loop *l, void (*cb)(void *arg), void *arg);
 /* Arms a one-shot timer (re-arming replaces the previous deadline). */
 void fns_loop_ev_after(struct fns_loop_ev *ev, uint64_t ns);
