@@ -184,13 +184,14 @@ check_fini(struct pp_check *c)
  * the gateway's small threshold is 1+m whole copies in slots 0..m, so a
  * partition whose mean request is that small is read from those m+1
  * positions, not from its k data positions (a k+m tenant's hot small object
- * otherwise looks like load on slot k-1, and milp moves copies for it). */
+ * otherwise looks like load on slot k-1, and milp moves copies for it). A
+ * partition with nothing answered yet (a backlog, no bytes) keeps k. */
 static uint32_t
 read_positions(const struct ctl_pp_trows *r, const struct ctl_pp_demand *d)
 {
     uint32_t m = r->width - r->k;
 
-    if (r->k > 1 && m >= 1 && d->req > 0.0 && d->bytes < CTL_PP_SMALL_BYTES * d->req) {
+    if (r->k > 1 && m >= 1 && d->bytes > 0.0 && d->bytes < CTL_PP_SMALL_BYTES * d->req) {
         return m + 1;
     }
     return r->k;
