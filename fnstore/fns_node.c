@@ -464,6 +464,7 @@ fns_node_tick(void *arg)
     fns_cos_kick(n->pool); /* lazy deletes wait at most a tick */
     if (n->stopping) {
         fns_node_cos_cb(n);
+        fns_ilog_flush(n->ilog); /* the drain does not wait out a linger */
         fns_node_ilog_kick(n);
         if (pol_fq_len(n->fq) == 0 && n->inflight == 0 && fns_cos_pending(n->pool) == 0 &&
             fns_cos_pending(n->logpool) == 0 && fns_ilog_pending(n->ilog) == 0 &&
@@ -603,6 +604,7 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     n->ev_tick = fns_loop_ev_new(n->loop, fns_node_tick, n);
     n->ev_weights = fns_loop_ev_new(n->loop, fns_node_weights_cb, n);
     n->ev_tombs = fns_loop_ev_new(n->loop, fns_node_tombs_cb, n);
+    n->ev_ilog = fns_loop_ev_new(n->loop, fns_node_ilog_due_cb, n);
     if (cfg->handle_signals) {
         n->ev_sigterm = fns_loop_ev_signal(n->loop, SIGTERM, fns_node_stop_cb, n);
         n->ev_sigint = fns_loop_ev_signal(n->loop, SIGINT, fns_node_stop_cb, n);
@@ -624,6 +626,9 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     }
     n->pack = fns_pack_index_create();
     fns_ilog_create(cfg->id, &n->ilog);
+    fns_ilog_set_linger(n->ilog,
+                        (uint64_t)(cfg->cos_linger_ms > 0 ? cfg->cos_linger_ms : 0) * 1000000u,
+                        FNS_ILOG_BATCH_MAX);
     rc = fns_node_replay(n);
     if (rc == 0) {
         /* Recovery reads name segments by this node's id. */
@@ -709,6 +714,7 @@ fns_node_destroy(struct fns_node *n)
     fns_loop_ev_free(n->ev_rate);
     fns_loop_ev_free(n->ev_cos);
     fns_loop_ev_free(n->ev_tombs);
+    fns_loop_ev_free(n->ev_ilog);
     fns_loop_ev_free(n->ev_stop);
     fns_loop_ev_free(n->ev_tick);
     fns_loop_ev_free(n->ev_weights);

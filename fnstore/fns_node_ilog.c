@@ -27,6 +27,7 @@
 #include "cm_err.h"
 #include "cm_ilog.h"
 #include "cm_log.h"
+#include "cm_time.h"
 #include "fns_cos.h"
 #include "fns_ilog.h"
 #include "fns_loop.h"
@@ -198,12 +199,20 @@ fns_node_ilog_kick(struct fns_node *n)
     size_t len;
     uint64_t seq;
 
+    uint64_t now = cm_now_ns(), wait;
+
     if (n->destroying) {
         return;
     }
-    if (!n->log_writing && fns_ilog_take(n->ilog, &buf, &len, &seq)) {
+    if (!n->log_writing && fns_ilog_take(n->ilog, now, &buf, &len, &seq)) {
         n->log_writing = 1;
         fns_node_ilog_write(n, seq, buf, len);
+    } else if ((wait = fns_ilog_wait(n->ilog, now)) != UINT64_MAX &&
+               (n->log_due == 0 || n->log_due > now + wait)) {
+        /* Records gather for a linger, so that one write and sync carries
+         * many: nothing a client was answered waits for them. */
+        n->log_due = now + wait;
+        fns_loop_ev_after(n->ev_ilog, wait);
     }
     while (fns_ilog_deletable(n->ilog, &seq)) {
         fns_node_log_dead(n, seq);
@@ -221,6 +230,15 @@ fns_node_ilog_kick(struct fns_node *n)
         }
         fns_cos_submit(n->logpool, job);
     }
+}
+
+void
+fns_node_ilog_due_cb(void *arg)
+{
+    struct fns_node *n = arg;
+
+    n->log_due = 0;
+    fns_node_ilog_kick(n);
 }
 
 /* A carry read finished: the batch's bytes out of its object. */

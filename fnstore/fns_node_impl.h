@@ -142,6 +142,10 @@ struct fns_node {
     struct fns_ilog *ilog;
     struct fns_cos *logpool;
     int log_writing, log_carrying;
+    /* ev_ilog: the pending batch's linger is over (armed for log_due, 0:
+     * not armed). */
+    struct fns_loop_ev *ev_ilog;
+    uint64_t log_due;
     /* Where each batch not yet deleted is, oldest first (log_at[log_head
      * .. log_n)), and the object batches are appended to (its first
      * batch's seq; 0: none, and always 0 where the COS cannot append). */
@@ -278,9 +282,13 @@ struct fns_log_at {
 
 /* Replays the log (create, before the loop); 0 or an error. */
 int fns_node_ilog_replay(struct fns_node *n);
-/* Writes the pending batch if none is in flight; deletes or carries
- * forward old log objects. Call after adding records. */
+/* Writes the pending batch if none is in flight and it is due (its
+ * linger, --cos-linger-ms, is over, it is full, or it was flushed), else
+ * arms ev_ilog for when it is; deletes or carries forward old log
+ * objects. Call after adding records. */
 void fns_node_ilog_kick(struct fns_node *n);
+/* ev_ilog's callback. */
+void fns_node_ilog_due_cb(void *arg);
 /* A job of the log's pool was reaped. */
 void fns_node_ilog_reaped(struct fns_node *n, struct fns_cos_job *job);
 /* A META request: its payload (transferred) into the log; answered once
