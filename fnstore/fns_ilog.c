@@ -49,7 +49,10 @@ struct fns_ilog {
     struct ilog_batch pending, flight;
     int in_flight, flight_failed;
     int replaying; /* kills apply at once */
-    uint64_t carrying;
+    /* The object being carried forward (read back), and the newest one
+     * carried: its records are pending again, so it dies with their batch
+     * and is not carried (read) again meanwhile. */
+    uint64_t carrying, carried;
     /* Grouping (fns_ilog_set_linger): the pending batch is due once
      * linger_ns have passed since `since` (the first take or wait that saw
      * its oldest record; timing once set), at max_records, or when flushed. */
@@ -683,7 +686,7 @@ fns_ilog_carry_due(struct fns_ilog *x, uint64_t *seq)
         return 0;
     }
     o = &x->objs[x->head];
-    if (o->live == 0 ||
+    if (o->live == 0 || o->seq <= x->carried ||
         ((uint64_t)o->live * 4 > o->nrec && x->st.records <= 2 * x->st.live + FNS_ILOG_SLACK)) {
         return 0;
     }
@@ -744,6 +747,7 @@ fns_ilog_carry(struct fns_ilog *x, uint64_t seq, const uint8_t *buf, size_t len)
             ilog_append(x, &r);
         }
     }
+    x->carried = seq;
     x->st.carried++;
 }
 

@@ -349,6 +349,9 @@ test_carry(void)
     fns_ilog_carry(x, seq[0], obj[0], len[0]);
     CHECK(fns_ilog_pending(x) == 2);
     CHECK(!fns_ilog_deletable(x, &s)); /* not before the copies are durable */
+    /* ... and not read back again while they are pending (a batch that
+     * lingers made that a read per loop turn). */
+    CHECK(!fns_ilog_carry_due(x, &s));
     obj[n] = flush(x, &len[n], &seq[n], &nw);
     n++;
     while (fns_ilog_deletable(x, &s)) {
