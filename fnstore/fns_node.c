@@ -728,7 +728,7 @@ fns_node_destroy(struct fns_node *n)
     }
     fns_node_sms_destroy(n);
     fns_ilog_destroy(n->ilog);
-    free(n->log_at);
+    fns_node_ilog_free(n);
     fns_pack_index_destroy(n->pack);
     fns_arena_destroy(n->arena); /* chunks still referenced keep it alive */
     if (n->rs != NULL) {

@@ -150,7 +150,7 @@ struct fns_node {
      * .. log_n)), and the object batches are appended to (its first
      * batch's seq; 0: none, and always 0 where the COS cannot append). */
     struct fns_log_at *log_at;
-    size_t log_head, log_n, log_cap;
+    size_t log_head, log_n, log_cap, log_cached;
     int log_append;
     uint64_t log_open, log_open_size, log_open_batches;
     int destroying; /* the COS pools are stopped: submit nothing */
@@ -274,10 +274,13 @@ void fns_node_sms_reclaim_cb(void *arg);
 /* ---- fns_node_ilog.c (loop thread; replay at create) ---- */
 
 /* A durable log batch: its seq, the object holding it (that object's first
- * batch's seq) and where in it. */
+ * batch's seq) and where in it; bytes: a copy of it written by this run
+ * (malloc'd, NULL once the node's copies reach FNS_LOG_CACHE) so that
+ * carrying it forward reads nothing back. */
 struct fns_log_at {
     uint64_t seq, obj, off;
     uint32_t len;
+    uint8_t *bytes;
 };
 
 /* Replays the log (create, before the loop); 0 or an error. */
@@ -289,6 +292,8 @@ int fns_node_ilog_replay(struct fns_node *n);
 void fns_node_ilog_kick(struct fns_node *n);
 /* ev_ilog's callback. */
 void fns_node_ilog_due_cb(void *arg);
+/* Frees what the log's I/O holds (destroy). */
+void fns_node_ilog_free(struct fns_node *n);
 /* A job of the log's pool was reaped. */
 void fns_node_ilog_reaped(struct fns_node *n, struct fns_cos_job *job);
 /* A META request: its payload (transferred) into the log; answered once
