@@ -218,7 +218,7 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
     struct fns_key key;
     struct fns_chunk *c;
     uint32_t slot;
-    int rc, from;
+    int rc, from, unwritten;
 
     fns_key_of(&req->hdr, &key);
     switch (req->hdr.op) {
@@ -255,11 +255,13 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
         }
         return;
     case CM_OP_DEL:
+        c = fns_store_get(n->store, &key);
+        unwritten = c != NULL && !c->persisted && fns_chunk_blob_len(c) <= FNS_PACK_BLOB_MAX;
         (void)fns_store_del(n->store, &key, &from);
         n->del_seq++;
         fns_node_sms_deleted(n, &key, from);
         fns_node_publish(n);
-        fns_node_forget(n, &key, (req->hdr.flags & CM_WF_KEEP_COS) != 0);
+        fns_node_forget(n, &key, (req->hdr.flags & CM_WF_KEEP_COS) != 0, unwritten);
         fns_node_answer(n, req, 0, 0, NULL);
         return;
     case CM_OP_STAT:
@@ -559,6 +561,7 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     n->cos = cos;
     pthread_mutex_init(&n->mu, NULL);
     cm_hmap_init(&n->tstats, 16);
+    cm_hmap_init(&n->writes, 256);
     cm_hmap_init(&n->pools, 16);
     atomic_init(&n->pub_disp, 0);
     atomic_init(&n->pub_disp_bytes, 0);
@@ -729,6 +732,7 @@ fns_node_destroy(struct fns_node *n)
     fns_node_sms_destroy(n);
     fns_ilog_destroy(n->ilog);
     fns_node_ilog_free(n);
+    fns_node_writes_free(n);
     fns_pack_index_destroy(n->pack);
     fns_arena_destroy(n->arena); /* chunks still referenced keep it alive */
     if (n->rs != NULL) {

@@ -139,6 +139,13 @@ struct fns_node {
 
     /* The insertion log (fns_node_ilog.c): its batches, deletes and
      * carries run on their own one-worker COS pool, in order. */
+    /* Keys with small writes on the packing worker not yet reaped, or
+     * written to an object of their own (fns_node_durable.c, struct
+     * fns_wr): a DEL must not unlink before those writes are done (it ran
+     * on another worker and could overtake them), nor when nothing made an
+     * object (every DEL of a packed chunk was an unlink that failed). */
+    struct cm_hmap writes;
+
     struct fns_ilog *ilog;
     struct fns_cos *logpool;
     int log_writing, log_carrying;
@@ -203,8 +210,12 @@ void fns_node_submit(struct fns_node *n, enum fns_cos_op op, const struct fns_ke
 void fns_node_reload(struct fns_node *n, struct fns_req *req, const struct fns_key *key);
 /* The COS side of a DEL of key (the chunk already left the store).
  * keep_cos (CM_WF_KEEP_COS): a chunk of its own object is left in COS,
- * where its new holder keeps it under the same name. */
-void fns_node_forget(struct fns_node *n, const struct fns_key *key, int keep_cos);
+ * where its new holder keeps it under the same name. unwritten: the chunk
+ * deleted was a small one whose bytes never reached COS (no object of it
+ * unless an earlier write of the key made one, which n->writes knows). */
+void fns_node_forget(struct fns_node *n, const struct fns_key *key, int keep_cos, int unwritten);
+/* Frees n->writes (destroy). */
+void fns_node_writes_free(struct fns_node *n);
 /* ev_cos: reaps finished COS jobs, answers their requests, sends notices. */
 void fns_node_cos_cb(void *arg);
 /* The COS pool's notify: wakes ev_cos. Any thread. */
