@@ -4,8 +4,9 @@
  * the node writes, reads and deletes the objects (fns_node_ilog.c).
  *
  *   records ──add──▶ pending batch ──take──▶ in flight ──done(ok)──▶ a log object
- *   (chunk, delete,                (one at a time, in seq order,
- *    meta, instance)                 so objects are durable in order)
+ *   (chunk, delete,  (due after its  (one at a time, in seq order,
+ *    meta, instance)  linger, when     so objects are durable in order)
+ *                     full, or flushed)
  *
  * Liveness. A record is live while a replay still needs it:
  *   chunk     the newest record of its key, and its instance not released;

@@ -2,9 +2,13 @@
  * fns_node_ilog.c - the insertion log's I/O (fns_ilog.h says what it
  * holds): each batch written by the log's own COS worker, one at a time in
  * sequence order, after the data its records name (records are added only
- * once their chunk is persisted); META requests answered once their batch
- * is durable; dead log objects deleted oldest first and mostly dead ones
- * carried forward; and, at start, the replay of every log object.
+ * once their chunk is persisted), once its records have gathered for
+ * --cos-linger-ms (ev_ilog), filled it, or the node drains: a write and a
+ * sync then carry dozens of records, not one to four; META requests
+ * answered once their batch is durable; dead log objects deleted oldest
+ * first and mostly dead ones carried forward (from the batch's copy in
+ * memory when this run wrote it); and, at start, the replay of every log
+ * object.
  *
  * Where the COS can append (fs), batches are appended to one open log
  * object, named by its first batch's seq, and the next object starts past
