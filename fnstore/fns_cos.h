@@ -17,7 +17,9 @@
  * its own. The job then says where its chunk went (loc), and
  * reads and deletes take a loc too. A small write and a later delete of
  * the same key may then run on different workers: the node indexes a
- * packed chunk only if it still holds it, so a delete is never undone.
+ * packed chunk only if it still holds it, so a delete is never undone,
+ * and submits the delete of a key's own object only once no small write
+ * of that key is left on the pool (fns_node_durable.c).
  *
  * Threads: submit/reap/pending from any thread; notify runs on a worker
  * thread right after a job lands on the done stack (use it to wake the

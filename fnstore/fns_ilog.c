@@ -49,7 +49,16 @@ struct fns_ilog {
     struct ilog_batch pending, flight;
     int in_flight, flight_failed;
     int replaying; /* kills apply at once */
-    uint64_t carrying;
+    /* The object being carried forward (read back), and the newest one
+     * carried: its records are pending again, so it dies with their batch
+     * and is not carried (read) again meanwhile. */
+    uint64_t carrying, carried;
+    /* Grouping (fns_ilog_set_linger): the pending batch is due once
+     * linger_ns have passed since `since` (the first take or wait that saw
+     * its oldest record; timing once set), at max_records, or when flushed. */
+    uint64_t linger_ns, since;
+    uint32_t max_records;
+    int timing, flush;
     struct fns_ilog_stats st;
 };
 
@@ -541,18 +550,63 @@ fns_ilog_replayed(struct fns_ilog *x)
 
 /* ---- writing ------------------------------------------------------------ */
 
+void
+fns_ilog_set_linger(struct fns_ilog *x, uint64_t linger_ns, uint32_t max_records)
+{
+    x->linger_ns = linger_ns;
+    x->max_records = max_records;
+}
+
+void
+fns_ilog_flush(struct fns_ilog *x)
+{
+    x->flush = x->pending.nrec > 0;
+}
+
+/* The pending batch's linger starts at the first look that sees a record
+ * (it runs while the batch before is in flight). */
+static void
+ilog_stamp(struct fns_ilog *x, uint64_t now)
+{
+    if (!x->timing && x->pending.nrec > 0) {
+        x->since = now;
+        x->timing = 1;
+    }
+}
+
+/* Whether the pending batch (stamped, records pending) may go at now. */
+static int
+ilog_due(const struct fns_ilog *x, uint64_t now)
+{
+    return x->flush || x->linger_ns == 0 ||
+           (x->max_records != 0 && x->pending.nrec >= x->max_records) ||
+           (now >= x->since && now - x->since >= x->linger_ns);
+}
+
+uint64_t
+fns_ilog_wait(struct fns_ilog *x, uint64_t now)
+{
+    ilog_stamp(x, now);
+    if (x->in_flight || x->pending.nrec == 0) {
+        return UINT64_MAX; /* the batch's done, or the next record, looks again */
+    }
+    return ilog_due(x, now) ? 0 : x->since + x->linger_ns - now;
+}
+
 int
-fns_ilog_take(struct fns_ilog *x, const uint8_t **buf, size_t *len, uint64_t *seq)
+fns_ilog_take(struct fns_ilog *x, uint64_t now, const uint8_t **buf, size_t *len, uint64_t *seq)
 {
     struct ilog_batch b;
 
+    ilog_stamp(x, now);
     if (x->in_flight && !x->flight_failed) {
         return 0;
     }
     if (!x->in_flight) {
-        if (x->pending.nrec == 0) {
+        if (x->pending.nrec == 0 || !ilog_due(x, now)) {
             return 0;
         }
+        x->timing = x->flush = 0;
         cm_ilog_end(&x->pending.buf);
         b = x->flight;
         x->flight = x->pending;
@@ -632,7 +686,7 @@ fns_ilog_carry_due(struct fns_ilog *x, uint64_t *seq)
         return 0;
     }
     o = &x->objs[x->head];
-    if (o->live == 0 ||
+    if (o->live == 0 || o->seq <= x->carried ||
         ((uint64_t)o->live * 4 > o->nrec && x->st.records <= 2 * x->st.live + FNS_ILOG_SLACK)) {
         return 0;
     }
@@ -693,6 +747,7 @@ fns_ilog_carry(struct fns_ilog *x, uint64_t seq, const uint8_t *buf, size_t len)
             ilog_append(x, &r);
         }
     }
+    x->carried = seq;
     x->st.carried++;
 }
 

@@ -4,8 +4,9 @@
  * the node writes, reads and deletes the objects (fns_node_ilog.c).
  *
  *   records ──add──▶ pending batch ──take──▶ in flight ──done(ok)──▶ a log object
- *   (chunk, delete,                (one at a time, in seq order,
- *    meta, instance)                 so objects are durable in order)
+ *   (chunk, delete,  (due after its  (one at a time, in seq order,
+ *    meta, instance)  linger, when     so objects are durable in order)
+ *                     full, or flushed)
  *
  * Liveness. A record is live while a replay still needs it:
  *   chunk     the newest record of its key, and its instance not released;
@@ -39,6 +40,9 @@
 #include "pol_sms.h"
 
 #define FNS_ILOG_SLACK 1024u /* dead records tolerated before carrying forward */
+/* A batch that holds this many records goes without waiting out its
+ * linger: four packed segment batches' chunk records, one write. */
+#define FNS_ILOG_BATCH_MAX 256u
 
 /* Where a chunk's bytes are in COS: seg 0 is its own object. */
 struct fns_ilog_loc {
@@ -108,11 +112,25 @@ void fns_ilog_each_instance(struct fns_ilog *x,
                             void (*fn)(void *arg, const struct fns_ilog_inst *in), void *arg);
 
 /*
- * The next batch to write: 1 with *buf, *len (borrowed until
- * fns_ilog_done) and *seq when records are pending and no batch is in
- * flight (a batch whose write failed is handed out again), else 0.
+ * Grouping. The pending batch is due once linger_ns have passed since its
+ * oldest record was first seen by fns_ilog_take or fns_ilog_wait (now, a
+ * monotonic clock in ns), once it holds max_records (0: no bound), or
+ * after fns_ilog_flush. Defaults 0, 0: due at once.
  */
-int fns_ilog_take(struct fns_ilog *x, const uint8_t **buf, size_t *len, uint64_t *seq);
+void fns_ilog_set_linger(struct fns_ilog *x, uint64_t linger_ns, uint32_t max_records);
+/* The records pending now go at the next take, however young (shutdown). */
+void fns_ilog_flush(struct fns_ilog *x);
+/* ns from now until the pending batch is due (0: now); UINT64_MAX when
+ * nothing is pending or a batch is in flight (its done, or the next
+ * record, is when to look again). */
+uint64_t fns_ilog_wait(struct fns_ilog *x, uint64_t now);
+/*
+ * The next batch to write: 1 with *buf, *len (borrowed until
+ * fns_ilog_done) and *seq when the pending batch is due and no batch is in
+ * flight (a batch whose write failed is handed out again at once), else 0.
+ */
+int fns_ilog_take(struct fns_ilog *x, uint64_t now, const uint8_t **buf, size_t *len,
+                  uint64_t *seq);
 /* The batch in flight was written (ok) or not. On ok, *waiters (malloc'd,
  * transferred; NULL when none) gets its waiters; returns their count. */
 size_t fns_ilog_done(struct fns_ilog *x, int ok, void ***waiters);

@@ -218,7 +218,7 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
     struct fns_key key;
     struct fns_chunk *c;
     uint32_t slot;
-    int rc, from;
+    int rc, from, unwritten;
 
     fns_key_of(&req->hdr, &key);
     switch (req->hdr.op) {
@@ -255,11 +255,13 @@ fns_node_exec(struct fns_node *n, struct fns_req *req)
         }
         return;
     case CM_OP_DEL:
+        c = fns_store_get(n->store, &key);
+        unwritten = c != NULL && !c->persisted && fns_chunk_blob_len(c) <= FNS_PACK_BLOB_MAX;
         (void)fns_store_del(n->store, &key, &from);
         n->del_seq++;
         fns_node_sms_deleted(n, &key, from);
         fns_node_publish(n);
-        fns_node_forget(n, &key, (req->hdr.flags & CM_WF_KEEP_COS) != 0);
+        fns_node_forget(n, &key, (req->hdr.flags & CM_WF_KEEP_COS) != 0, unwritten);
         fns_node_answer(n, req, 0, 0, NULL);
         return;
     case CM_OP_STAT:
@@ -464,6 +466,7 @@ fns_node_tick(void *arg)
     fns_cos_kick(n->pool); /* lazy deletes wait at most a tick */
     if (n->stopping) {
         fns_node_cos_cb(n);
+        fns_ilog_flush(n->ilog); /* the drain does not wait out a linger */
         fns_node_ilog_kick(n);
         if (pol_fq_len(n->fq) == 0 && n->inflight == 0 && fns_cos_pending(n->pool) == 0 &&
             fns_cos_pending(n->logpool) == 0 && fns_ilog_pending(n->ilog) == 0 &&
@@ -558,6 +561,7 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     n->cos = cos;
     pthread_mutex_init(&n->mu, NULL);
     cm_hmap_init(&n->tstats, 16);
+    cm_hmap_init(&n->writes, 256);
     cm_hmap_init(&n->pools, 16);
     atomic_init(&n->pub_disp, 0);
     atomic_init(&n->pub_disp_bytes, 0);
@@ -603,6 +607,7 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     n->ev_tick = fns_loop_ev_new(n->loop, fns_node_tick, n);
     n->ev_weights = fns_loop_ev_new(n->loop, fns_node_weights_cb, n);
     n->ev_tombs = fns_loop_ev_new(n->loop, fns_node_tombs_cb, n);
+    n->ev_ilog = fns_loop_ev_new(n->loop, fns_node_ilog_due_cb, n);
     if (cfg->handle_signals) {
         n->ev_sigterm = fns_loop_ev_signal(n->loop, SIGTERM, fns_node_stop_cb, n);
         n->ev_sigint = fns_loop_ev_signal(n->loop, SIGINT, fns_node_stop_cb, n);
@@ -624,6 +629,9 @@ fns_node_create(const struct fns_node_cfg *cfg, struct cm_cos *cos, struct fns_n
     }
     n->pack = fns_pack_index_create();
     fns_ilog_create(cfg->id, &n->ilog);
+    fns_ilog_set_linger(n->ilog,
+                        (uint64_t)(cfg->cos_linger_ms > 0 ? cfg->cos_linger_ms : 0) * 1000000u,
+                        FNS_ILOG_BATCH_MAX);
     rc = fns_node_replay(n);
     if (rc == 0) {
         /* Recovery reads name segments by this node's id. */
@@ -709,6 +717,7 @@ fns_node_destroy(struct fns_node *n)
     fns_loop_ev_free(n->ev_rate);
     fns_loop_ev_free(n->ev_cos);
     fns_loop_ev_free(n->ev_tombs);
+    fns_loop_ev_free(n->ev_ilog);
     fns_loop_ev_free(n->ev_stop);
     fns_loop_ev_free(n->ev_tick);
     fns_loop_ev_free(n->ev_weights);
@@ -722,7 +731,8 @@ fns_node_destroy(struct fns_node *n)
     }
     fns_node_sms_destroy(n);
     fns_ilog_destroy(n->ilog);
-    free(n->log_at);
+    fns_node_ilog_free(n);
+    fns_node_writes_free(n);
     fns_pack_index_destroy(n->pack);
     fns_arena_destroy(n->arena); /* chunks still referenced keep it alive */
     if (n->rs != NULL) {

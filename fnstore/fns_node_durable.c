@@ -8,7 +8,9 @@
  * Threads: loop thread, but fns_node_cos_notify (a COS worker). Invariants:
  * a job's req is answered once, when the job is reaped; a packed chunk is
  * indexed only while the store still holds the chunk its write carried, so
- * a DEL is never undone; segment deletes all run on one worker, in order.
+ * a DEL is never undone; segment deletes all run on one worker, in order;
+ * a key's object is deleted only while no small write of it is on the
+ * pool (writes), so the delete cannot overtake one that went alone.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,6 +36,96 @@ struct fns_notes {
     uint8_t *buf;
     size_t n, cap;
 };
+
+/*
+ * Small writes of a key on the packing worker (worker 0), while its DEL's
+ * unlink runs on the worker the key hashes to. So that a DEL never
+ * unlinks before such a write is done (one that fell back to an object of
+ * its own would be left behind), nor when no write of the key made an
+ * object, the loop thread counts them per key: a DEL while some are out
+ * only marks the key, and the last one's reap unlinks what went to an
+ * object of its own. A key whose write went to its own object stays known
+ * until a DEL unlinks it.
+ */
+struct fns_wr {
+    struct cm_hnode hn;
+    struct fns_key key;
+    uint32_t writing; /* small writes submitted and not yet reaped */
+    uint8_t deleted;  /* a DEL came while writing > 0 */
+    uint8_t own;      /* a write of it went to its own object (its segment failed) */
+};
+
+static int
+fns_node_small(const struct fns_chunk *c)
+{
+    return c != NULL && fns_chunk_blob_len(c) <= FNS_PACK_BLOB_MAX;
+}
+
+static struct fns_wr *
+fns_node_wr(struct fns_node *n, const struct fns_key *key, int add)
+{
+    uint64_t h = fns_key_hash(key);
+    struct fns_wr *e;
+
+    for (struct cm_hnode *hn = cm_hmap_first(&n->writes, h); hn; hn = cm_hmap_next(hn, h)) {
+        e = CM_CONTAINER_OF(hn, struct fns_wr, hn);
+        if (fns_key_eq(&e->key, key)) {
+            return e;
+        }
+    }
+    if (!add) {
+        return NULL;
+    }
+    e = cm_calloc(1, sizeof(*e));
+    e->key = *key;
+    cm_hmap_add(&n->writes, &e->hn, h);
+    return e;
+}
+
+static void
+fns_node_wr_drop(struct fns_node *n, struct fns_wr *e)
+{
+    cm_hmap_del(&n->writes, &e->hn);
+    free(e);
+}
+
+static void
+fns_node_wr_free(void *arg, struct cm_hnode *hn)
+{
+    (void)arg;
+    free(CM_CONTAINER_OF(hn, struct fns_wr, hn));
+}
+
+void
+fns_node_writes_free(struct fns_node *n)
+{
+    cm_hmap_each(&n->writes, fns_node_wr_free, NULL);
+    cm_hmap_free(&n->writes);
+}
+
+/* A small write of e's key left the pool (reaped or cancelled); own: it
+ * made an object of its own. After the last one, a key deleted meanwhile
+ * loses that object. */
+static void
+fns_node_wr_done(struct fns_node *n, struct fns_wr *e, int own)
+{
+    struct fns_key key = e->key;
+
+    e->writing--;
+    e->own |= (uint8_t)own;
+    if (e->writing > 0) {
+        return;
+    }
+    if (e->own && fns_store_get(n->store, &key) != NULL) {
+        e->deleted = 0; /* put again since: the object is the new chunk's */
+        return;
+    }
+    own = e->deleted && e->own;
+    fns_node_wr_drop(n, e);
+    if (own) {
+        fns_node_submit(n, FNS_COS_DELETE, &key, NULL, NULL, NULL);
+    }
+}
 
 /* A new COS job for req (may be NULL), stamped with the DEL sequence. */
 static struct fns_cos_job *
@@ -72,6 +164,9 @@ fns_node_submit(struct fns_node *n, enum fns_cos_op op, const struct fns_key *ke
     if (chunk != NULL) {
         fns_chunk_ref(chunk);
         job->chunk = chunk;
+    }
+    if (op == FNS_COS_WRITE && fns_node_small(chunk)) {
+        fns_node_wr(n, key, 1)->writing++;
     }
     if (notify != NULL) {
         fns_conn_ref(notify);
@@ -216,9 +311,12 @@ fns_node_notes_flush(struct fns_node *n)
 }
 
 void
-fns_node_forget(struct fns_node *n, const struct fns_key *key, int keep_cos)
+fns_node_forget(struct fns_node *n, const struct fns_key *key, int keep_cos, int unwritten)
 {
     uint64_t emptied, packed;
+    struct fns_cos_job *job, *next;
+    struct fns_wr *e = fns_node_wr(n, key, 0);
+    int unlink;
 
     emptied = fns_pack_index_del(n->pack, key, &packed);
     if (packed != 0) {
@@ -233,15 +331,29 @@ fns_node_forget(struct fns_node *n, const struct fns_key *key, int keep_cos)
          * answer does not wait for that, as a packed chunk's does not
          * wait for its tombstone (a COS backlog must not look like a
          * dead node to the gateway). */
-        struct fns_cos_job *job = fns_cos_cancel_writes(n->pool, key), *next;
-
-        for (; job != NULL; job = next) {
+        for (job = fns_cos_cancel_writes(n->pool, key); job != NULL; job = next) {
             next = job->next;
+            if (e != NULL && fns_node_small(job->chunk)) {
+                e->writing--; /* it never ran */
+            }
             fns_node_job_free(job);
         }
-        if (!keep_cos) {
-            fns_node_submit(n, FNS_COS_DELETE, key, NULL, NULL, NULL);
-        }
+    }
+    if (e != NULL && e->writing > 0) {
+        /* Small writes of it are running on the packing worker: the last
+         * one's reap unlinks what went to an object of its own, if any. */
+        e->deleted |= (uint8_t)!keep_cos;
+        return;
+    }
+    /* An object of its own is there, or may be: a chunk not packed and
+     * not a small one never written (that one is known: none), or a small
+     * one whose write once went alone. */
+    unlink = !keep_cos && ((!packed && !unwritten) || (e != NULL && e->own));
+    if (e != NULL) {
+        fns_node_wr_drop(n, e);
+    }
+    if (unlink) {
+        fns_node_submit(n, FNS_COS_DELETE, key, NULL, NULL, NULL);
     }
 }
 
@@ -352,6 +464,7 @@ fns_node_cos_cb(void *arg)
 {
     struct fns_node *n = arg;
     struct fns_cos_job *job, *next;
+    struct fns_wr *e;
     uint64_t maybe_empty[64], last_seg = 0;
     uint32_t last_tenant = 0;
     size_t nempty = 0;
@@ -419,6 +532,9 @@ fns_node_cos_cb(void *arg)
             if (job->arg != NULL) {
                 fns_node_answer(n, job->arg, job->status, job->status == 0 ? CM_WF_PERSISTED : 0,
                                 NULL);
+            }
+            if (fns_node_small(job->chunk) && (e = fns_node_wr(n, &job->key, 0)) != NULL) {
+                fns_node_wr_done(n, e, job->status == 0 && job->loc.seg == 0);
             }
             break;
         case FNS_COS_READ:

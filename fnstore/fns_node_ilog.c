@@ -2,9 +2,13 @@
  * fns_node_ilog.c - the insertion log's I/O (fns_ilog.h says what it
  * holds): each batch written by the log's own COS worker, one at a time in
  * sequence order, after the data its records name (records are added only
- * once their chunk is persisted); META requests answered once their batch
- * is durable; dead log objects deleted oldest first and mostly dead ones
- * carried forward; and, at start, the replay of every log object.
+ * once their chunk is persisted), once its records have gathered for
+ * --cos-linger-ms (ev_ilog), filled it, or the node drains: a write and a
+ * sync then carry dozens of records, not one to four; META requests
+ * answered once their batch is durable; dead log objects deleted oldest
+ * first and mostly dead ones carried forward (from the batch's copy in
+ * memory when this run wrote it); and, at start, the replay of every log
+ * object.
  *
  * Where the COS can append (fs), batches are appended to one open log
  * object, named by its first batch's seq, and the next object starts past
@@ -27,6 +31,7 @@
 #include "cm_err.h"
 #include "cm_ilog.h"
 #include "cm_log.h"
+#include "cm_time.h"
 #include "fns_cos.h"
 #include "fns_ilog.h"
 #include "fns_loop.h"
@@ -36,6 +41,8 @@ enum { ILOG_JOB_BATCH = 1, ILOG_JOB_DELETE, ILOG_JOB_CARRY, ILOG_JOB_DROP };
 
 /* An appended log object starts the next one past this size. */
 #define FNS_LOG_ROLL (1u << 20)
+/* Bytes of the batches written that are kept for their carry. */
+#define FNS_LOG_CACHE (1u << 20)
 
 /* A job on log object obj (named by its first batch's seq); tag: the batch.
  * Returned when op is FNS_COS_GET_OBJ (the caller submits it), else
@@ -59,10 +66,15 @@ fns_node_ilog_job(struct fns_node *n, enum fns_cos_op op, int what, uint64_t obj
     return NULL;
 }
 
-/* Batch seq is durable at off in object obj. */
+/* Batch seq is durable at off in object obj; bytes (borrowed; NULL: not
+ * known) are kept for its carry while the copies stay within
+ * FNS_LOG_CACHE. */
 static void
-fns_node_log_at(struct fns_node *n, uint64_t seq, uint64_t obj, uint64_t off, uint32_t len)
+fns_node_log_at(struct fns_node *n, uint64_t seq, uint64_t obj, uint64_t off, uint32_t len,
+                const uint8_t *bytes)
 {
+    uint8_t *copy = NULL;
+
     if (n->log_head > 0 && n->log_n == n->log_cap) {
         memmove(n->log_at, n->log_at + n->log_head, (n->log_n - n->log_head) * sizeof(*n->log_at));
         n->log_n -= n->log_head;
@@ -72,7 +84,36 @@ fns_node_log_at(struct fns_node *n, uint64_t seq, uint64_t obj, uint64_t off, ui
         n->log_cap = n->log_cap ? 2 * n->log_cap : 256;
         n->log_at = cm_realloc(n->log_at, n->log_cap * sizeof(*n->log_at));
     }
-    n->log_at[n->log_n++] = (struct fns_log_at){.seq = seq, .obj = obj, .off = off, .len = len};
+    if (bytes != NULL && n->log_cached + len <= FNS_LOG_CACHE) {
+        copy = cm_malloc(len);
+        memcpy(copy, bytes, len);
+        n->log_cached += len;
+    }
+    n->log_at[n->log_n++] =
+        (struct fns_log_at){.seq = seq, .obj = obj, .off = off, .len = len, .bytes = copy};
+}
+
+/* Forgets log_at[log_head] (its batch is dead). */
+static void
+fns_node_log_pop(struct fns_node *n)
+{
+    struct fns_log_at *at = &n->log_at[n->log_head++];
+
+    if (at->bytes != NULL) {
+        n->log_cached -= at->len;
+        free(at->bytes);
+        at->bytes = NULL;
+    }
+}
+
+void
+fns_node_ilog_free(struct fns_node *n)
+{
+    while (n->log_head < n->log_n) {
+        fns_node_log_pop(n);
+    }
+    free(n->log_at);
+    n->log_at = NULL;
 }
 
 /* Where batch seq is, or NULL. */
@@ -114,7 +155,8 @@ fns_node_log_dead(struct fns_node *n, uint64_t seq)
     uint64_t obj = seq;
 
     if (n->log_head < n->log_n && n->log_at[n->log_head].seq == seq) {
-        obj = n->log_at[n->log_head++].obj;
+        obj = n->log_at[n->log_head].obj;
+        fns_node_log_pop(n);
     }
     if (obj != n->log_open && !fns_node_log_holds(n, obj)) {
         fns_node_ilog_job(n, FNS_COS_DEL_OBJ, ILOG_JOB_DELETE, obj, seq, NULL, 0);
@@ -177,11 +219,11 @@ fns_node_ilog_written(struct fns_node *n, struct fns_cos_job *job)
         return;
     }
     if (job->op == FNS_COS_APPEND_OBJ) {
-        fns_node_log_at(n, job->tag, n->log_open, job->obj_off, (uint32_t)job->buflen);
+        fns_node_log_at(n, job->tag, n->log_open, job->obj_off, (uint32_t)job->buflen, job->buf);
         n->log_open_size = job->obj_off + job->buflen;
         n->log_open_batches++;
     } else {
-        fns_node_log_at(n, job->tag, job->tag, 0, (uint32_t)job->buflen);
+        fns_node_log_at(n, job->tag, job->tag, 0, (uint32_t)job->buflen, job->buf);
     }
     nw = fns_ilog_done(n->ilog, 1, &waiters);
     for (size_t i = 0; i < nw; i++) {
@@ -196,14 +238,10 @@ fns_node_ilog_kick(struct fns_node *n)
     const struct fns_log_at *at;
     const uint8_t *buf;
     size_t len;
-    uint64_t seq;
+    uint64_t seq, now = cm_now_ns(), wait;
 
     if (n->destroying) {
         return;
-    }
-    if (!n->log_writing && fns_ilog_take(n->ilog, &buf, &len, &seq)) {
-        n->log_writing = 1;
-        fns_node_ilog_write(n, seq, buf, len);
     }
     while (fns_ilog_deletable(n->ilog, &seq)) {
         fns_node_log_dead(n, seq);
@@ -211,16 +249,39 @@ fns_node_ilog_kick(struct fns_node *n)
     if (!n->log_carrying && fns_ilog_carry_due(n->ilog, &seq)) {
         struct fns_cos_job *job;
 
-        n->log_carrying = 1;
         at = fns_node_log_find(n, seq);
-        job = fns_node_ilog_job(n, FNS_COS_GET_OBJ, ILOG_JOB_CARRY, at != NULL ? at->obj : seq, seq,
-                                NULL, 0);
-        if (at != NULL) { /* the batch alone, not the whole object */
-            job->obj_off = at->off;
-            job->buflen = at->len;
+        if (at != NULL && at->bytes != NULL) {
+            fns_ilog_carry(n->ilog, seq, at->bytes, at->len); /* written by this run */
+        } else {
+            n->log_carrying = 1;
+            job = fns_node_ilog_job(n, FNS_COS_GET_OBJ, ILOG_JOB_CARRY, at != NULL ? at->obj : seq,
+                                    seq, NULL, 0);
+            if (at != NULL) { /* the batch alone, not the whole object */
+                job->obj_off = at->off;
+                job->buflen = at->len;
+            }
+            fns_cos_submit(n->logpool, job);
         }
-        fns_cos_submit(n->logpool, job);
     }
+    if (!n->log_writing && fns_ilog_take(n->ilog, now, &buf, &len, &seq)) {
+        n->log_writing = 1;
+        fns_node_ilog_write(n, seq, buf, len);
+    } else if ((wait = fns_ilog_wait(n->ilog, now)) != UINT64_MAX &&
+               (n->log_due == 0 || n->log_due > now + wait)) {
+        /* Records gather for a linger, so that one write and sync carries
+         * many: nothing a client was answered waits for them. */
+        n->log_due = now + wait;
+        fns_loop_ev_after(n->ev_ilog, wait);
+    }
+}
+
+void
+fns_node_ilog_due_cb(void *arg)
+{
+    struct fns_node *n = arg;
+
+    n->log_due = 0;
+    fns_node_ilog_kick(n);
 }
 
 /* A carry read finished: the batch's bytes out of its object. */
@@ -300,7 +361,7 @@ fns_node_ilog_replay_obj(struct fns_node *n, uint64_t obj, const uint8_t *buf, s
             if (fns_ilog_replay(n->ilog, seq, buf + at, bl) != 0) {
                 break;
             }
-            fns_node_log_at(n, seq, obj, at, (uint32_t)bl);
+            fns_node_log_at(n, seq, obj, at, (uint32_t)bl, NULL);
             *last = seq;
             applied++;
         }

@@ -139,14 +139,25 @@ struct fns_node {
 
     /* The insertion log (fns_node_ilog.c): its batches, deletes and
      * carries run on their own one-worker COS pool, in order. */
+    /* Keys with small writes on the packing worker not yet reaped, or
+     * written to an object of their own (fns_node_durable.c, struct
+     * fns_wr): a DEL must not unlink before those writes are done (it ran
+     * on another worker and could overtake them), nor when nothing made an
+     * object (every DEL of a packed chunk was an unlink that failed). */
+    struct cm_hmap writes;
+
     struct fns_ilog *ilog;
     struct fns_cos *logpool;
     int log_writing, log_carrying;
+    /* ev_ilog: the pending batch's linger is over (armed for log_due, 0:
+     * not armed). */
+    struct fns_loop_ev *ev_ilog;
+    uint64_t log_due;
     /* Where each batch not yet deleted is, oldest first (log_at[log_head
      * .. log_n)), and the object batches are appended to (its first
      * batch's seq; 0: none, and always 0 where the COS cannot append). */
     struct fns_log_at *log_at;
-    size_t log_head, log_n, log_cap;
+    size_t log_head, log_n, log_cap, log_cached;
     int log_append;
     uint64_t log_open, log_open_size, log_open_batches;
     int destroying; /* the COS pools are stopped: submit nothing */
@@ -199,8 +210,12 @@ void fns_node_submit(struct fns_node *n, enum fns_cos_op op, const struct fns_ke
 void fns_node_reload(struct fns_node *n, struct fns_req *req, const struct fns_key *key);
 /* The COS side of a DEL of key (the chunk already left the store).
  * keep_cos (CM_WF_KEEP_COS): a chunk of its own object is left in COS,
- * where its new holder keeps it under the same name. */
-void fns_node_forget(struct fns_node *n, const struct fns_key *key, int keep_cos);
+ * where its new holder keeps it under the same name. unwritten: the chunk
+ * deleted was a small one whose bytes never reached COS (no object of it
+ * unless an earlier write of the key made one, which n->writes knows). */
+void fns_node_forget(struct fns_node *n, const struct fns_key *key, int keep_cos, int unwritten);
+/* Frees n->writes (destroy). */
+void fns_node_writes_free(struct fns_node *n);
 /* ev_cos: reaps finished COS jobs, answers their requests, sends notices. */
 void fns_node_cos_cb(void *arg);
 /* The COS pool's notify: wakes ev_cos. Any thread. */
@@ -270,17 +285,26 @@ void fns_node_sms_reclaim_cb(void *arg);
 /* ---- fns_node_ilog.c (loop thread; replay at create) ---- */
 
 /* A durable log batch: its seq, the object holding it (that object's first
- * batch's seq) and where in it. */
+ * batch's seq) and where in it; bytes: a copy of it written by this run
+ * (malloc'd, NULL once the node's copies reach FNS_LOG_CACHE) so that
+ * carrying it forward reads nothing back. */
 struct fns_log_at {
     uint64_t seq, obj, off;
     uint32_t len;
+    uint8_t *bytes;
 };
 
 /* Replays the log (create, before the loop); 0 or an error. */
 int fns_node_ilog_replay(struct fns_node *n);
-/* Writes the pending batch if none is in flight; deletes or carries
- * forward old log objects. Call after adding records. */
+/* Writes the pending batch if none is in flight and it is due (its
+ * linger, --cos-linger-ms, is over, it is full, or it was flushed), else
+ * arms ev_ilog for when it is; deletes or carries forward old log
+ * objects. Call after adding records. */
 void fns_node_ilog_kick(struct fns_node *n);
+/* ev_ilog's callback. */
+void fns_node_ilog_due_cb(void *arg);
+/* Frees what the log's I/O holds (destroy). */
+void fns_node_ilog_free(struct fns_node *n);
 /* A job of the log's pool was reaped. */
 void fns_node_ilog_reaped(struct fns_node *n, struct fns_cos_job *job);
 /* A META request: its payload (transferred) into the log; answered once

@@ -78,7 +78,7 @@ check(const uint8_t *data, size_t size)
     if (fns_ilog_carry_due(x, &seq)) {
         fns_ilog_carry(x, seq, data, size);
     }
-    if (fns_ilog_take(x, &wb, &wl, &seq) && cm_ilog_open(wb, wl, NULL, NULL, &it) != 0) {
+    if (fns_ilog_take(x, 0, &wb, &wl, &seq) && cm_ilog_open(wb, wl, NULL, NULL, &it) != 0) {
         abort(); /* what the node writes must read back */
     }
     (void)fns_ilog_done(x, 1, &w);

@@ -3,7 +3,8 @@
  * every kind, CRC, every truncation, unknown kinds skipped, names) and the
  * log's state (what a replay recoveries, liveness, the deletion rule oldest
  * first, carrying forward, kills only once the killing batch is durable,
- * failed writes handed out again, META waiters).
+ * failed writes handed out again, META waiters, the grouping of records
+ * into batches: linger, bound, flush).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -191,7 +192,7 @@ flush(struct fns_ilog *x, size_t *len, uint64_t *seq, size_t *nwait)
     void **w;
     uint8_t *copy;
 
-    CHECK(fns_ilog_take(x, &buf, len, seq) == 1);
+    CHECK(fns_ilog_take(x, 0, &buf, len, seq) == 1);
     copy = malloc(*len);
     memcpy(copy, buf, *len);
     *nwait = fns_ilog_done(x, 1, &w);
@@ -236,7 +237,7 @@ test_state(void)
 
     fns_ilog_create(5, &x);
     fns_ilog_replayed(x);
-    CHECK(fns_ilog_take(x, &buf, &blen, &s) == 0); /* nothing pending */
+    CHECK(fns_ilog_take(x, 0, &buf, &blen, &s) == 0); /* nothing pending */
     fns_ilog_add_instance(x, 0x100001, 1, 0, POL_SMS_WARM);
     fns_ilog_add_chunk(x, 0x100001, &k1, 100, &loc);
     fns_ilog_add_chunk(x, 0x100001, &k2, 100, &loc);
@@ -253,8 +254,8 @@ test_state(void)
     CHECK(fns_ilog_pending(x) == 0);
     fns_ilog_add_delete(x, &k1);
     CHECK(fns_ilog_add_meta(x, meta, meta_rec(meta, 2, 1, "a", 2), &marker) == 0);
-    CHECK(fns_ilog_take(x, &buf, &blen, &s) == 1 && s == 2);
-    CHECK(fns_ilog_take(x, &buf, &blen, &s) == 0); /* one in flight */
+    CHECK(fns_ilog_take(x, 0, &buf, &blen, &s) == 1 && s == 2);
+    CHECK(fns_ilog_take(x, 0, &buf, &blen, &s) == 0); /* one in flight */
     CHECK(fns_ilog_done(x, 0, &w) == 0 && w == NULL);
     /* The kills wait for durability: the first object is still all live. */
     fns_ilog_stats(x, &st);
@@ -291,7 +292,7 @@ test_state(void)
     CHECK(st.metas == 1 && st.objects == 2);
     /* The next batch follows the newest. */
     fns_ilog_add_delete(y, &k2);
-    CHECK(fns_ilog_take(y, &buf, &blen, &s) == 1 && s == seq[2] + 1);
+    CHECK(fns_ilog_take(y, 0, &buf, &blen, &s) == 1 && s == seq[2] + 1);
     (void)fns_ilog_done(y, 1, &w);
     free(w);
     fns_ilog_destroy(y);
@@ -348,6 +349,9 @@ test_carry(void)
     fns_ilog_carry(x, seq[0], obj[0], len[0]);
     CHECK(fns_ilog_pending(x) == 2);
     CHECK(!fns_ilog_deletable(x, &s)); /* not before the copies are durable */
+    /* ... and not read back again while they are pending (a batch that
+     * lingers made that a read per loop turn). */
+    CHECK(!fns_ilog_carry_due(x, &s));
     obj[n] = flush(x, &len[n], &seq[n], &nw);
     n++;
     while (fns_ilog_deletable(x, &s)) {
@@ -440,6 +444,92 @@ test_random(void)
     fns_ilog_destroy(y);
 }
 
+/* Grouping: a batch waits out its linger from its oldest record's first
+ * look, goes at once when full or flushed, and gathers what comes while
+ * the batch before is in flight; a failed write goes again at once. */
+static void
+test_linger(void)
+{
+    const uint64_t ms = 1000000u, t0 = 5000 * ms;
+    struct fns_ilog *x;
+    struct fns_ilog_loc loc = {.seg = 1, .off = 0, .blob_len = 10};
+    struct fns_ilog_stats st;
+    const uint8_t *buf;
+    size_t blen;
+    uint64_t s;
+    void **w;
+
+    fns_ilog_create(4, &x);
+    fns_ilog_replayed(x);
+    fns_ilog_set_linger(x, 20 * ms, 8);
+    CHECK(fns_ilog_wait(x, t0) == UINT64_MAX); /* nothing pending */
+    fns_ilog_add_instance(x, 0x100001, 1, 0, POL_SMS_ACTIVE);
+    CHECK(fns_ilog_wait(x, t0) == 20 * ms); /* the linger starts here */
+    CHECK(fns_ilog_take(x, t0 + 5 * ms, &buf, &blen, &s) == 0);
+    for (uint64_t o = 0; o < 3; o++) {
+        struct fns_key k = key(1, o);
+
+        fns_ilog_add_chunk(x, 0x100001, &k, 10, &loc);
+    }
+    /* Later records do not restart the oldest one's linger. */
+    CHECK(fns_ilog_wait(x, t0 + 12 * ms) == 8 * ms);
+    CHECK(fns_ilog_take(x, t0 + 19 * ms, &buf, &blen, &s) == 0);
+    CHECK(fns_ilog_take(x, t0 + 20 * ms, &buf, &blen, &s) == 1 && s == 1);
+    /* Records added while it is in flight: their linger runs meanwhile. */
+    {
+        struct fns_key k = key(1, 10);
+
+        fns_ilog_add_chunk(x, 0x100001, &k, 10, &loc);
+    }
+    CHECK(fns_ilog_wait(x, t0 + 21 * ms) == UINT64_MAX); /* the done looks again */
+    CHECK(fns_ilog_take(x, t0 + 45 * ms, &buf, &blen, &s) == 0);
+    CHECK(fns_ilog_done(x, 1, &w) == 0);
+    CHECK(fns_ilog_wait(x, t0 + 46 * ms) == 0); /* seen at 21 ms: due since 41 */
+    CHECK(fns_ilog_take(x, t0 + 46 * ms, &buf, &blen, &s) == 1 && s == 2);
+    /* A failed write goes again at once, with the same seq. */
+    CHECK(fns_ilog_done(x, 0, &w) == 0);
+    CHECK(fns_ilog_take(x, t0 + 46 * ms, &buf, &blen, &s) == 1 && s == 2);
+    CHECK(fns_ilog_done(x, 1, &w) == 0);
+    /* A full batch (8 records) goes without waiting. */
+    for (uint64_t o = 20; o < 27; o++) {
+        struct fns_key k = key(1, o);
+
+        fns_ilog_add_chunk(x, 0x100001, &k, 10, &loc);
+        CHECK(fns_ilog_take(x, t0 + 50 * ms, &buf, &blen, &s) == 0);
+    }
+    {
+        struct fns_key k = key(1, 27);
+
+        fns_ilog_add_chunk(x, 0x100001, &k, 10, &loc);
+    }
+    CHECK(fns_ilog_wait(x, t0 + 50 * ms) == 0);
+    CHECK(fns_ilog_take(x, t0 + 50 * ms, &buf, &blen, &s) == 1 && s == 3);
+    CHECK(fns_ilog_done(x, 1, &w) == 0);
+    /* A flush sends a young batch; with nothing pending it is a no-op. */
+    fns_ilog_flush(x);
+    CHECK(fns_ilog_wait(x, t0 + 51 * ms) == UINT64_MAX);
+    {
+        struct fns_key k = key(1, 40);
+
+        fns_ilog_add_chunk(x, 0x100001, &k, 10, &loc);
+    }
+    CHECK(fns_ilog_take(x, t0 + 51 * ms, &buf, &blen, &s) == 0);
+    fns_ilog_flush(x);
+    CHECK(fns_ilog_take(x, t0 + 51 * ms, &buf, &blen, &s) == 1 && s == 4);
+    CHECK(fns_ilog_done(x, 1, &w) == 0);
+    /* ... and the next batch lingers again. */
+    {
+        struct fns_key k = key(1, 41);
+
+        fns_ilog_add_chunk(x, 0x100001, &k, 10, &loc);
+    }
+    CHECK(fns_ilog_take(x, t0 + 52 * ms, &buf, &blen, &s) == 0);
+    CHECK(fns_ilog_wait(x, t0 + 52 * ms) == 20 * ms);
+    fns_ilog_stats(x, &st);
+    CHECK(st.batches_written == 4 && st.records_written == 1 + 3 + 1 + 8 + 1);
+    fns_ilog_destroy(x);
+}
+
 int
 main(void)
 {
@@ -448,6 +538,7 @@ main(void)
     test_appended();
     test_state();
     test_carry();
+    test_linger();
     test_random();
     return 0;
 }
