@@ -185,8 +185,8 @@ struct pisces {
     struct pol_wa_cell *c; /* smoothed measurements */
     double *m, *need, *spare, *out, *fneed, *idle;
     double *tau, *fit;               /* the target; the fit's scratch */
-    double *rows, *wt;               /* [T]: a row's weight on the up nodes, W_t */
-    double *colf;                    /* [N]: an up node's weight */
+    double *rows, *wt;               /* [T]: an active row's weight on the up nodes, W_t */
+    double *colf;                    /* [N]: an up node's weight less the idle tenants' */
     unsigned char *pressed, *unused; /* unused: neither pressed nor wanting weight */
     double *floor_, *phi;            /* [T] */
     double *colw, *cols;             /* [N]: a node's weight and what it served */
@@ -282,22 +282,21 @@ pisces_richer(const struct pisces *p, size_t u, size_t t)
 }
 
 /* Step 2: the target tau over the up nodes: each tenant's demand shape (its
- * share of its demand per node; an idle tenant's is even) fitted to the marginals in force (its
- * weight on the up nodes, each node's weight). The floors are not part of
- * the fit (a target below a floor only means "give all you can"). Down
- * nodes' cells keep tau = w. */
+ * share of its demand per node) fitted to the marginals in force (its
+ * weight on the up nodes, each node's weight less what the idle tenants
+ * hold there). A tenant without demand targets the even spread W_t and is
+ * left out of the fit: it drifts back to even, ready to wake up, rather
+ * than away from the nodes the others ask most of. The floors are not
+ * part of the fit (a target below a floor only means "give all you can").
+ * Down nodes' cells keep tau = w. */
 static void
 pisces_target(struct pisces *p, size_t nup)
 {
     const struct pol_wa_node *nodes = p->v->nodes;
-    size_t t, n, k, T = p->T, N = p->N;
+    size_t t, n, k, a, T = p->T, N = p->N, nact = 0;
+    double idle = 0.0;
 
     memcpy(p->tau, p->w, T * N * sizeof(*p->tau));
-    for (n = 0, k = 0; n < N; n++) {
-        if (nodes[n].up) {
-            p->colf[k++] = p->colw[n];
-        }
-    }
     for (t = 0; t < T; t++) {
         double D = 0.0, R = 0.0;
 
@@ -307,23 +306,48 @@ pisces_target(struct pisces *p, size_t nup)
                 R += p->w[t * N + n];
             }
         }
-        p->rows[t] = R;
-        p->wt[t] = p->v->tenants[t].weight;
+        if (!(D > 0.0)) {
+            idle += p->v->tenants[t].weight;
+            for (n = 0; n < N; n++) {
+                if (nodes[n].up) {
+                    p->tau[t * N + n] = p->v->tenants[t].weight;
+                }
+            }
+            continue;
+        }
+        p->rows[nact] = R;
+        p->wt[nact] = p->v->tenants[t].weight;
         for (n = 0, k = 0; n < N; n++) {
             if (nodes[n].up) {
-                double share = D > 0.0 ? p->c[t * N + n].demand / D : 1.0 / (double)nup;
-
-                p->fit[t * nup + k++] = share;
+                p->fit[nact * nup + k++] = p->c[t * N + n].demand / D;
             }
+        }
+        nact++;
+    }
+    if (nact == 0) {
+        return;
+    }
+    for (n = 0, k = 0; n < N; n++) {
+        if (nodes[n].up) {
+            p->colf[k++] = p->colw[n] - idle;
         }
     }
-    pol_wa_fit(T, nup, p->rows, p->colf, NULL, p->wt, PISCES_FIT_SWEEPS, PISCES_FIT_TOL, p->fit);
-    for (t = 0; t < T; t++) {
+    pol_wa_fit(nact, nup, p->rows, p->colf, NULL, p->wt, PISCES_FIT_SWEEPS, PISCES_FIT_TOL, p->fit);
+    for (t = 0, a = 0; t < T; t++) {
+        double D = 0.0;
+
+        for (n = 0; n < N; n++) {
+            D += nodes[n].up ? p->c[t * N + n].demand : 0.0;
+        }
+        if (!(D > 0.0)) {
+            continue;
+        }
         for (n = 0, k = 0; n < N; n++) {
             if (nodes[n].up) {
-                p->tau[t * N + n] = p->fit[t * nup + k++];
+                p->tau[t * N + n] = p->fit[a * nup + k++];
             }
         }
+        a++;
     }
 }
 

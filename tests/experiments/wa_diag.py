@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """What WA does in one ablation configuration, per tenant and node.
 
-    wa_diag.py run --build BUILD [--config NAME] [--warmup S] [--duration S] --out FILE.json
+    wa_diag.py run --build BUILD [--config NAME] [--run R] [--warmup S] [--duration S] --out FILE.json
     wa_diag.py show FILE.json
 
 run: one cluster of ablation.py a's setup under the configuration NAME
@@ -40,7 +40,7 @@ def run(a):
     names = ["t%d" % i for i in range(8)]
     with ab.cluster(a, cfg) as c:
         loads = ab.tenants_and_loads(c, [(n, 1, {"conc": 16}) for n in names])
-        sx.load_keys(c, loads, prefix=ab.prefix(0))
+        sx.load_keys(c, loads, prefix=ab.prefix(a.run))
         ids = {}
         for case, concs in ab.CASES:
             for ld, k in zip(loads, concs):
@@ -51,8 +51,8 @@ def run(a):
                 th = threading.Thread(target=lambda: (time.sleep(6.0), ab.rebalance(c, info)),
                                       daemon=True)
                 th.start()
-            r = sx.bench(c, loads, warmup=a.warmup, duration=a.duration, prefix=ab.prefix(0),
-                         extra=["--seed", "1"], sample=sx.fairness_sampler(c),
+            r = sx.bench(c, loads, warmup=a.warmup, duration=a.duration, prefix=ab.prefix(a.run),
+                         extra=["--seed", str(a.run + 1)], sample=sx.fairness_sampler(c),
                          allow_errors=True)
             if th:
                 th.join(60)
@@ -164,6 +164,8 @@ def main():
     ap.add_argument("--warmup", type=float, default=15)
     ap.add_argument("--duration", type=float, default=20)
     ap.add_argument("--partitions", type=int, default=ab.PARTITIONS)
+    ap.add_argument("--run", type=int, default=0,
+                    help="the keys and seed of ablation.py's run RUN+1 [0]")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
     if a.what == "show":
