@@ -1049,6 +1049,51 @@ test_uniform_closed_loop(void)
     CHECK(hi <= 0.5); /* of a total weight of 48 */
 }
 
+/*
+ * Two tenants ask only at node 0, alike per weight, a third is idle: the
+ * target (all of the busy tenants' weight at node 0) cannot fit, the idle
+ * tenant keeps the even spread rather than leaving node 0, and nothing
+ * moves.
+ */
+static void
+test_idle_stays_even(void)
+{
+    struct pol_wa_tenant tn[3] = {{1, 2.0}, {2, 4.0}, {3, 0.5}};
+    struct pol_wa_node nd[7];
+    struct pol_wa_cell cells[3 * 7];
+    double w[3 * 7];
+    struct pol_wa *wa = NULL;
+    size_t t, n;
+    int r;
+
+    memset(cells, 0, sizeof(cells));
+    for (n = 0; n < 7; n++) {
+        nd[n].id = (uint32_t)n;
+        nd[n].up = 1;
+        for (t = 0; t < 3; t++) {
+            w[t * 7 + n] = tn[t].weight;
+        }
+    }
+    for (t = 0; t < 2; t++) {
+        cells[t * 7].demand = 0.15 * tn[t].weight;
+        cells[t * 7].served = 0.1 * tn[t].weight;
+        cells[t * 7].wait = 0.01;
+    }
+    CHECK_EQ_INT(ops->create(NULL, &wa), 0);
+    for (r = 0; r < 5; r++) {
+        struct pol_wa_view v = {3, 7, tn, nd, cells, w, (uint64_t)(r + 1) * SEC};
+
+        CHECK_EQ_INT(ops->step(wa, &v, w, NULL), 0);
+        check_invariants(&v, w, POL_WA_FLOOR_FRAC_DEFAULT);
+    }
+    for (t = 0; t < 3; t++) {
+        for (n = 0; n < 7; n++) {
+            CHECK_NEAR(w[t * 7 + n], tn[t].weight, 1e-9);
+        }
+    }
+    ops->destroy(wa);
+}
+
 /* A node that goes down keeps its column; the others carry on. */
 static void
 test_node_down(void)
@@ -1154,6 +1199,7 @@ main(int argc, char **argv)
         test_hot_wide(0.5, 2.25);
         test_rs_shaped();
         test_uniform_closed_loop();
+        test_idle_stays_even();
         test_noise();
         test_node_down();
         test_join_and_leave();
