@@ -4,6 +4,8 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,6 +26,41 @@ t_free_port(void)
         close(fd);
     }
     return port;
+}
+
+/* Writes (or reads) all n bytes: 0, or -1 once the peer closed or failed. */
+static inline int
+t_write_all(int fd, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+
+    while (n > 0) {
+        ssize_t w = write(fd, b, n);
+
+        if (w <= 0) {
+            return -1;
+        }
+        b += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static inline int
+t_read_all(int fd, void *p, size_t n)
+{
+    uint8_t *b = p;
+
+    while (n > 0) {
+        ssize_t r = read(fd, b, n);
+
+        if (r <= 0) {
+            return -1;
+        }
+        b += r;
+        n -= (size_t)r;
+    }
+    return 0;
 }
 
 #endif

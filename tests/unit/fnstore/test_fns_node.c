@@ -26,7 +26,7 @@
 #include "cm_wire.h"
 #include "fns_chunk.h"
 #include "fns_node.h"
-#include "../t_net.h"
+#include "t_net.h"
 
 #define TENANT 1
 #define SMALL 1000
@@ -101,34 +101,6 @@ node_stop(struct node *t)
     free(t->dir);
 }
 
-static void
-send_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-
-        CHECK(w > 0);
-        p += w;
-        len -= (size_t)w;
-    }
-}
-
-static void
-recv_all(int fd, void *buf, size_t len)
-{
-    uint8_t *p = buf;
-
-    while (len > 0) {
-        ssize_t r = read(fd, p, len);
-
-        CHECK(r > 0);
-        p += r;
-        len -= (size_t)r;
-    }
-}
-
 /* Sends a request for chunk (object, index 0); data may be NULL. */
 static void
 req(struct node *t, uint8_t op, uint64_t object, const uint8_t *data, uint32_t len)
@@ -142,9 +114,9 @@ req(struct node *t, uint8_t op, uint64_t object, const uint8_t *data, uint32_t l
     uint8_t hdr[CM_WIRE_HDR_LEN];
 
     cm_wire_encode_hdr(&h, hdr);
-    send_all(t->fd, hdr, sizeof(hdr));
+    CHECK(t_write_all(t->fd, hdr, sizeof(hdr)) == 0);
     if (len > 0) {
-        send_all(t->fd, data, len);
+        CHECK(t_write_all(t->fd, data, len) == 0);
     }
 }
 
@@ -160,7 +132,7 @@ answers(struct node *t, int n)
         uint32_t left;
         int32_t status;
 
-        recv_all(t->fd, hdr, sizeof(hdr));
+        CHECK(t_read_all(t->fd, hdr, sizeof(hdr)) == 0);
         memcpy(&flags, hdr + 6, 2);
         memcpy(&status, hdr + 8, 4);
         memcpy(&left, hdr + 48, 4);
@@ -168,7 +140,7 @@ answers(struct node *t, int n)
         while (left > 0) {
             uint32_t k = left < sizeof(skip) ? left : (uint32_t)sizeof(skip);
 
-            recv_all(t->fd, skip, k);
+            CHECK(t_read_all(t->fd, skip, k) == 0);
             left -= k;
         }
     }

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "t_check.h"
+#include "t_net.h"
 
 #include "cm_ec.h"
 #include "cm_err.h"
@@ -71,21 +72,6 @@ struct node {
 };
 
 static struct node nodes[NNODES];
-
-static void
-write_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-
-    while (n > 0) {
-        ssize_t w = write(fd, b, n);
-        if (w <= 0) {
-            return;
-        }
-        b += w;
-        n -= (size_t)w;
-    }
-}
 
 static struct chunk *
 chunk_find(struct node *nd, const struct cm_wire_hdr *h)
@@ -191,9 +177,9 @@ serve(struct node *nd, int fd, const struct cm_wire_hdr *req, const uint8_t *pay
         break;
     }
     cm_wire_encode_hdr(&h, raw);
-    write_all(fd, raw, sizeof(raw));
+    (void)t_write_all(fd, raw, sizeof(raw));
     if (out != NULL) {
-        write_all(fd, out, h.data_len);
+        (void)t_write_all(fd, out, h.data_len);
     }
 }
 
