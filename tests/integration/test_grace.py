@@ -100,7 +100,12 @@ def check_deletes_skip_cos_backlog(t):
 
 
 def main(t):
-    c = t.cluster(nodes=6, fnstore_args="--cap-bytes 32MiB")
+    # Room for both readers' GETs and a PUT at once (3 x 48 MiB): under the
+    # default --inflight-bytes (64 MiB) admission would run them one by one,
+    # so no overwrite would land inside a read, and a slow host would turn
+    # the queueing into 503s (integ.admit tests admission).
+    c = t.cluster(nodes=6, gateway_args="--inflight-bytes 192MiB",
+                  fnstore_args="--cap-bytes 32MiB")
     g = c.gw(c.create_tenant("grace"))
     t.section(check_overwrites, c, g)
     t.section(check_delete, c, g)
