@@ -30,7 +30,8 @@
  *
  * Policies are registered in one explicit list (pol_wa.c); look them up
  * by name with pol_wa_find(). Today: "even" (the strawman, w = W_t) and
- * "pisces" (mismatch-driven weight swaps along widest cycles).
+ * "pisces" (weight swaps along widest cycles toward the demand shapes
+ * fitted to the invariants, and from better- to worse-served tenants).
  */
 #ifndef POL_WA_H
 #define POL_WA_H
@@ -40,7 +41,7 @@
 
 /* Defaults, used for a cfg field left 0. */
 #define POL_WA_ETA_DEFAULT 0.5            /* fraction of a gap closed per step */
-#define POL_WA_DEAD_BAND_DEFAULT 0.03     /* |mismatch| below this is ignored */
+#define POL_WA_DEAD_BAND_DEFAULT 0.03     /* gap to the target below this * the cell: ignored */
 #define POL_WA_FLOOR_FRAC_DEFAULT 0.02    /* floor = this * W_t */
 #define POL_WA_FAIR_BAND_DEFAULT 0.02     /* relative throughput gap ignored */
 #define POL_WA_PRESSED_FRAC_DEFAULT 0.05  /* (demand - served) / demand above this: pressed */
@@ -54,7 +55,7 @@
 
 struct pol_wa_cfg {
     double eta;          /* damping, (0, 1] */
-    double dead_band;    /* in shares, [0, 1) */
+    double dead_band;    /* relative to the cell's target or weight, [0, 1) */
     double floor_frac;   /* (0, 1) */
     double fair_band;    /* [0, 1) */
     double pressed_frac; /* (0, 1) */
@@ -102,7 +103,7 @@ struct pol_wa_view {
 struct pol_wa_stats {
     uint32_t cycles;     /* weight cycles pushed */
     double moved;        /* sum of |w_out - w_in| / 2 over the known entries of v->w */
-    double max_mismatch; /* largest |mismatch| of a tenant with demand ("even": 0) */
+    double max_mismatch; /* largest |target - w| / row of a tenant with demand ("even": 0) */
     int projected;       /* 1: the input broke an invariant beyond rounding */
 };
 

@@ -272,48 +272,55 @@ pol_wa_broken(const struct pol_wa_view *v, double floor_frac)
     return v->w != NULL && pol_wa_invariant_error(v, v->w, floor_frac) > POL_WA_BROKEN_TOL;
 }
 
-/* Step 1 of the projection: IPF on the part above the floor. */
-static void
-pol_wa_ipf(const struct pol_wa_view *v, double ff, double sumw, double *x)
+void
+pol_wa_fit(size_t T, size_t N, const double *rows, const double *cols, const double *fl,
+           const double *wt, int sweeps, double tol, double *x)
 {
-    size_t t, n, T = v->ntenants, N = v->nnodes;
+    size_t t, n;
+    double sumwt = 0.0;
     int sweep;
 
-    for (sweep = 0; sweep < POL_WA_IPF_SWEEPS; sweep++) {
+#define FL(t) (fl != NULL ? fl[t] : 0.0)
+
+    for (t = 0; t < T; t++) {
+        sumwt += wt[t];
+    }
+    for (sweep = 0; sweep < sweeps; sweep++) {
         double worst = 0.0;
 
         for (t = 0; t < T; t++) {
-            double W = v->tenants[t].weight, fl = ff * W, s = 0.0;
-            double want = (double)N * W * (1.0 - ff);
+            double s = 0.0;
 
             for (n = 0; n < N; n++) {
-                s += x[t * N + n] - fl;
+                s += x[t * N + n] - FL(t);
             }
-            worst = fmax(worst, fabs(s - want) / want);
+            worst = fmax(worst, fabs(s - rows[t]) / fmax(rows[t], 1e-300));
             for (n = 0; n < N; n++) {
                 double *p = &x[t * N + n];
 
-                *p = s > 0.0 ? fl + (*p - fl) * (want / s) : W;
+                *p = s > 0.0 ? FL(t) + (*p - FL(t)) * (rows[t] / s) : FL(t) + rows[t] / (double)N;
             }
         }
         for (n = 0; n < N; n++) {
-            double s = 0.0, want = sumw * (1.0 - ff);
+            double s = 0.0;
 
             for (t = 0; t < T; t++) {
-                s += x[t * N + n] - ff * v->tenants[t].weight;
+                s += x[t * N + n] - FL(t);
             }
             for (t = 0; t < T; t++) {
-                double fl = ff * v->tenants[t].weight, *p = &x[t * N + n];
+                double *p = &x[t * N + n];
 
-                *p = s > 0.0 ? fl + (*p - fl) * (want / s) : v->tenants[t].weight;
+                *p = s > 0.0 ? FL(t) + (*p - FL(t)) * (cols[n] / s)
+                             : FL(t) + cols[n] * wt[t] / sumwt;
             }
         }
         /* Columns are exact after their pass; rows were off by `worst`
          * before it. */
-        if (worst < POL_WA_IPF_TOL) {
+        if (worst < tol) {
             break;
         }
     }
+#undef FL
 }
 
 int
@@ -321,7 +328,7 @@ pol_wa_project(const struct pol_wa_view *v, double ff, double *out, int *project
 {
     size_t t, n, T = v->ntenants, N = v->nnodes;
     double sumw = 0.0, g = 0.0, alpha = 1.0;
-    double *rowd, *cold;
+    double *rowd, *cold, *fl, *wt;
 
     if (projected != NULL) {
         *projected = pol_wa_broken(v, ff);
@@ -331,9 +338,13 @@ pol_wa_project(const struct pol_wa_view *v, double ff, double *out, int *project
     }
     rowd = calloc(T, sizeof(*rowd));
     cold = calloc(N, sizeof(*cold));
-    if (rowd == NULL || cold == NULL) {
+    fl = calloc(T, sizeof(*fl));
+    wt = calloc(T, sizeof(*wt));
+    if (rowd == NULL || cold == NULL || fl == NULL || wt == NULL) {
         free(rowd);
         free(cold);
+        free(fl);
+        free(wt);
         return -ENOMEM;
     }
     for (t = 0; t < T; t++) {
@@ -349,7 +360,19 @@ pol_wa_project(const struct pol_wa_view *v, double ff, double *out, int *project
             out[t * N + n] = fmin(fmax(x, ff * W), (double)N * W);
         }
     }
-    pol_wa_ipf(v, ff, sumw, out);
+    /* Step 1: IPF on the part above the floor (rowd, cold: what each row
+     * and column wants above its floors). */
+    for (t = 0; t < T; t++) {
+        wt[t] = v->tenants[t].weight;
+        fl[t] = ff * wt[t];
+        rowd[t] = (double)N * wt[t] * (1.0 - ff);
+    }
+    for (n = 0; n < N; n++) {
+        cold[n] = sumw * (1.0 - ff);
+    }
+    pol_wa_fit(T, N, rowd, cold, fl, wt, POL_WA_IPF_SWEEPS, POL_WA_IPF_TOL, out);
+    memset(rowd, 0, T * sizeof(*rowd));
+    memset(cold, 0, N * sizeof(*cold));
 
     /* Step 2: D = out - E, double-centered. */
     for (t = 0; t < T; t++) {
@@ -384,6 +407,8 @@ pol_wa_project(const struct pol_wa_view *v, double ff, double *out, int *project
     }
     free(rowd);
     free(cold);
+    free(fl);
+    free(wt);
     return 0;
 }
 

@@ -41,6 +41,17 @@ void pol_wa_free(struct pol_wa *wa);
 void pol_wa_forget(struct pol_wa *wa);
 /* 1 if v->w is given and breaks an invariant beyond rounding. */
 int pol_wa_broken(const struct pol_wa_view *v, double floor_frac);
+/*
+ * Iterative proportional fitting of x ([T * N], in place) on the part above
+ * the floors fl[t] (fl NULL: 0): each row's part above its floor to sum to rows[t], each
+ * column's to cols[n] (consistent: sum rows = sum cols), keeping x's shape
+ * (x = fl + r_t * c_n * (x0 - fl)). At most `sweeps` row-then-column passes,
+ * fewer once the rows are within tol (relative) before a column pass;
+ * columns are exact after each. A row or column with nothing above its
+ * floors is spread evenly (rows) or by wt (columns). All arrays borrowed.
+ */
+void pol_wa_fit(size_t T, size_t N, const double *rows, const double *cols, const double *fl,
+                const double *wt, int sweeps, double tol, double *x);
 /* 0 if v is well-formed (see step in pol_wa.h), CM_E_BADARG, -ENOMEM. */
 int pol_wa_check_view(const struct pol_wa_view *v);
 /*

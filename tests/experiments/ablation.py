@@ -238,6 +238,11 @@ def machine_note(a):
 CASES = [("even", [32] * 8), ("2x-vs-1x", [64] * 4 + [32] * 4)]
 
 
+def chosen(names):
+    """names less those --configs leaves out (for trials)."""
+    return [n for n in names if n in dict(CONFIGS)]
+
+
 def run_matrix(a, tag, configs, cases, duration):
     """Each configuration (names) in a fresh cluster per run, which runs
     the cases [(name, [conc per tenant])] in order; runs interleaved."""
@@ -429,7 +434,7 @@ def findings_a(res, med):
 
 def exp_c(a):
     cases = [("even", [64] * 8), ("2x-vs-1x", [128] * 4 + [64] * 4)]
-    configs = ["RS+PP+FQ", "all four"]
+    configs = chosen(["RS+PP+FQ", "all four"])
     dur = 1.5 * a.duration
     res = run_matrix(a, "c", configs, cases, dur)
     rows, ok = [], True
@@ -496,7 +501,7 @@ had nothing queued at a sample.
 def exp_w(a):
     spec = [("h0", 100, {"conc": 256})] + [("m%d" % i, 10, {"conc": 64}) for i in range(2)] + \
         [("l%d" % i, 1, {"conc": 16}) for i in range(5)]
-    configs = ["none", "all four"]
+    configs = chosen(["none", "all four"])
     dur = 2 * a.duration
     res = run_spec(a, "w", spec, configs, dur)
     ok = sx.median(x["mmr"] for x in res["all four"]) >= 0.95
@@ -569,7 +574,7 @@ def exp_d(a):
     spec = [("s%d" % i, 1, {"conc": STEADY}) for i in range(4)] + \
         [("b0", 1, {"conc": burst}), ("b1", 1, {"conc": burst_late}),
          ("d0", 1, {"conc": sine}), ("d1", 1, {"conc": sine_late})]
-    configs = ["none", "all four"]
+    configs = chosen(["none", "all four"])
     dur = 3 * a.duration
     res = run_spec(a, "d", spec, configs, dur)
 
@@ -671,7 +676,7 @@ def schedule_value(v, t):
 
 
 def exp_o(a):
-    configs = ["all four", "none"]
+    configs = chosen(["all four", "none"])
     runs = max(a.runs, 4)
     # Uncapped runs need no settling: the machine, not a mechanism, is the bottleneck.
     warm, dur = min(a.warmup, 3), min(a.duration, 10)
@@ -782,7 +787,7 @@ def main():
     ap.add_argument("--partitions", type=int, default=PARTITIONS,
                     help="partitions per tenant (shoal-controller --partitions) [%d]" % PARTITIONS)
     ap.add_argument("--configs", default="",
-                    help="a: only these configurations (comma-separated names), for trials")
+                    help="only these configurations (comma-separated names), for trials")
     ap.add_argument("--no-doc", action="store_true",
                     help="print the sections, plots to $TMPDIR/shoal-exp-img, docs untouched")
     ap.add_argument("--out", default="", help="raw results as JSON")
