@@ -32,7 +32,7 @@
     X(W_CYCLES, "shoal_controller_wa_cycles_total", "counter",                                     \
       "Weight cycles the steps pushed (pisces)")                                                   \
     X(W_MISMATCH, "shoal_controller_wa_max_mismatch", "gauge",                                     \
-      "Last step: largest |demand share - weight share| of a tenant at an up node (pisces)")       \
+      "Last step: largest |target - weight| / row of a tenant at an up node (pisces)")             \
     X(W_ERROR, "shoal_controller_wa_invariant_error", "gauge",                                     \
       "Largest relative error of a row or column sum of the local weights in force")               \
     X(W_SECONDS, "shoal_controller_wa_step_seconds", "gauge", "Run time of the last step")         \
