@@ -498,9 +498,12 @@ had nothing queued at a sample.
 # ----------------------------------------------------------------------------- w
 
 
+W_SPEC = [("h0", 100, {"conc": 256})] + [("m%d" % i, 10, {"conc": 64}) for i in range(2)] + \
+    [("l%d" % i, 1, {"conc": 16}) for i in range(5)]
+
+
 def exp_w(a):
-    spec = [("h0", 100, {"conc": 256})] + [("m%d" % i, 10, {"conc": 64}) for i in range(2)] + \
-        [("l%d" % i, 1, {"conc": 16}) for i in range(5)]
+    spec = W_SPEC
     configs = chosen(["none", "all four"])
     dur = 2 * a.duration
     res = run_spec(a, "w", spec, configs, dur)

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """What WA does in one ablation configuration, per tenant and node.
 
-    wa_diag.py run --build BUILD [--config NAME] [--run R] [--warmup S] [--duration S] --out FILE.json
+    wa_diag.py run --build BUILD [--config NAME] [--spec a|w] [--run R] [--warmup S] [--duration S] --out FILE.json
     wa_diag.py show FILE.json
 
 run: one cluster of ablation.py a's setup under the configuration NAME
-(default WA+PP+FQ), both cases (even, 2x-vs-1x), samples every second of
+(default WA+PP+FQ), both cases (even, 2x-vs-1x), or with --spec w the
+tenants of ablation.py w (weights 100/10/1), samples every second of
 each node's per-tenant counters (arrivals, served, queued, local weight)
 and the controller's /v1/fairness, all kept in FILE.json.
 show: for each case, per tenant and node over the measured window: the
@@ -37,13 +38,16 @@ def run(a):
     sx.NODE_TENANT_METRICS.update(EXTRA_METRICS)
     cfg = ab.CFG[a.config]
     out = {"config": a.config, "cases": {}}
-    names = ["t%d" % i for i in range(8)]
+    if a.spec == "w":
+        spec, cases = ab.W_SPEC, [("w", None)]
+    else:
+        spec, cases = [("t%d" % i, 1, {"conc": 16}) for i in range(8)], ab.CASES
     with ab.cluster(a, cfg) as c:
-        loads = ab.tenants_and_loads(c, [(n, 1, {"conc": 16}) for n in names])
+        loads = ab.tenants_and_loads(c, spec)
         sx.load_keys(c, loads, prefix=ab.prefix(a.run))
         ids = {}
-        for case, concs in ab.CASES:
-            for ld, k in zip(loads, concs):
+        for case, concs in cases:
+            for ld, k in zip(loads, concs or [ld.conc for ld in loads]):
                 ld.conc = k
             sx.log("diag %s, %s" % (a.config, case))
             th, info = None, {}
@@ -161,6 +165,7 @@ def main():
     ap.add_argument("file", nargs="?")
     ap.add_argument("--build", default="build")
     ap.add_argument("--config", default="WA+PP+FQ", choices=sorted(ab.CFG))
+    ap.add_argument("--spec", default="a", choices=["a", "w"], help="the tenants of a or of w")
     ap.add_argument("--warmup", type=float, default=15)
     ap.add_argument("--duration", type=float, default=20)
     ap.add_argument("--partitions", type=int, default=ab.PARTITIONS)
