@@ -137,8 +137,6 @@ struct fns_node {
     struct fns_rec_trace *rtrace; /* one per helper */
     uint64_t rtrace_ns;           /* when the first of those recoveries began */
 
-    /* The insertion log (fns_node_ilog.c): its batches, deletes and
-     * carries run on their own one-worker COS pool, in order. */
     /* Keys with small writes on the packing worker not yet reaped, or
      * written to an object of their own (fns_node_durable.c, struct
      * fns_wr): a DEL must not unlink before those writes are done (it ran
@@ -146,6 +144,8 @@ struct fns_node {
      * object (every DEL of a packed chunk was an unlink that failed). */
     struct cm_hmap writes;
 
+    /* The insertion log (fns_node_ilog.c): its batches, deletes and
+     * carries run on their own one-worker COS pool, in order. */
     struct fns_ilog *ilog;
     struct fns_cos *logpool;
     int log_writing, log_carrying;

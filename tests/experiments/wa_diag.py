@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """What WA does in one ablation configuration, per tenant and node.
 
-    wa_diag.py run --build BUILD [--config NAME] [--spec a|w] [--run R] [--warmup S] [--duration S] --out FILE.json
+    wa_diag.py run --build BUILD [--config NAME] [--spec a|w] [--run R] [--warmup S]
+                   [--duration S] --out FILE.json
     wa_diag.py show FILE.json
 
 run: one cluster of ablation.py a's setup under the configuration NAME
