@@ -27,7 +27,8 @@ The mechanisms: FQ = `shoal-fnstore --sched drfq` (else fifo), RS =
 pisces` (else even), PP = `shoal-controller --pp milp` (else hash). With PP
 the script asks for `shoalctl placement rebalance` once the gateways have
 reported demand (the automatic trigger is off, so every run re-places at
-the same point) and waits for the migration before the measured window.
+the same point), in a placement phase under load before the warm-up that
+lasts until the migration is over.
 Each experiment writes its section of docs/fairness.md and its plot
 docs/img/ablation_<x>.png, and exits 1 when its target is missed.
 """
@@ -49,8 +50,10 @@ CAP = 300    # requests/s per node: 1800 in all, well under what the machine ser
 KEYS = 100
 PARTITIONS = 16
 ZIPF = 0.99
-# Hedged reads off, as in fq.py: a read waiting its turn is not new demand.
-GATEWAY = {"slow-ms": 600000, "io-timeout-ms": 60000}
+# Hedged reads off, as in fq.py: a read waiting its turn is not new demand,
+# and a hedged copy costs the tenant's own share (with 600000 rather than 0,
+# rs fast still hedged after RTT + 4 deviations).
+GATEWAY = {"slow-ms": 0, "io-timeout-ms": 60000}
 # PP re-places when the script asks (rebalance), never on its own trigger.
 PP_FLAGS = {"pp-checks": 1000, "pp-interval-ms": 60000}
 DOC = os.path.join(sx.SRC, "docs", "fairness.md")
@@ -99,7 +102,7 @@ def rebalance(c, out):
         rb = {"error": (p.stdout + p.stderr).decode(errors="replace")[-300:]}
     out["rebalance"] = rb
     sx.log("rebalance: %s" % rb)
-    end = time.time() + 60
+    end = time.time() + 180
     while time.time() < end:
         s = placement_status(c)
         if s["moving_partitions"] == 0 and not s["migrating"]:
@@ -144,25 +147,40 @@ def prefix(run):
     return "r%d/" % run
 
 
-def run_case(c, a, loads, pp, warmup, duration, run=0, rebalance_at=6.0):
-    """One shoal-bench run over loads with samples every second; with PP a
-    rebalance rebalance_at seconds into the warm-up."""
-    info = {}
-    th = None
-    if pp == "milp":
-        t0 = time.time()
+def settle(c, loads, run, rebalance_at, info):
+    """The placement phase before a run with PP: load for rebalance_at s
+    (the gateway has reported the partitions' demand by then), shoalctl
+    placement rebalance, and load on until the migration is over. A
+    migration's reads are charged to the shares of the tenants whose
+    partitions move, so one still running in the measured window counts as
+    their loss."""
+    t0 = time.time()
+    done = threading.Event()
 
-        def rb():
-            time.sleep(max(0.0, t0 + rebalance_at - time.time()))
+    def rb():
+        time.sleep(rebalance_at)
+        try:
             rebalance(c, info)
-            info["at"] = time.time() - t0
-        th = threading.Thread(target=rb, daemon=True)
-        th.start()
+        finally:
+            done.set()
+    th = threading.Thread(target=rb, daemon=True)
+    th.start()
+    while not done.is_set():
+        sx.bench(c, loads, warmup=0, duration=2, prefix=prefix(run),
+                 extra=["--seed", str(run + 1)], allow_errors=True)
+    th.join()
+    info["at"] = time.time() - t0
+
+
+def run_case(c, a, loads, pp, warmup, duration, run=0, rebalance_at=6.0):
+    """One shoal-bench run over loads with samples every second; with PP
+    after the placement phase (settle)."""
+    info = {}
+    if pp == "milp":
+        settle(c, loads, run, rebalance_at, info)
     r = sx.bench(c, loads, warmup=warmup, duration=duration, prefix=prefix(run),
                  extra=["--seed", str(run + 1)], sample=sx.fairness_sampler(c),
                  allow_errors=True)
-    if th:
-        th.join(60)
     summ = sx.summarize_samples(c, r.measured_samples(1.0))
     weights = {ld.tenant.name: ld.weight for ld in loads}
     # The MMR a perfectly fair run would show from counting noise alone:
@@ -326,14 +344,16 @@ def exp_a(a):
 %d keys of 1 KiB read by shoal-bench with Zipf %.2f (one thread, GET
 only); every partition is 1+2 copies (16 partitions per tenant, each on
 3 of the 6 nodes by the placement rows); hedged reads off (`--slow-ms
-600000`). Even demand: 32 outstanding per tenant; 2x-vs-1x: t0-t3 at 64,
+0`). Even demand: 32 outstanding per tenant; 2x-vs-1x: t0-t3 at 64,
 t4-t7 at 32. One fresh cluster per configuration and run, which runs both
 cases one after the other (even first); %g s warm-up, %g s measured each.
 Runs differ in the keys' names and shoal-bench's seed, so each run has
 its hot partitions elsewhere.
-With PP, `shoalctl placement rebalance` 6 s into each warm-up (the
-gateway has reported the partitions' demand by then) and the migration
-waited for; the automatic trigger is off. Medians over %d run(s) per
+With PP, a placement phase before each warm-up: the same load, `shoalctl
+placement rebalance` after 6 s (the gateway has reported the partitions'
+demand by then), and the load on until the migration is over (a migration's
+reads are charged to the moving tenants' shares); the automatic trigger is
+off. Medians over %d run(s) per
 configuration (runs of the configurations interleaved).
 
 %s
@@ -545,7 +565,8 @@ def exp_w(a):
 Pisces talk's 4 / 20 / 40 tenants scaled to 1 / 2 / 5. Fair shares are
 %.0f, %.0f and %.1f GET/s (u x capacity is not applied: MMR is of
 GET/s per weight among tenants that all ask for more). none against all
-four, %g s warm-up (with the re-placement), %g s measured, %d run(s) each.
+four (with PP: a placement phase first, as in a), %g s warm-up, %g s
+measured, %d run(s) each.
 
 %s
 
@@ -785,8 +806,8 @@ def main():
     ap.add_argument("--runs", type=int, default=2, help="runs per configuration [2]")
     ap.add_argument("--duration", type=float, default=20)
     ap.add_argument("--warmup", type=float, default=15,
-                    help="seconds before the measured window: re-placement, migration and "
-                    "weight allocation settle in it [20]")
+                    help="seconds of load before the measured window (with PP after the "
+                    "placement phase): weight allocation settles in it [15]")
     ap.add_argument("--partitions", type=int, default=PARTITIONS,
                     help="partitions per tenant (shoal-controller --partitions) [%d]" % PARTITIONS)
     ap.add_argument("--configs", default="",

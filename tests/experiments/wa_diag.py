@@ -8,13 +8,15 @@
 run: one cluster of ablation.py a's setup under the configuration NAME
 (default WA+PP+FQ), both cases (even, 2x-vs-1x), or with --spec w the
 tenants of ablation.py w (weights 100/10/1), samples every second of
-each node's per-tenant counters (arrivals, served, queued, local weight)
-and the controller's /v1/fairness, all kept in FILE.json.
+each node's per-tenant counters (arrivals, served, queued, local weight),
+the gateway's RS state and migration, and the controller's /v1/fairness,
+all kept in FILE.json (with PP after ablation.py's placement phase).
 show: for each case, per tenant and node over the measured window: the
 share of the tenant's arrivals that land on the node (d), the local weight
 the node applied, the demand-proportional weight (each node's sum split by
 d x W_t among the tenants there), the requests queued, and per node its
-load; how far the weights at the most demanded node swung over the
+load; whether a migration ran; per tenant and node the RS window, RTT
+and base RTT; how far the weights at the most demanded node swung over the
 window; then the max-min rate the nodes' capacities allow when every tenant
 keeps its d (max X with X * sum_t W_t d[t][n] <= cap for every node n).
 """
@@ -23,8 +25,6 @@ import json
 import os
 import statistics
 import sys
-import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ablation as ab  # noqa: E402
@@ -51,16 +51,12 @@ def run(a):
             for ld, k in zip(loads, concs or [ld.conc for ld in loads]):
                 ld.conc = k
             sx.log("diag %s, %s" % (a.config, case))
-            th, info = None, {}
+            info = {}
             if cfg[3] == "milp":
-                th = threading.Thread(target=lambda: (time.sleep(6.0), ab.rebalance(c, info)),
-                                      daemon=True)
-                th.start()
+                ab.settle(c, loads, a.run, 6.0, info)
             r = sx.bench(c, loads, warmup=a.warmup, duration=a.duration, prefix=ab.prefix(a.run),
-                         extra=["--seed", str(a.run + 1)], sample=sx.fairness_sampler(c),
+                         extra=["--seed", str(a.run + 1)], sample=rs_sampler(c),
                          allow_errors=True)
-            if th:
-                th.join(60)
             for x in r.samples[-1][1]["fairness"]["tenants"]:
                 ids[str(x.get("id"))] = x["name"]
             out["cases"][case] = {"mmr": r.json["fairness"]["min_max_ratio"],
@@ -71,6 +67,40 @@ def run(a):
     with open(a.out, "w") as f:
         json.dump(out, f)
     show_file(a.out)
+
+
+RS_METRICS = {"window": "shoal_gateway_rs_window", "rtt": "shoal_gateway_rs_rtt_seconds",
+              "base": "shoal_gateway_rs_base_rtt_seconds"}
+
+
+GW_COUNTERS = ["migrate_running", "migrate_moved_versions_total"]
+
+
+def rs_sampler(c):
+    """fairness_sampler's sample, plus the gateway's RS state per tenant id
+    and node: {"rs": {figure: {tenant id: {node: value}}}}."""
+    base = sx.fairness_sampler(c)
+
+    def sample():
+        d = base()
+        g = c.metrics_of("gateway")
+        d["rs"] = {k: {} for k in RS_METRICS}
+        d["gw"] = {k: sx.metric(g, "shoal_gateway_" + k) for k in GW_COUNTERS}
+        for k, name in RS_METRICS.items():
+            for lab, v in sx.series(g, name):
+                d["rs"][k].setdefault(lab.get("tenant"), {})[lab.get("node")] = v
+        return d
+    return sample
+
+
+def rs_means(samples, key):
+    """{(tenant id, node): mean} of one RS figure over the samples."""
+    acc = {}
+    for s in samples:
+        for tid, m in s.get("rs", {}).get(key, {}).items():
+            for n, v in m.items():
+                acc.setdefault((tid, int(n)), []).append(v)
+    return {k: statistics.mean(v) for k, v in acc.items()}
 
 
 def rates(s0, s1, key):
@@ -111,6 +141,7 @@ def show(out):
         s0, s1 = sm[0], sm[-1]
         arr, srv = rates(s0, s1, "arrived"), rates(s0, s1, "served")
         wt, q = means(sm, "weight"), means(sm, "queued")
+        win, rtt, brtt = rs_means(sm, "window"), rs_means(sm, "rtt"), rs_means(sm, "base")
         tids = sorted({k[0] for k in arr}, key=lambda x: ids.get(x, x))
         tids = [t for t in tids if sum(arr.get((t, n), 0) for n in range(ab.NODES)) > 1]
         nodes = list(range(ab.NODES))
@@ -137,6 +168,17 @@ def show(out):
                 cells.append("%.2f %4.2f %4.2f %4.1f" % (d[t][n], wt.get((t, n), 0.0), ideal,
                                                       q.get((t, n), 0.0)))
             print("%-4s %s" % (ids.get(t, t), "  ".join(cells)))
+        gw = [smp.get("gw") for smp in sm if smp.get("gw")]
+        if gw:
+            print("migration in the window: running in %d of %d samples, %d versions moved" % (
+                sum(g["migrate_running"] > 0 for g in gw), len(gw),
+                gw[-1]["migrate_moved_versions_total"] - gw[0]["migrate_moved_versions_total"]))
+        if win:
+            print("RS per tenant and node: window / RTT s / base RTT s (means)")
+            for t in tids:
+                print("%-4s %s" % (ids.get(t, t), "  ".join(
+                    "%5.1f/%5.2f/%5.2f" % (win.get((t, n), 0), rtt.get((t, n), 0),
+                                           brtt.get((t, n), 0)) for n in nodes)))
         hot = max(nodes, key=lambda n: sum(d[t][n] for t in tids))
         span = {}
         for smp in sm:
