@@ -335,7 +335,8 @@ def exp_a(a):
         grid.append([("%s demand" % case, lines, [], [(0, a.warmup, "warm-up")])])
     sx.plot_grid(img("ablation_a.png"), [[g[0] for g in grid]],
                  "a. ablation: per-second min-max ratio of GET/s (median run; warm-up "
-                 "shaded, after the placement phase)", "min-max ratio", figsize=(13, 4.2), ylim=(0, 1.05))
+                 "shaded, after the placement phase)", "min-max ratio", figsize=(13, 4.2),
+                 ylim=(0, 1.05))
     adds = each_adds(med)
     body = """### a. The ablation
 
