@@ -655,8 +655,8 @@ def exp_d(a):
                 break
         summ = sx.summarize_samples(c, r.measured_samples(1.0))
         # Each tenant's RS windows summed over the nodes, per sample.
-        windows = {t.name: [(round(st, 1), sum(v for (tid, _), v in s.get("rs_window", {}).items()
-                                                if tid == str(t.id)))
+        windows = {t.name: [(round(st, 1), sum(s.get("rs", {}).get("window", {})
+                                                 .get(str(t.id), {}).values()))
                             for st, s in r.samples] for t in ts}
     by = {n: dict(v) for n, v in sx.series_by_tenant(r.series).items()}
     secs = sorted(by["steady"])

@@ -426,11 +426,20 @@ NODE_TENANT_METRICS = {
 }
 
 
+GATEWAY_RS_METRICS = {
+    "window": "shoal_gateway_rs_window",
+    "rtt": "shoal_gateway_rs_rtt_seconds",
+    "base": "shoal_gateway_rs_base_rtt_seconds",
+}
+
+
 def fairness_sampler(c, nodes=True, gateway=False):
     """A sample function: the controller's /v1/fairness and each node's
     dominant load; per node (nodes=True) its queue and, per tenant id, the
-    figures of NODE_TENANT_METRICS; with gateway=True the RS windows
-    {(tenant id, node): window}; every process's CPU seconds."""
+    figures of NODE_TENANT_METRICS; with gateway=True the RS state
+    {"rs": {figure of GATEWAY_RS_METRICS: {tenant id: {node: value}}}} and
+    the migration {"migration": {"running", "moved_versions"}}; every
+    process's CPU seconds."""
     def sample():
         d = {"t": time.time(), "fairness": c.fairness()}
         cm = c.metrics_of("controller")
@@ -444,9 +453,13 @@ def fairness_sampler(c, nodes=True, gateway=False):
                                 for k, name in NODE_TENANT_METRICS.items()}
         if gateway:
             g = c.metrics_of("gateway")
-            d["rs_window"] = {}
-            for lab, v in series(g, "shoal_gateway_rs_window"):
-                d["rs_window"][(lab.get("tenant"), lab.get("node"))] = v
+            d["rs"] = {k: {} for k in GATEWAY_RS_METRICS}
+            for k, name in GATEWAY_RS_METRICS.items():
+                for lab, v in series(g, name):
+                    d["rs"][k].setdefault(lab.get("tenant"), {})[lab.get("node")] = v
+            d["migration"] = {
+                "running": metric(g, "shoal_gateway_migrate_running"),
+                "moved_versions": metric(g, "shoal_gateway_migrate_moved_versions_total")}
         d["cpu"] = c.cpu_seconds()
         return d
     return sample

@@ -10,6 +10,7 @@
   computed answers; elastic.stored_bytes against the layouts
   architecture.md works out.
 """
+import json
 import os
 import sys
 import tempfile
@@ -88,14 +89,22 @@ def test_sampler():
             return sx.st.parse_metrics(
                 'shoal_node_dominant_load{node="0"} 1\n'
                 'shoal_gateway_rs_window{tenant="3",node="1"} 4.5\n'
-                'shoal_gateway_rs_window{tenant="3",node="2"} 6\n')
+                'shoal_gateway_rs_window{tenant="3",node="2"} 6\n'
+                'shoal_gateway_rs_rtt_seconds{tenant="3",node="1"} 0.25\n'
+                'shoal_gateway_migrate_running 1\n'
+                'shoal_gateway_migrate_moved_versions_total 12\n')
 
         def cpu_seconds(self):
             return {}
 
     d = sx.fairness_sampler(Fake(), nodes=False, gateway=True)()
-    check(d["rs_window"] == {("3", "1"): 4.5, ("3", "2"): 6.0},
-          "the gateway's windows by (tenant, node): %r" % d.get("rs_window"))
+    check(d["rs"]["window"] == {"3": {"1": 4.5, "2": 6.0}},
+          "the gateway's windows by tenant and node: %r" % d.get("rs"))
+    check(d["rs"]["rtt"] == {"3": {"1": 0.25}} and d["rs"]["base"] == {},
+          "the gateway's RTTs by tenant and node: %r" % d.get("rs"))
+    check(d["migration"] == {"running": 1.0, "moved_versions": 12.0},
+          "the gateway's migration: %r" % d.get("migration"))
+    json.dumps(d)  # kept in the experiments' JSON files as is
 
 
 def test_stats():

@@ -55,7 +55,7 @@ def run(a):
             if cfg[3] == "milp":
                 ab.settle(c, loads, a.run, 6.0, info)
             r = sx.bench(c, loads, warmup=a.warmup, duration=a.duration, prefix=ab.prefix(a.run),
-                         extra=["--seed", str(a.run + 1)], sample=rs_sampler(c),
+                         extra=["--seed", str(a.run + 1)], sample=sx.fairness_sampler(c, gateway=True),
                          allow_errors=True)
             for x in r.samples[-1][1]["fairness"]["tenants"]:
                 ids[str(x.get("id"))] = x["name"]
@@ -67,30 +67,6 @@ def run(a):
     with open(a.out, "w") as f:
         json.dump(out, f)
     show_file(a.out)
-
-
-RS_METRICS = {"window": "shoal_gateway_rs_window", "rtt": "shoal_gateway_rs_rtt_seconds",
-              "base": "shoal_gateway_rs_base_rtt_seconds"}
-
-
-GW_COUNTERS = ["migrate_running", "migrate_moved_versions_total"]
-
-
-def rs_sampler(c):
-    """fairness_sampler's sample, plus the gateway's RS state per tenant id
-    and node: {"rs": {figure: {tenant id: {node: value}}}}."""
-    base = sx.fairness_sampler(c)
-
-    def sample():
-        d = base()
-        g = c.metrics_of("gateway")
-        d["rs"] = {k: {} for k in RS_METRICS}
-        d["gw"] = {k: sx.metric(g, "shoal_gateway_" + k) for k in GW_COUNTERS}
-        for k, name in RS_METRICS.items():
-            for lab, v in sx.series(g, name):
-                d["rs"][k].setdefault(lab.get("tenant"), {})[lab.get("node")] = v
-        return d
-    return sample
 
 
 def rs_means(samples, key):
@@ -168,11 +144,11 @@ def show(out):
                 cells.append("%.2f %4.2f %4.2f %4.1f" % (d[t][n], wt.get((t, n), 0.0), ideal,
                                                       q.get((t, n), 0.0)))
             print("%-4s %s" % (ids.get(t, t), "  ".join(cells)))
-        gw = [smp.get("gw") for smp in sm if smp.get("gw")]
-        if gw:
+        mig = [smp["migration"] for smp in sm if "migration" in smp]
+        if mig:
             print("migration in the window: running in %d of %d samples, %d versions moved" % (
-                sum(g["migrate_running"] > 0 for g in gw), len(gw),
-                gw[-1]["migrate_moved_versions_total"] - gw[0]["migrate_moved_versions_total"]))
+                sum(m["running"] > 0 for m in mig), len(mig),
+                mig[-1]["moved_versions"] - mig[0]["moved_versions"]))
         if win:
             print("RS per tenant and node: window / RTT s / base RTT s (means)")
             for t in tids:
