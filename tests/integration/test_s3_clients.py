@@ -115,6 +115,9 @@ class Ctx:
         self.c = c
         self.akid = key["access_key_id"]
         self.secret = key["secret_access_key"]
+        # the secret with its first character changed (one "x" + [1:] would
+        # not change when the random secret starts with "x")
+        self.wrong_secret = ("y" if self.secret[0] == "x" else "x") + self.secret[1:]
         self.endpoint = "http://127.0.0.1:%d" % c.s3_port
         self.tmp = tmp
         self.tree = os.path.join(tmp, "tree")
@@ -213,7 +216,7 @@ def aws_cli(t, x):
     p = run(aws + ["s3", "rb", "s3://aws-bkt"], env, check=False)
     t.check(p.returncode != 0 and "BucketNotEmpty" in out(p), "aws s3 rb of a full bucket: %s"
             % out(p))
-    bad = dict(env, AWS_SECRET_ACCESS_KEY="wrong" + x.secret[5:], AWS_ACCESS_KEY_ID=x.akid)
+    bad = dict(env, AWS_SECRET_ACCESS_KEY=x.wrong_secret, AWS_ACCESS_KEY_ID=x.akid)
     p = run(aws + ["s3", "ls", "s3://aws-bkt/"], bad, check=False)
     t.check(p.returncode != 0 and "SignatureDoesNotMatch" in out(p), "aws wrong secret: %s"
             % out(p))
@@ -287,7 +290,7 @@ def boto3_client(t, x):
     t.eq((code, s3_error_code(body)), (403, "AccessDenied"), "an expired presigned URL")
     t.check(b"Request has expired" in body, "expired URL message: %r" % body)
 
-    for what, cl, code in (("wrong secret", x.boto(secret="x" + x.secret[1:]),
+    for what, cl, code in (("wrong secret", x.boto(secret=x.wrong_secret),
                             "SignatureDoesNotMatch"),
                            ("unknown key", x.boto(akid="AKUNKNOWNKEY22222222"),
                             "InvalidAccessKeyId")):
@@ -357,7 +360,7 @@ def s3cmd_client(t, x):
     t.eq((code, s3_error_code(body)), (400, "InvalidRequest"), "curl of an s3cmd signurl URL")
 
     badcfg = os.path.join(home, "bad.s3cfg")
-    write_cfg(badcfg, "x" + x.secret[1:])
+    write_cfg(badcfg, x.wrong_secret)
     p = run(["/usr/bin/s3cmd", "-c", badcfg, "ls", "s3://s3cmd-bkt"], env, check=False)
     t.check(p.returncode != 0 and "SignatureDoesNotMatch" in out(p), "s3cmd wrong secret: %s"
             % out(p))
@@ -372,7 +375,7 @@ def rclone_client(t, x):
     home = x.dir("rclone-home")
     cfg = os.path.join(home, "rclone.conf")
     with open(cfg, "w") as f:
-        for name, secret in (("shoal", x.secret), ("bad", "x" + x.secret[1:])):
+        for name, secret in (("shoal", x.secret), ("bad", x.wrong_secret)):
             f.write("[%s]\ntype = s3\nprovider = Other\naccess_key_id = %s\n"
                     "secret_access_key = %s\nendpoint = %s\n\n" % (name, x.akid, secret,
                                                                    x.endpoint))
