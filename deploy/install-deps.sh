@@ -8,7 +8,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libevent-dev libisal-dev libmicrohttpd-dev libs3-dev liblmdb-dev libglpk-dev
-      libjansson-dev libcurl4-openssl-dev libssl-dev curl python3 python3-boto3
+      libjansson-dev libcurl4-openssl-dev libssl-dev curl python3 python3-boto3 python3-matplotlib
       awscli s3cmd rclone nginx wrk redis-server redis-tools rt-tests prometheus)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -2,11 +2,12 @@
 """exp.ablation_*: system-wide fairness, each Pisces mechanism on and off.
 
     ablation.py a|c|w|d|o|all --build BUILD [--runs N] [--duration S] [--warmup S]
-                            [--no-doc] [--out FILE.json]
+                            [--partitions N] [--configs A,B] [--no-doc] [--out FILE.json]
 
 a  the ablation (the Pisces talk, slide 27): 8 tenants of weight 1 on 6
    nodes with equal --cap-ops, GET 1 KiB, Zipf 0.99 over each tenant's
-   keys, every partition 1+2 copies (3 of the 6 nodes); even demand (32
+   keys, 8 partitions per tenant of 1+2 copies (3 of the 6 nodes: hash
+   leaves some node over the headroom, so PP has work); even demand (32
    outstanding each) and 2x-vs-1x demand (4 tenants at 64, 4 at 32).
    Configurations: none (fifo / uniform / even / hash), FQ, PP+FQ,
    WA+PP+FQ, RS+PP+FQ and all four. Target: all four MMR >= 0.95 in both
@@ -14,7 +15,8 @@ a  the ablation (the Pisces talk, slide 27): 8 tenants of weight 1 on 6
 c  all four (and RS+PP+FQ) as in a at twice the concurrency, 1.5x as long:
    whether a's gap comes from tenants not waiting at every node
 w  weights of 100x / 10x / 1x (1, 2 and 5 tenants: the talk's 4/20/40
-   scaled), same placement and load shape, none against all four;
+   scaled), the load shape of a over 16 partitions per tenant (the
+   controller's default, as d and o), none against all four;
    target MMR of throughput/weight >= 0.95
 d  dynamic: steady, bursty and diurnal tenants (shoal-bench schedules),
    none against all four; MMR per 5 s over the tenants that are asking
@@ -48,7 +50,12 @@ NODES = 6
 EC = (1, 2)  # a partition's copies on 3 of the 6 nodes
 CAP = 300    # requests/s per node: 1800 in all, well under what the machine serves
 KEYS = 100
-PARTITIONS = 16
+# Partitions per tenant. a and c: 8, where rows placed by hash leave some
+# node over the headroom under its fair-share load (Pisces' strawman), so PP
+# has something to do; at 16 every node was within it in most runs and PP
+# moved 0-7 partitions. w, d and o: the controller's default.
+PARTITIONS = {"a": 8, "c": 8}
+CTL_PARTITIONS = 16
 ZIPF = 0.99
 # Hedged reads off, as in fq.py: a read waiting its turn is not new demand,
 # and a hedged copy costs the tenant's own share (with 600000 rather than 0,
@@ -75,9 +82,14 @@ PISCES = {"none": (0.57, 0.36), "FQ": (0.59, 0.58), "PP+FQ": (0.64, 0.74),
           "WA+PP+FQ": (0.93, 0.96), "all four": (0.98, 0.97)}
 
 
-def cluster(a, cfg, cap=CAP):
+def partitions(a, which):
+    """Partitions per tenant of experiment which (a, c, w, d, o)."""
+    return a.partitions or PARTITIONS.get(which, CTL_PARTITIONS)
+
+
+def cluster(a, cfg, parts, cap=CAP):
     sched, rs, wa, pp = cfg
-    ctl = {"wa": wa, "pp": pp, "partitions": a.partitions}
+    ctl = {"wa": wa, "pp": pp, "partitions": parts}
     if pp == "milp":
         ctl.update(PP_FLAGS)
     fns = {"sched": sched}
@@ -271,7 +283,7 @@ def run_matrix(a, tag, configs, cases, duration):
         order += [(r, cf) for cf in (configs if r % 2 == 0 else configs[::-1])]
     for r, cf in order:
         cfg = CFG[cf]
-        with cluster(a, cfg) as c:
+        with cluster(a, cfg, partitions(a, tag)) as c:
             loads = tenants_and_loads(c, [(n, 1, {"conc": 16}) for n in names])
             sx.load_keys(c, loads, prefix=prefix(r))
             for case, concs in cases:
@@ -289,7 +301,7 @@ def run_spec(a, tag, spec, configs, duration):
     res = {cf: [] for cf in configs}
     for r in range(a.runs):
         for cf in (configs if r % 2 == 0 else configs[::-1]):
-            with cluster(a, CFG[cf]) as c:
+            with cluster(a, CFG[cf], partitions(a, tag)) as c:
                 loads = tenants_and_loads(c, spec)
                 sx.load_keys(c, loads, prefix=prefix(r))
                 sx.log("%s %s run %d" % (tag, cf, r + 1))
@@ -343,9 +355,11 @@ def exp_a(a):
 `%s` (ctest `exp.ablation_a`, label `experiment`). %d nodes with
 `--cap-ops %d` each (%d GET/s in all); 8 tenants of weight 1, each with
 %d keys of 1 KiB read by shoal-bench with Zipf %.2f (one thread, GET
-only); every partition is 1+2 copies (16 partitions per tenant, each on
-3 of the 6 nodes by the placement rows); hedged reads off (`--slow-ms
-0`). Even demand: 32 outstanding per tenant; 2x-vs-1x: t0-t3 at 64,
+only); every partition is 1+2 copies (%d partitions per tenant, each on
+3 of the 6 nodes by the placement rows: with 8, hash leaves some node over
+the headroom under the fair-share load in most runs, as Pisces' strawman
+does; with the controller's 16 it seldom did, and PP had little to move);
+hedged reads off (`--slow-ms 0`). Even demand: 32 outstanding per tenant; 2x-vs-1x: t0-t3 at 64,
 t4-t7 at 32. One fresh cluster per configuration and run, which runs both
 cases one after the other (even first); %g s warm-up, %g s measured each.
 Runs differ in the keys' names and shoal-bench's seed, so each run has
@@ -383,8 +397,9 @@ Per tenant (median run):
 %s
 
 %s
-""" % (a.cmd("a"), NODES, CAP, NODES * CAP, KEYS, ZIPF, a.warmup, a.duration, a.runs, table,
-       verdict(ok), adds, findings_a(res, med), pp_finding(res), machine_note(a))
+""" % (a.cmd("a"), NODES, CAP, NODES * CAP, KEYS, ZIPF, partitions(a, "a"), a.warmup,
+       a.duration, a.runs, table, verdict(ok), adds, findings_a(res, med), pp_finding(res),
+       machine_note(a))
     write(a, "ablation_a", body)
     return ok, {"%s|%s" % k: strip(v) for k, v in res.items()}
 
@@ -561,7 +576,7 @@ def exp_w(a):
     body = """### w. Weights 100x / 10x / 1x, system-wide
 
 `%s` (ctest `exp.ablation_w`). The setup of a (6 nodes x `--cap-ops
-%d`, 1+2 copies, Zipf %.2f over %d keys of 1 KiB) with tenants h0 (weight
+%d`, 1+2 copies, Zipf %.2f over %d keys of 1 KiB), %d partitions per tenant, with tenants h0 (weight
 100, 256 outstanding), m0-m1 (10, 64 each) and l0-l4 (1, 16 each): the
 Pisces talk's 4 / 20 / 40 tenants scaled to 1 / 2 / 5. Fair shares are
 %.0f, %.0f and %.1f GET/s (u x capacity is not applied: MMR is of
@@ -579,8 +594,8 @@ GET/s per unit of weight per tenant and second (log scale): fair is one
 line for all.
 
 %s
-""" % (a.cmd("w"), CAP, ZIPF, KEYS, NODES * CAP * 100 / 125, NODES * CAP * 10 / 125,
-       NODES * CAP / 125, a.warmup, dur, a.runs, table, verdict(ok), machine_note(a))
+""" % (a.cmd("w"), CAP, ZIPF, KEYS, partitions(a, "w"), NODES * CAP * 100 / 125,
+       NODES * CAP * 10 / 125, NODES * CAP / 125, a.warmup, dur, a.runs, table, verdict(ok), machine_note(a))
     write(a, "ablation_w", body)
     return ok, strip(res)
 
@@ -647,7 +662,7 @@ def exp_d(a):
                  "b0-b1, diurnal d0-d1 (first run)", "", sharey="row", figsize=(13, 7.5))
     body = """### d. Dynamic demand, system-wide
 
-`%s` (ctest `exp.ablation_d`). The setup of a; 8 tenants of weight 1:
+`%s` (ctest `exp.ablation_d`). The setup of a, %d partitions per tenant; 8 tenants of weight 1:
 s0-s3 steady (%d outstanding), b0-b1 bursty (b0 `conc=%s`, b1 10 s later),
 d0-d1 diurnal (`conc=%s`, d1 half a period later). none against all four,
 %g s warm-up, %g s measured, %d run(s) each. Over every %d s of the
@@ -666,7 +681,8 @@ Top: GET/s per tenant and second; bottom: the MMR of each %d s over the
 tenants counted in it.
 
 %s
-""" % (a.cmd("d"), STEADY, burst, sine, a.warmup, dur, a.runs, BIN, STEADY, table, verdict(ok),
+""" % (a.cmd("d"), partitions(a, "d"), STEADY, burst, sine, a.warmup, dur, a.runs, BIN, STEADY,
+       table, verdict(ok),
        BIN,
        machine_note(a))
     write(a, "ablation_d", body)
@@ -707,7 +723,7 @@ def exp_o(a):
     warm, dur = min(a.warmup, 3), min(a.duration, 10)
     res = {cf: [] for cf in configs}
     spec = [("t%d" % i, 1, {"conc": 16}) for i in range(4)]
-    with cluster(a, CFG["all four"], cap=0) as c:
+    with cluster(a, CFG["all four"], partitions(a, "o"), cap=0) as c:
         ts = [c.tenant(n, weight=w, ec=EC) for n, w, _ in spec]
         loads = [sx.Load(t, keys=KEYS, zipf=0, **kw) for t, (_, _, kw) in zip(ts, spec)]
         sx.load_keys(c, loads, prefix=prefix(0))
@@ -809,8 +825,9 @@ def main():
     ap.add_argument("--warmup", type=float, default=15,
                     help="seconds of load before the measured window (with PP after the "
                     "placement phase): weight allocation settles in it [15]")
-    ap.add_argument("--partitions", type=int, default=PARTITIONS,
-                    help="partitions per tenant (shoal-controller --partitions) [%d]" % PARTITIONS)
+    ap.add_argument("--partitions", type=int, default=0,
+                    help="partitions per tenant (shoal-controller --partitions) [a and c "
+                    "%d, the others %d]" % (PARTITIONS["a"], CTL_PARTITIONS))
     ap.add_argument("--configs", default="",
                     help="only these configurations (comma-separated names), for trials; "
                     "o always runs none and all four")
@@ -819,10 +836,11 @@ def main():
     ap.add_argument("--out", default="", help="raw results as JSON")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
-    defaults = {"runs": 2, "duration": 20, "warmup": 15}
+    defaults = {"runs": 2, "duration": 20, "warmup": 15, "partitions": 0}
 
     def cmd(which):
-        extra = "".join(" --%s %g" % (k, getattr(a, k)) for k in ("runs", "duration", "warmup")
+        extra = "".join(" --%s %g" % (k, getattr(a, k))
+                        for k in ("runs", "duration", "warmup", "partitions")
                         if getattr(a, k) != defaults[k])
         return "/usr/bin/python3 tests/experiments/ablation.py %s --build build%s" % (which, extra)
     a.cmd = cmd

@@ -651,6 +651,7 @@ def run_experiments(exps, which, args, out=""):
     logs each verdict, writes the raw results as JSON to out; 0 when every
     target was met, else 1 (the exit status)."""
     ok, raw = True, {}
+    pyplot()  # matplotlib missing fails here, not after the measurements
     for w in which:
         t0 = time.time()
         good, raw[w] = exps[w](args)

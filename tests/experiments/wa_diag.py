@@ -43,7 +43,7 @@ def run(a):
         spec, cases = ab.W_SPEC, [("w", None)]
     else:
         spec, cases = [("t%d" % i, 1, {"conc": 16}) for i in range(8)], ab.CASES
-    with ab.cluster(a, cfg) as c:
+    with ab.cluster(a, cfg, ab.partitions(a, a.spec)) as c:
         loads = ab.tenants_and_loads(c, spec)
         sx.load_keys(c, loads, prefix=ab.prefix(a.run))
         ids = {}
@@ -187,7 +187,8 @@ def main():
     ap.add_argument("--spec", default="a", choices=["a", "w"], help="the tenants of a or of w")
     ap.add_argument("--warmup", type=float, default=15)
     ap.add_argument("--duration", type=float, default=20)
-    ap.add_argument("--partitions", type=int, default=ab.PARTITIONS)
+    ap.add_argument("--partitions", type=int, default=0,
+                    help="partitions per tenant [as ablation.py's a or w]")
     ap.add_argument("--run", type=int, default=0,
                     help="the keys and seed of ablation.py's run RUN+1 [0]")
     ap.add_argument("--out", default="")
