@@ -359,9 +359,10 @@ only); every partition is 1+2 copies (%d partitions per tenant, each on
 3 of the 6 nodes by the placement rows: with 8, hash leaves some node over
 the headroom under the fair-share load in most runs, as Pisces' strawman
 does; with the controller's 16 it seldom did, and PP had little to move);
-hedged reads off (`--slow-ms 0`). Even demand: 32 outstanding per tenant; 2x-vs-1x: t0-t3 at 64,
-t4-t7 at 32. One fresh cluster per configuration and run, which runs both
-cases one after the other (even first); %g s warm-up, %g s measured each.
+hedged reads off (`--slow-ms 0`). Even demand: 32 outstanding per
+tenant; 2x-vs-1x: t0-t3 at 64, t4-t7 at 32. One fresh cluster per
+configuration and run, which runs both cases one after the other (even
+first); %g s warm-up, %g s measured each.
 Runs differ in the keys' names and shoal-bench's seed, so each run has
 its hot partitions elsewhere.
 With PP, a placement phase before each warm-up: the same load, `shoalctl
@@ -576,9 +577,10 @@ def exp_w(a):
     body = """### w. Weights 100x / 10x / 1x, system-wide
 
 `%s` (ctest `exp.ablation_w`). The setup of a (6 nodes x `--cap-ops
-%d`, 1+2 copies, Zipf %.2f over %d keys of 1 KiB), %d partitions per tenant, with tenants h0 (weight
-100, 256 outstanding), m0-m1 (10, 64 each) and l0-l4 (1, 16 each): the
-Pisces talk's 4 / 20 / 40 tenants scaled to 1 / 2 / 5. Fair shares are
+%d`, 1+2 copies, Zipf %.2f over %d keys of 1 KiB), %d partitions per tenant,
+with tenants h0 (weight 100, 256 outstanding), m0-m1 (10, 64 each) and
+l0-l4 (1, 16 each): the Pisces talk's 4 / 20 / 40 tenants scaled to 1 /
+2 / 5. Fair shares are
 %.0f, %.0f and %.1f GET/s (u x capacity is not applied: MMR is of
 GET/s per weight among tenants that all ask for more). none against all
 four (with PP: a placement phase first, as in a), %g s warm-up, %g s
@@ -595,7 +597,8 @@ line for all.
 
 %s
 """ % (a.cmd("w"), CAP, ZIPF, KEYS, partitions(a, "w"), NODES * CAP * 100 / 125,
-       NODES * CAP * 10 / 125, NODES * CAP / 125, a.warmup, dur, a.runs, table, verdict(ok), machine_note(a))
+       NODES * CAP * 10 / 125, NODES * CAP / 125, a.warmup, dur, a.runs, table, verdict(ok),
+       machine_note(a))
     write(a, "ablation_w", body)
     return ok, strip(res)
 
@@ -662,14 +665,15 @@ def exp_d(a):
                  "b0-b1, diurnal d0-d1 (first run)", "", sharey="row", figsize=(13, 7.5))
     body = """### d. Dynamic demand, system-wide
 
-`%s` (ctest `exp.ablation_d`). The setup of a, %d partitions per tenant; 8 tenants of weight 1:
-s0-s3 steady (%d outstanding), b0-b1 bursty (b0 `conc=%s`, b1 10 s later),
-d0-d1 diurnal (`conc=%s`, d1 half a period later). none against all four,
-%g s warm-up, %g s measured, %d run(s) each. Over every %d s of the
-measured window, the MMR of mean GET/s is taken over the tenants whose
-concurrency was at least %d through those seconds and the one before
-(steady ones always; a bursty one in its bursts; a diurnal one near its
-peak): they all ask for more than an eighth of the cluster.
+`%s` (ctest `exp.ablation_d`). The setup of a, %d partitions per tenant;
+8 tenants of weight 1: s0-s3 steady (%d outstanding), b0-b1 bursty (b0
+`conc=%s`, b1 10 s later), d0-d1 diurnal (`conc=%s`, d1 half a period
+later). none against all four, %g s warm-up, %g s measured, %d run(s)
+each. Over every %d s of the measured window, the MMR of mean GET/s is
+taken over the tenants whose concurrency was at least %d through those
+seconds and the one before (steady ones always; a bursty one in its
+bursts; a diurnal one near its peak): they all ask for more than an
+eighth of the cluster.
 
 %s
 
