@@ -686,9 +686,7 @@ tenants counted in it.
 
 %s
 """ % (a.cmd("d"), partitions(a, "d"), STEADY, burst, sine, a.warmup, dur, a.runs, BIN, STEADY,
-       table, verdict(ok),
-       BIN,
-       machine_note(a))
+       table, verdict(ok), BIN, machine_note(a))
     write(a, "ablation_d", body)
     return ok, strip(res)
 
