@@ -427,21 +427,53 @@ fns_ilog_meta_parse(const uint8_t *data, size_t len, uint8_t *kind, uint32_t *te
     return 0;
 }
 
+/* The length of the meta record data starts with (kind 1: its layout's
+ * length follows key and version; kind 2: key and version only), or 0
+ * when what is there cannot be one. */
+static size_t
+meta_span(const uint8_t *data, size_t len)
+{
+    size_t head;
+
+    if (len < 7) {
+        return 0;
+    }
+    head = 7u + cm_get_le16(data + 5) + 8u;
+    if (data[0] == 2) {
+        return head <= len ? head : 0;
+    }
+    if (head + 4 > len) {
+        return 0;
+    }
+    size_t rec_len = cm_get_le32(data + head);
+    return rec_len <= len - head - 4 ? head + 4 + rec_len : 0;
+}
+
 int
 fns_ilog_add_meta(struct fns_ilog *x, const uint8_t *data, size_t len, void *waiter)
 {
-    struct cm_ilog_rec r = {.kind = CM_ILOG_META, .data = data, .data_len = (uint32_t)len};
+    struct ilog_batch *b = &x->pending;
+    size_t at, n;
     uint8_t kind;
     uint32_t tenant;
     const uint8_t *k;
     uint16_t klen;
     uint64_t version;
-    struct ilog_batch *b = &x->pending;
 
-    if (fns_ilog_meta_parse(data, len, &kind, &tenant, &k, &klen, &version) != 0) {
+    for (at = 0; at < len; at += n) {
+        n = meta_span(data + at, len - at);
+        if (n == 0 || fns_ilog_meta_parse(data + at, n, &kind, &tenant, &k, &klen, &version) != 0) {
+            return CM_E_BADARG;
+        }
+    }
+    if (len == 0) {
         return CM_E_BADARG;
     }
-    ilog_append(x, &r);
+    for (at = 0; at < len; at += n) {
+        n = meta_span(data + at, len - at);
+        struct cm_ilog_rec r = {.kind = CM_ILOG_META, .data = data + at, .data_len = (uint32_t)n};
+        ilog_append(x, &r);
+    }
     if (waiter != NULL) {
         if (b->nwait == b->capwait) {
             b->capwait = b->capwait ? 2 * b->capwait : 16;

@@ -97,9 +97,10 @@ void fns_ilog_add_delete(struct fns_ilog *x, const struct fns_key *key);
 /* An instance's state (RELEASED: its chunk records die with it). */
 void fns_ilog_add_instance(struct fns_ilog *x, uint32_t tag, uint32_t tenant, uint64_t gen,
                            enum pol_sms_state state);
-/* A gateway's metadata record (data copied); waiter (opaque, may be NULL)
- * comes back from fns_ilog_done once the batch is durable. 0, or
- * CM_E_BADARG when data is not a meta record (SMS-CONTRACT's format). */
+/* A gateway's metadata records, one or more back to back (data copied),
+ * all in the pending batch; waiter (opaque, may be NULL) comes back from
+ * fns_ilog_done once that batch is durable. 0, or CM_E_BADARG, nothing
+ * appended, when data is not a run of meta records (docs/internal-api.md). */
 int fns_ilog_add_meta(struct fns_ilog *x, const uint8_t *data, size_t len, void *waiter);
 
 /* The newest chunk record of key, or NULL. */

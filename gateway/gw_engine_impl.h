@@ -212,7 +212,9 @@ struct gw_engine {
     struct cm_hmap objmap; /* the same by (tenant, object) */
     struct gw_get *gets;
     struct gw_del *dels;
-    struct gw_mjob *mjobs; /* META records on their way */
+    struct gw_mjob *mjobs;     /* META records on their way */
+    struct gw_mframe *mframes; /* this loop turn's META frames, by node */
+    struct gw_timer *mflush;   /* sends them */
     struct gw_timer *poll;
     int stopping;
     int warned_unlogged; /* a node without an insertion log was logged once */

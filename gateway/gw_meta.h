@@ -136,7 +136,7 @@ int gw_meta_decode_full(const void *buf, size_t len, struct gw_layout *out,
 int gw_meta_attrs_dup(const struct gw_meta_attrs *a, struct gw_meta_attrs *out, void **mem);
 
 /*
- * A META record (SMS-CONTRACT.md): what the gateway has nodes append to
+ * A META record (docs/internal-api.md): what the gateway has nodes append to
  * their insertion logs (CM_OP_META), and --rebuild-meta reads back.
  * Little-endian: u8 kind | u32 tenant | u16 key_len | key | u64 version |
  * VERSION only: u32 rec_len | the version record (any format above).

@@ -14,18 +14,24 @@
  *
  * Nodes: the version's holders in position order (distinct), then the
  * other usable nodes in directory order; m + 1 of them, so that losing m
- * nodes loses no record (all there are, when fewer). Each gets one
- * CM_OP_META, answered once the record is in COS. A failed one is sent
- * again at the next poll; a node unreachable for redrive_after_ms, or gone
- * from the directory, is replaced by another. A node answering CM_E_PROTO
+ * nodes loses no record (all there are, when fewer). The records bound for
+ * a node in one loop turn share one CM_OP_META frame per tenant (records
+ * back to back), answered once they are all in COS: one message each way
+ * for the turn's records, not one per record. A failed one is sent again
+ * at the next poll (alone in a frame when the node refused its frame); a
+ * node unreachable for redrive_after_ms, or gone from the directory, is
+ * replaced by another. A node answering CM_E_PROTO
  * keeps no insertion log (it predates it): the record counts as logged
  * there, counted apart (meta_unlogged), so that a gateway among such nodes
  * still drains its buffer.
  *
  * Threads: the gw_net loop thread only (stats are atomics). Invariants: a
  * job is linked in the engine's list (and counted in meta_waiting) from its
- * start to its end; each node it chose is in t[] once; every send owns its
- * copy of the record (a cancelled send may still be in a socket buffer).
+ * start to its end; each node it chose is in t[] once; a target is in at
+ * most one frame (f, slot), and a frame's live count is its riders still
+ * there; an open frame is in the engine's list until sent; every frame
+ * owns its copy of the records (a cancelled send may still be in a socket
+ * buffer, and a rider whose job ended leaves its bytes in the frame).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -40,14 +46,33 @@
 #include "gw_net.h"
 
 #define GW_MLOG_NODES_MAX 256
+#define GW_MLOG_FRAME_BYTES (256u << 10) /* a frame this full goes at once */
 
 enum target_state { T_TODO, T_OUT, T_LOGGED };
+
+struct gw_mframe;
 
 struct gw_mtarget {
     struct gw_mjob *j;
     uint32_t node;
     enum target_state state;
-    struct gw_net_req *req;
+    int alone;           /* its frame was refused: the next goes alone */
+    struct gw_mframe *f; /* T_OUT: the frame it rides in */
+    size_t slot;         /* its place in f->t */
+};
+
+/* A CM_OP_META frame: a tenant's records sent to a node in a loop turn
+ * (one tenant's, so that the node counts its requests per tenant). */
+struct gw_mframe {
+    struct gw_mframe *next; /* the engine's open frames */
+    struct gw_engine *e;
+    uint32_t node, tenant;
+    int open, answering;
+    uint8_t *buf; /* open: the records so far (owned) */
+    size_t len, cap;
+    struct gw_mtarget **t; /* riders, in record order; NULL once gone */
+    size_t nt, tcap, live;
+    struct gw_net_req *req; /* sent */
 };
 
 struct gw_mjob {
@@ -85,14 +110,31 @@ mjob_new(struct gw_engine *e, const struct gw_layout *l, const struct gw_mrec *m
     return j;
 }
 
+static void frame_free(struct gw_mframe *f);
+
+/* t leaves its frame; a sent frame left by every rider is cancelled. */
+static void
+target_detach(struct gw_mtarget *t)
+{
+    struct gw_mframe *f = t->f;
+    if (!f) {
+        return;
+    }
+    f->t[t->slot] = NULL;
+    f->live--;
+    t->f = NULL;
+    if (f->live == 0 && !f->open && !f->answering) {
+        gw_net_cancel(f->e->net, f->req);
+        frame_free(f);
+    }
+}
+
 static void
 mjob_free(struct gw_mjob *j)
 {
     struct gw_engine *e = j->e;
     for (size_t i = 0; i < j->nt; i++) {
-        if (j->t[i].req) {
-            gw_net_cancel(e->net, j->t[i].req);
-        }
+        target_detach(&j->t[i]);
     }
     if (j->linked) {
         DL_UNLINK(e->mjobs, j);
@@ -142,32 +184,170 @@ pick(const struct gw_mjob *j, const uint32_t *dir, size_t ndir, uint32_t *node)
     return -1;
 }
 
-static void meta_answered(void *arg, int status, const struct cm_wire_hdr *rsp);
+static void target_answered(struct gw_mtarget *t, int status, const struct cm_wire_hdr *rsp);
 
+static void
+frame_free(struct gw_mframe *f)
+{
+    free(f->buf);
+    free(f->t);
+    free(f);
+}
+
+/* Every rider still there is answered with status / rsp, in record order. */
+static void
+frame_answered(void *arg, int status, const struct cm_wire_hdr *rsp)
+{
+    struct gw_mframe *f = arg;
+    f->req = NULL;
+    f->answering = 1;
+    for (size_t i = 0; i < f->nt; i++) {
+        struct gw_mtarget *t = f->t[i];
+        if (t) { /* an earlier rider's answer may have ended this one's job */
+            f->t[i] = NULL;
+            f->live--;
+            t->f = NULL;
+            target_answered(t, status, rsp);
+        }
+    }
+    frame_free(f);
+}
+
+/* Sends an open frame (unlinked already): its riders are T_OUT until the
+ * answer, or T_TODO again (the next poll) when it cannot be sent. */
+static void
+frame_send(struct gw_mframe *f)
+{
+    f->open = 0;
+    if (f->live == 0) {
+        frame_free(f);
+        return;
+    }
+    struct gw_net_send ns = {
+        .hdr = {.op = CM_OP_META, .tenant = f->tenant},
+        .payload = f->buf,
+        .len = f->len,
+        .release = free,
+        .release_arg = f->buf,
+        .done = frame_answered,
+        .arg = f,
+    };
+    if (f->nt == 1) { /* a record alone is named in the node's log lines */
+        ns.hdr.object = f->t[0]->j->lay.object;
+    }
+    if (gw_net_send(f->e->net, f->node, &ns, &f->req) < 0) {
+        for (size_t i = 0; i < f->nt; i++) {
+            if (f->t[i]) {
+                f->t[i]->state = T_TODO;
+                f->t[i]->f = NULL;
+            }
+        }
+        frame_free(f); /* not queued: release does not run */
+        return;
+    }
+    f->buf = NULL; /* the net's until release */
+}
+
+static void
+frames_flush(void *arg)
+{
+    struct gw_engine *e = arg;
+    while (e->mframes) {
+        struct gw_mframe *f = e->mframes;
+        e->mframes = f->next;
+        frame_send(f);
+    }
+}
+
+/* Appends j's record to f for t: 0, or -ENOMEM (nothing changed). */
+static int
+frame_add(struct gw_mframe *f, struct gw_mjob *j, struct gw_mtarget *t)
+{
+    if (f->len + j->len > f->cap) {
+        size_t cap = f->cap ? f->cap : 4096;
+        while (cap < f->len + j->len) {
+            cap *= 2;
+        }
+        uint8_t *b = realloc(f->buf, cap);
+        if (!b) {
+            return -ENOMEM;
+        }
+        f->buf = b;
+        f->cap = cap;
+    }
+    if (f->nt == f->tcap) {
+        size_t cap = f->tcap ? 2 * f->tcap : 16;
+        struct gw_mtarget **ts = realloc(f->t, cap * sizeof(*ts));
+        if (!ts) {
+            return -ENOMEM;
+        }
+        f->t = ts;
+        f->tcap = cap;
+    }
+    memcpy(f->buf + f->len, j->rec, j->len);
+    f->len += j->len;
+    t->f = f;
+    t->slot = f->nt;
+    f->t[f->nt++] = t;
+    f->live++;
+    t->state = T_OUT;
+    return 0;
+}
+
+static struct gw_mframe *
+frame_new(struct gw_engine *e, uint32_t node, uint32_t tenant)
+{
+    struct gw_mframe *f = calloc(1, sizeof(*f));
+    if (f) {
+        f->e = e;
+        f->node = node;
+        f->tenant = tenant;
+        f->open = 1;
+    }
+    return f;
+}
+
+/* Adds j's record to this turn's frame for t's node (a frame of its own
+ * when t goes alone, sent now); t is T_OUT once it rides one, else it is
+ * sent again at the next poll. */
 static void
 target_send(struct gw_mjob *j, struct gw_mtarget *t)
 {
     struct gw_engine *e = j->e;
-    uint8_t *copy = malloc(j->len);
-    if (!copy) {
-        return; /* again at the next poll */
-    }
-    memcpy(copy, j->rec, j->len);
-    struct gw_net_send ns = {
-        .hdr = {.op = CM_OP_META, .tenant = j->lay.tenant, .object = j->lay.object},
-        .payload = copy,
-        .len = j->len,
-        .release = free,
-        .release_arg = copy,
-        .done = meta_answered,
-        .arg = t,
-    };
-    if (gw_net_send(e->net, t->node, &ns, &t->req) < 0) {
-        free(copy); /* not queued: release does not run */
-        t->req = NULL;
+    struct gw_mframe *f, **pp;
+
+    if (t->alone) {
+        if ((f = frame_new(e, t->node, j->lay.tenant)) == NULL) {
+            return;
+        }
+        if (frame_add(f, j, t) < 0) {
+            frame_free(f);
+            return;
+        }
+        t->alone = 0;
+        frame_send(f);
         return;
     }
-    t->state = T_OUT;
+    for (pp = &e->mframes; *pp; pp = &(*pp)->next) {
+        if ((*pp)->node == t->node && (*pp)->tenant == j->lay.tenant) {
+            break;
+        }
+    }
+    if ((f = *pp) == NULL) {
+        if ((!e->mflush && !(e->mflush = gw_timer_create(e->net, frames_flush, e))) ||
+            (f = frame_new(e, t->node, j->lay.tenant)) == NULL) {
+            return;
+        }
+        *pp = f;                    /* the list's tail */
+        gw_timer_arm(e->mflush, 0); /* after this loop turn's callbacks */
+    }
+    if (frame_add(f, j, t) < 0) {
+        return; /* an empty frame is freed with the turn */
+    }
+    if (f->len >= GW_MLOG_FRAME_BYTES) {
+        *pp = f->next;
+        frame_send(f);
+    }
 }
 
 /* Ends a job whose record every chosen node logged. */
@@ -240,13 +420,11 @@ mjob_step(struct gw_mjob *j)
 }
 
 static void
-meta_answered(void *arg, int status, const struct cm_wire_hdr *rsp)
+target_answered(struct gw_mtarget *t, int status, const struct cm_wire_hdr *rsp)
 {
-    struct gw_mtarget *t = arg;
     struct gw_mjob *j = t->j;
     struct gw_engine *e = j->e;
     int st = status ? status : rsp->status;
-    t->req = NULL;
     if (st == 0) {
         t->state = T_LOGGED;
         atomic_fetch_add(&e->meta_records, 1);
@@ -261,6 +439,7 @@ meta_answered(void *arg, int status, const struct cm_wire_hdr *rsp)
         }
     } else {
         t->state = T_TODO;
+        t->alone = status == 0; /* refused: the next try shows whose record it was */
         CM_DEBUG("gateway meta record failed tenant=%u object=%016llx node=%u err=%s",
                  j->lay.tenant, (unsigned long long)j->lay.object, t->node, cm_errname(st));
         return; /* again at the next poll */
@@ -369,4 +548,11 @@ gw_mlog_stop(struct gw_engine *e)
     while (e->mjobs) {
         mjob_free(e->mjobs);
     }
+    while (e->mframes) { /* open, and left by every rider */
+        struct gw_mframe *f = e->mframes;
+        e->mframes = f->next;
+        frame_free(f);
+    }
+    gw_timer_destroy(e->mflush);
+    e->mflush = NULL;
 }

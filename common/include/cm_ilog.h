@@ -21,7 +21,7 @@
  *                    u32 len (chunk bytes), u64 seg (0: the chunk's own COS
  *                    object, cm_chunk_name), u32 off, u32 blob_len (in seg)
  *   2 DELETE   24 B  u32 tenant, u32 index, u64 object, u64 version
- *   3 META     any   a gateway's metadata record, verbatim (SMS-CONTRACT)
+ *   3 META     any   a gateway's metadata record, verbatim (internal-api.md)
  *   4 INSTANCE 20 B  u32 tag, u32 tenant, u64 gen, u32 state (0 warm,
  *                    1 active, 2 degraded, 3 released: pol_sms_state)
  * (len is the batch's own length; a batch's seq is its own.)

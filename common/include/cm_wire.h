@@ -38,9 +38,10 @@ enum cm_wire_op {
     CM_OP_STAT = 5, /* -> empty, flags say PERSISTED; CM_E_NOTFOUND if unknown */
     CM_OP_PERSISTED = 6, /* node -> client notice (never a request): payload =
                             cm_wire_note records of chunks now durable in COS */
-    CM_OP_META = 7, /* payload = a metadata record for the node's insertion
-                       log in COS (a committed version's key and layout, or a
-                       tombstone) -> empty once the record is in COS */
+    CM_OP_META = 7, /* payload = metadata records, one or more back to back,
+                       for the node's insertion log in COS (a committed
+                       version's key and layout, or a tombstone) -> empty
+                       once they are all in COS */
     CM_OP_RESPONSE = 0x80,
 };
 

@@ -7,8 +7,10 @@
  * refused with CM_E_CRC. Whatever opens is then replayed into a node's log
  * state and carried forward, which must not crash either. An object may
  * hold batches back to back: the walk over them by cm_ilog_batch_len must
- * stay inside the input and end. Each input is tried twice: as it came,
- * and with its CRC made right.
+ * stay inside the input and end. The input is also a gateway's META frame
+ * (records back to back): taken whole or refused, it must log what it
+ * says and read back. Each input is tried twice: as it came, and with its
+ * CRC made right.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,6 +38,34 @@ check(const uint8_t *data, size_t size)
     size_t wl;
     void **w;
     size_t at = 0, bl;
+
+    fns_ilog_create(1, &x);
+    fns_ilog_replayed(x);
+    if (fns_ilog_add_meta(x, data, size, &x) == 0) {
+        if (fns_ilog_pending(x) == 0 || !fns_ilog_take(x, 0, &wb, &wl, &seq) ||
+            cm_ilog_open(wb, wl, NULL, NULL, &it) != 0) {
+            abort(); /* a frame taken is logged, and reads back */
+        }
+        nrec = 0;
+        while (cm_ilog_next(&it, &r)) {
+            if (r.kind != CM_ILOG_META) {
+                abort();
+            }
+            known += r.data_len;
+            nrec++;
+        }
+        if (known != size || nrec != fns_ilog_pending(x)) {
+            abort(); /* every byte of the frame is in one of its records */
+        }
+        known = 0;
+        if (fns_ilog_done(x, 1, &w) != 1 || w[0] != (void *)&x) {
+            abort();
+        }
+        free(w);
+    } else if (fns_ilog_pending(x) != 0) {
+        abort(); /* refused whole */
+    }
+    fns_ilog_destroy(x);
 
     while ((bl = cm_ilog_batch_len(data + at, size - at)) > 0) {
         if (bl < CM_ILOG_HDR_LEN || bl > size - at) {

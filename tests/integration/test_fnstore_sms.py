@@ -408,6 +408,18 @@ def test_meta(node, c):
     check(c.call(OP_META, tenant=1, data=b"junk")["status"] == E_BADARG, "bad meta")
     r = c.call(OP_META, tenant=1, data=meta(2, 1, b"photos/cat.jpg", 4))
     check(r["status"] == 0, "tombstone %r" % r)
+    # A gateway's frame: records back to back, one answer once all are in
+    # COS; a frame with any bad part is refused whole.
+    run = [meta(1, 1, b"photos/dog.jpg", 5, b"\x02lay"), meta(2, 1, b"photos/owl.jpg", 6),
+           meta(1, 1, b"photos/elk.jpg", 7, b"\x02lay2")]
+    bad = meta(1, 1, b"photos/bad.jpg", 8, b"\x02x")
+    check(c.call(OP_META, tenant=1, data=run[0] + bad[:-1])["status"] == E_BADARG, "torn frame")
+    r = c.call(OP_META, tenant=1, data=b"".join(run))
+    check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "meta frame %r" % r)
+    logged = [b for k, b in log_records(node.tmp) if k == 3]
+    check(all(m in logged for m in run), "a frame's records not all in the log")
+    check(bad not in logged and not any(b.startswith(bad[:20]) for b in logged),
+          "a refused frame's record was logged")
     print("meta: a record durable in %.1f ms" % ((time.time() - t0) * 1000))
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """perf A/B: two builds of Shoal on this machine, alternated, each run on a fresh cluster.
 
-    ab.py BUILD_A BUILD_B [--runs 3] [--cases get-1k,put-1k,get-10m,put-10m]
+    ab.py BUILD_A BUILD_B [--runs 3] [--cases get-1k,put-1k,put-1k-64,get-10m,put-10m]
           [--duration 5] [--a-fnstore ARGS] [--b-fnstore ARGS] [--a-gateway ARGS]
           [--b-gateway ARGS]
 
@@ -32,6 +32,7 @@ CLUSTER = os.path.join(ROOT, "deploy", "local", "shoal-cluster")
 CASES = {
     "get-1k": "size=1KiB,read=1,conc=16,keys=1000",
     "put-1k": "size=1KiB,read=0,conc=16,keys=1000",
+    "put-1k-64": "size=1KiB,read=0,conc=64,keys=1000",
     "get-10m": "size=10MiB,read=1,conc=4,keys=16",
     "put-10m": "size=10MiB,read=0,conc=4,keys=16",
 }

@@ -530,6 +530,42 @@ test_linger(void)
     fns_ilog_destroy(x);
 }
 
+/* A gateway's frame of records back to back: all go into the pending
+ * batch with one waiter, or none when any part of the run is not a record. */
+static void
+test_meta_run(void)
+{
+    struct fns_ilog *x;
+    struct fns_ilog_stats st;
+    uint8_t run[256];
+    size_t n = 0, len, nw;
+    uint64_t seq;
+    int marker;
+
+    fns_ilog_create(6, &x);
+    fns_ilog_replayed(x);
+    n += meta_rec(run + n, 1, 1, "a", 1);
+    n += meta_rec(run + n, 2, 1, "b", 4);
+    n += meta_rec(run + n, 1, 2, "a", 2);
+    for (size_t cut = 1; cut < n; cut++) { /* a torn run is refused whole */
+        CHECK(fns_ilog_add_meta(x, run, cut, &marker) == CM_E_BADARG || cut == 23 || cut == 39);
+    }
+    CHECK(fns_ilog_pending(x) == 3); /* the two whole prefixes: "a", then "a" and "b" */
+    free(flush(x, &len, &seq, &nw));
+    CHECK(nw == 2);
+    run[n] = 9; /* a record of no known kind after three good ones */
+    CHECK(fns_ilog_add_meta(x, run, n + 1, &marker) == CM_E_BADARG);
+    CHECK(fns_ilog_add_meta(x, run, 0, &marker) == CM_E_BADARG);
+    CHECK(fns_ilog_pending(x) == 0);
+    CHECK(fns_ilog_add_meta(x, run, n, &marker) == 0);
+    CHECK(fns_ilog_pending(x) == 3);
+    free(flush(x, &len, &seq, &nw));
+    CHECK(nw == 1); /* one answer for the frame */
+    fns_ilog_stats(x, &st);
+    CHECK(st.metas == 3); /* (1, a), (1, b), (2, a): the newest record of each key */
+    fns_ilog_destroy(x);
+}
+
 int
 main(void)
 {
@@ -537,6 +573,7 @@ main(void)
     test_codec();
     test_appended();
     test_state();
+    test_meta_run();
     test_carry();
     test_linger();
     test_random();

@@ -3,10 +3,10 @@
  * tier against six scripted nodes on loopback.
  *
  * Each node keeps its chunks with the tag of the one instance it has
- * (CM_WIRE_TAG(1, inc)) and answers as SMS-CONTRACT.md says: a PUT with
+ * (CM_WIRE_TAG(1, inc)) and answers as docs/internal-api.md says: a PUT with
  * that tag; a GET of a chunk not in memory whose tag names an older
  * incarnation with STALE, unless flagged CM_WF_COS_OK (then it reloads);
- * a META by keeping the record. "Reclaiming" a node bumps inc and drops
+ * a META frame by keeping its records. "Reclaiming" a node bumps inc and drops
  * its memory. What the engine must do: record every PUT answer's tag in
  * the layout; send the tag with every GET; read around STALE chunks
  * (parity, another copy) and ask them again with CM_WF_COS_OK only when
@@ -29,6 +29,7 @@
 #include "t_check.h"
 #include "t_net.h"
 
+#include "cm_bytes.h"
 #include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_frame.h"
@@ -41,7 +42,7 @@
 
 #define NNODES 6
 #define MAXCHUNKS 512
-#define MAXMETA 64
+#define MAXMETA 256
 #define MAXPAY (1u << 20)
 #define TENANT 3
 
@@ -61,7 +62,7 @@ struct node {
     int nchunks;
     uint8_t *meta[MAXMETA];
     size_t meta_len[MAXMETA];
-    int nmeta;
+    int nmeta, meta_frames;
     /* what it saw */
     int gets, stale, cos_ok, tag_right, tag_wrong, tag_zero;
     /* how it behaves */
@@ -83,6 +84,23 @@ chunk_find(struct node *nd, const struct cm_wire_hdr *h)
         }
     }
     return NULL;
+}
+
+/* The length of the META record at p (gw_mrec: kind, tenant, key length,
+ * key, version, then a version's layout record with its length), or 0. */
+static size_t
+rec_span(const uint8_t *p, size_t len)
+{
+    size_t n;
+
+    if (len < 7) {
+        return 0;
+    }
+    n = 7u + cm_get_le16(p + 5) + 8u;
+    if (p[0] == GW_MREC_VERSION) {
+        n = n + 4 <= len ? n + 4 + cm_get_le32(p + n) : len + 1;
+    }
+    return n <= len ? n : 0;
 }
 
 /* One request in, one answer out (node's mutex held). */
@@ -167,10 +185,16 @@ serve(struct node *nd, int fd, const struct cm_wire_hdr *req, const uint8_t *pay
         } else if (nd->meta_proto) {
             h.status = CM_E_PROTO;
         } else {
-            CHECK(nd->nmeta < MAXMETA);
-            nd->meta[nd->nmeta] = malloc(req->data_len);
-            memcpy(nd->meta[nd->nmeta], pay, req->data_len);
-            nd->meta_len[nd->nmeta++] = req->data_len;
+            size_t at = 0, n;
+            nd->meta_frames++;
+            while (at < req->data_len) {
+                n = rec_span(pay + at, req->data_len - at);
+                CHECK(n > 0 && nd->nmeta < MAXMETA);
+                nd->meta[nd->nmeta] = malloc(n);
+                memcpy(nd->meta[nd->nmeta], pay + at, n);
+                nd->meta_len[nd->nmeta++] = n;
+                at += n;
+            }
         }
         break;
     default:
@@ -551,6 +575,35 @@ main(void)
     gw_layout_fini(&got);
     CHECK_EQ_INT(meta_nodes(GW_MREC_VERSION, "small", &rec), first_holders(&small, 3));
     printf("ok meta records\n");
+
+    /* Versions committed together: their records share a frame per node. */
+    {
+        struct gw_layout burst[16];
+        char key[16];
+        int rec0 = 0, frames0 = 0, rec1 = 0, frames1 = 0;
+        for (int i = 0; i < NNODES; i++) {
+            rec0 += node_count(i, &nodes[i].nmeta);
+            frames0 += node_count(i, &nodes[i].meta_frames);
+        }
+        for (int i = 0; i < 16; i++) {
+            burst[i] = put(1, 2, 1000, row);
+        }
+        for (int i = 0; i < 16; i++) {
+            snprintf(key, sizeof(key), "burst%d", i);
+            commit(&burst[i], key, 1);
+        }
+        for (int i = 0; i < 16; i++) {
+            wait_done(burst[i].object);
+            gw_layout_fini(&burst[i]);
+        }
+        for (int i = 0; i < NNODES; i++) {
+            rec1 += node_count(i, &nodes[i].nmeta);
+            frames1 += node_count(i, &nodes[i].meta_frames);
+        }
+        CHECK_EQ_INT(rec1 - rec0, 16 * 3);
+        CHECK(frames1 - frames0 < rec1 - rec0);
+        printf("ok meta frames: %d records in %d frames\n", rec1 - rec0, frames1 - frames0);
+    }
 
     /* Reads send the tags. */
     get_ok(&big, 0, big.size);
