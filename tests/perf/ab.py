@@ -86,7 +86,7 @@ def run_once(build, offset, fnstore_args, gateway_args, cases, duration, dirs):
                                  check=True, capture_output=True, text=True).stdout
             after = cpu_seconds(pids)
             t = json.loads(out)["tenants"][0]
-            rate = t["ops_per_s"] if name.endswith("1k") else t["mb_per_s"]
+            rate = t["ops_per_s"] if "-1k" in name else t["mb_per_s"]
             per = {k: 1e6 * (after[k] - before[k]) / max(1, t["ops"]) for k in KINDS}
             result[name] = (rate, sum(per.values()), per)
         return result
