@@ -438,6 +438,8 @@ gw_engine_stats(struct gw_engine *e, struct gw_engine_stats *out)
     out->persist_stats = atomic_load(&e->persist_stats);
     out->stale_chunks = atomic_load(&e->stale_chunks);
     out->late_reads = atomic_load(&e->late_reads);
+    out->hedges = atomic_load(&e->hedges);
+    out->hedges_denied = atomic_load(&e->hedges_denied);
     out->meta_records = atomic_load(&e->meta_records);
     out->meta_unlogged = atomic_load(&e->meta_unlogged);
     out->meta_waiting = atomic_load(&e->meta_waiting);
@@ -525,6 +527,9 @@ engine_policies(struct gw_engine *e)
     e->holders_ops = pol_holders_find(POL_HOLDERS_DEFAULT);
     if (!e->rs_ops || !e->holders_ops) {
         return CM_E_CONFIG;
+    }
+    if (e->cfg.hedge_pct > 0) {
+        pol_rs_budget_init(&e->hedge, e->cfg.hedge_pct / 100.0);
     }
     int rc = e->rs_ops->create(&rcfg, &e->rs);
     return rc < 0 ? rc : e->holders_ops->create(&e->holders);

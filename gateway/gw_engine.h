@@ -120,6 +120,8 @@ struct gw_engine_cfg {
     uint32_t max_chunk;     /* bytes per chunk at most (stripe = k * this) */
     int io_timeout_ms;      /* a chunk op that takes longer failed */
     int slow_ms;            /* a GET holder slower than this: ask parity too */
+    int hedge_pct;          /* holders marked slow: at most this % of chunk GETs
+                               sent (pol_rs_budget); 0: no bound */
     int persist_poll_ms;    /* how often pending chunks are STATed */
     int redrive_after_ms;   /* unpersisted chunk on an unreachable holder */
     /* Replica selection for reads (static, e.g. from pol_rs_find); NULL:
@@ -273,6 +275,8 @@ struct gw_engine_stats {
     uint64_t persist_stats;    /* total STATs sent (notices lost or late) */
     uint64_t stale_chunks;     /* total chunk GETs answered STALE */
     uint64_t late_reads;       /* total chunk GETs sent again with CM_WF_COS_OK */
+    uint64_t hedges;           /* total holders marked slow (read around) */
+    uint64_t hedges_denied;    /* total overdue holders the budget kept waiting */
     uint64_t meta_records;     /* total META records logged by a node */
     uint64_t meta_unlogged;    /* total META records refused by a node without a log */
     uint64_t meta_waiting;     /* versions and tombstones whose record is not logged yet */

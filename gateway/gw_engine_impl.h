@@ -82,6 +82,7 @@ struct gw_sfetch {
     struct pol_rs_view v;
     uint64_t stale; /* positions answered STALE (also in v.failed until late) */
     uint64_t late;  /* stale positions asked again with CM_WF_COS_OK */
+    uint64_t kept;  /* overdue positions the hedge budget kept waiting (counted) */
     uint64_t asked_ns[GW_MAX_HOLDERS];
     struct gw_net_req *reqs[GW_MAX_HOLDERS];
     struct gw_sfetch_ctx ctx[GW_MAX_HOLDERS];
@@ -192,6 +193,7 @@ struct gw_engine {
     /* loop thread only */
     const struct pol_rs_ops *rs_ops;
     struct pol_rs *rs;
+    struct pol_rs_budget hedge; /* when cfg.hedge_pct > 0 */
     const struct pol_holders_ops *holders_ops;
     struct pol_holders *holders;
     uint64_t rs_out;                         /* chunk GETs between on_send and on_done */
@@ -220,6 +222,7 @@ struct gw_engine {
     int warned_unlogged; /* a node without an insertion log was logged once */
     _Atomic uint64_t buffered_bytes, buffered_objects, redriven_chunks, parity_reads;
     _Atomic uint64_t persist_notes, persist_stats, stale_chunks, late_reads;
+    _Atomic uint64_t hedges, hedges_denied;
     _Atomic uint64_t meta_records, meta_unlogged, meta_waiting;
 };
 

@@ -422,6 +422,9 @@ front_headers(void *arg, struct cm_http_req *r)
       "Chunk GETs answered STALE (their instance is gone): read around")                           \
     X(late_reads_total, "counter",                                                                 \
       "Chunk GETs asked again allowed to reload from COS, too few others being left")              \
+    X(hedges_total, "counter", "GET holders marked slow, to be read around (hedged)")              \
+    X(hedges_denied_total, "counter",                                                              \
+      "Overdue GET holders left to answer, not read around: the hedge budget was spent")           \
     X(meta_records_total, "counter", "META records a node logged in COS (versions, tombstones)")   \
     X(meta_unlogged_total, "counter", "META records refused by nodes that keep no insertion log")  \
     X(meta_waiting, "gauge", "Versions and tombstones whose META record is not logged yet")        \
@@ -469,6 +472,8 @@ handle_metrics(struct req *q)
     v.persist_stats_total = es.persist_stats;
     v.stale_chunks_total = es.stale_chunks;
     v.late_reads_total = es.late_reads;
+    v.hedges_total = es.hedges;
+    v.hedges_denied_total = es.hedges_denied;
     v.meta_records_total = es.meta_records;
     v.meta_unlogged_total = es.meta_unlogged;
     v.meta_waiting = es.meta_waiting;

@@ -10,10 +10,13 @@
  *                                                         none left: fail
  *
  * The RS policy (pol_rs.h) decides which holders to ask and when one is
- * slow; this file asks, times, decodes and tells the policy every send and
- * its end. A read the policy holds (-EAGAIN) waits in the engine's held
- * list and is offered again after the next chunk GET ends. The rebuild of
- * a lost position (gw_pbuf.c) reads through the same stripe fetches.
+ * slow, within the hedge budget (--hedge-budget: holders marked slow at
+ * most that share of the chunk GETs sent; an overdue one beyond it is left
+ * to answer, or to fail, and looked at again every 10 ms); this file asks,
+ * times, decodes and tells the policy every send and its end. A read the
+ * policy holds (-EAGAIN) waits in the engine's held list and is offered
+ * again after the next chunk GET ends. The rebuild of a lost position
+ * (gw_pbuf.c) reads through the same stripe fetches.
  * Each chunk GET carries the tag of the instance the chunk was placed in
  * (the layout's tags): a node answers STALE at once when that instance is
  * gone and the chunk is not in its memory, instead of reloading it from
@@ -38,6 +41,9 @@
 #include "cm_wire.h"
 #include "gw_engine_impl.h"
 #include "gw_net.h"
+
+/* An overdue holder the hedge budget kept: looked at again this soon. */
+#define GW_HEDGE_RETRY_NS 10000000ull
 
 /* ---- held reads ------------------------------------------------------ */
 
@@ -235,6 +241,7 @@ sfetch_launch(struct gw_sfetch *f, uint32_t i, uint64_t now)
     f->v.out |= GW_BIT(i);
     e->rs_out++;
     e->rs_ops->on_send(e->rs, l->tenant, l->holders[i], l->chunk_size, now);
+    pol_rs_budget_sent(&e->hedge);
     return 0;
 }
 
@@ -400,7 +407,20 @@ sfetch_step(struct gw_sfetch *f, uint64_t now)
         sfetch_fill(f, now);
         next = 0;
         due = e->rs_ops->overdue(e->rs, &f->v, now, &next) & f->v.out & ~f->v.slow;
+        if (due && e->cfg.hedge_pct > 0) {
+            uint64_t ok = pol_rs_budget_take(&e->hedge, due);
+            if (ok != due) { /* the rest answer, or are looked at again soon */
+                uint64_t newly = due & ~ok & ~f->kept;
+                f->kept |= newly;
+                atomic_fetch_add(&e->hedges_denied, (uint64_t)__builtin_popcountll(newly));
+                if (next == 0 || next > now + GW_HEDGE_RETRY_NS) {
+                    next = now + GW_HEDGE_RETRY_NS;
+                }
+            }
+            due = ok;
+        }
         if (due) {
+            atomic_fetch_add(&e->hedges, (uint64_t)__builtin_popcountll(due));
             f->v.slow |= due;
             continue;
         }

@@ -62,6 +62,7 @@ struct gw_cfg {
     int threads;
     int io_timeout_ms;
     int slow_ms;
+    int hedge_budget;
     int persist_poll_ms;
     int redrive_after_ms;
     int state_poll_ms;
@@ -102,6 +103,8 @@ static const struct cm_opt opts[] = {
     CM_OPT_INT(T, io_timeout_ms, "5000", 1, 600000, "a chunk operation slower than this failed"),
     CM_OPT_INT(T, slow_ms, "200", 0, 600000,
                "a GET holder slower than this: read parity too (0: never, only after an error)"),
+    CM_OPT_INT(T, hedge_budget, "10", 0, 100,
+               "holders read around for slowness: at most this % of chunk GETs (0: no bound)"),
     CM_OPT_STR(T, rs, POL_RS_DEFAULT, "replica selection for reads (policy name)"),
     CM_OPT_INT(T, persist_poll_ms, "200", 1, 600000, "how often unpersisted chunks are checked"),
     CM_OPT_INT(T, redrive_after_ms, "3000", 1, 3600000,
@@ -289,6 +292,7 @@ main(int argc, char **argv)
         .max_chunk = (uint32_t)cfg.max_chunk,
         .io_timeout_ms = cfg.io_timeout_ms,
         .slow_ms = cfg.slow_ms,
+        .hedge_pct = cfg.hedge_budget,
         .persist_poll_ms = cfg.persist_poll_ms,
         .redrive_after_ms = cfg.redrive_after_ms,
         .rs = rs,

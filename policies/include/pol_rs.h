@@ -167,6 +167,28 @@ struct pol_rs_ops {
     void (*peers)(struct pol_rs *rs, void (*cb)(void *arg, const struct pol_rs_peer *p), void *arg);
 };
 
+/*
+ * A hedge budget, shared by every policy's caller: holders marked slow
+ * (each may cost one more chunk GET, a hedge) stay within `ratio` of the
+ * chunk GETs sent, so that under overload, when every holder looks slow,
+ * hedges do not add the load that makes them slower still. A token bucket:
+ * each GET sent earns ratio of a token, up to POL_RS_BUDGET_BURST kept; a
+ * holder marked slow takes one. It starts full. Pure; the caller keeps one.
+ */
+#define POL_RS_BUDGET_BURST 20.0
+
+struct pol_rs_budget {
+    double tokens, ratio;
+};
+
+/* ratio > 0. */
+void pol_rs_budget_init(struct pol_rs_budget *b, double ratio);
+/* One chunk GET sent. */
+void pol_rs_budget_sent(struct pol_rs_budget *b);
+/* The positions of due that may be marked slow now, lowest first; each
+ * takes a token. The rest wait for tokens (the caller asks again later). */
+uint64_t pol_rs_budget_take(struct pol_rs_budget *b, uint64_t due);
+
 /* The registered policy called name, or NULL. Result is static. */
 const struct pol_rs_ops *pol_rs_find(const char *name);
 /* The registry (static array of n entries), e.g. for --help. */

@@ -1,6 +1,6 @@
 /*
  * pol_rs.c - the registry of replica-selection policies (see pol_rs.h),
- * and what every policy's create shares.
+ * what every policy's create shares, and the hedge budget.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -43,4 +43,32 @@ void
 pol_rs_base_destroy(struct pol_rs *rs)
 {
     free(rs);
+}
+
+void
+pol_rs_budget_init(struct pol_rs_budget *b, double ratio)
+{
+    b->tokens = POL_RS_BUDGET_BURST;
+    b->ratio = ratio;
+}
+
+void
+pol_rs_budget_sent(struct pol_rs_budget *b)
+{
+    b->tokens += b->ratio;
+    if (b->tokens > POL_RS_BUDGET_BURST) {
+        b->tokens = POL_RS_BUDGET_BURST;
+    }
+}
+
+uint64_t
+pol_rs_budget_take(struct pol_rs_budget *b, uint64_t due)
+{
+    uint64_t ok = 0;
+
+    for (; due != 0 && b->tokens >= 1.0 - 1e-9; due &= due - 1) { /* 10 x 0.1 is a token */
+        ok |= due & -due;
+        b->tokens -= 1.0;
+    }
+    return ok;
 }

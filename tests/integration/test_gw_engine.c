@@ -703,6 +703,47 @@ main(int argc, char **argv)
         CHECK(st.parity_reads > before);
     }
 
+    /* The hedge budget (10 %, at most 20 kept, full at start): 40 GETs at
+     * once, one data holder of every stripe stopped. The first overdue
+     * holders are read around after slow_ms; past the budget the rest are
+     * left to fail with the connection at io_timeout_ms, and counted.
+     * Every GET still gets its bytes. uniform always asks the data chunks. */
+    {
+        struct gw_engine_cfg bcfg = {.max_chunk = MAX_CHUNK,
+                                     .io_timeout_ms = 3000,
+                                     .slow_ms = 300,
+                                     .hedge_pct = 10,
+                                     .persist_poll_ms = 100,
+                                     .redrive_after_ms = 500,
+                                     .rs = pol_rs_find("uniform")};
+        static struct waiter bw[40];
+        struct gw_engine *eb = NULL;
+        struct gw_engine_stats bs;
+        int stopped = (int)big42.holders[1];
+        CHECK(gw_engine_create(&bcfg, on_layout, NULL, &eb) == 0);
+        set_nodes(eb, NNODES);
+        CHECK(do_get(eb, &big42, 0, big42.size, src) == 0); /* connected */
+        kill(pids[stopped], SIGSTOP);
+        for (int i = 0; i < 40; i++) {
+            waiter_init(&bw[i]);
+            gw_engine_get(eb, &big42, 0, big42.size, get_cb, &bw[i]);
+        }
+        for (int i = 0; i < 40; i++) {
+            waiter_wait(&bw[i]);
+            CHECK_EQ_INT(bw[i].status, 0);
+            CHECK(bw[i].len == big42.size && memcmp(bw[i].buf, src, big42.size) == 0);
+            free(bw[i].buf);
+        }
+        kill(pids[stopped], SIGCONT);
+        gw_engine_stats(eb, &bs);
+        printf("ok hedge budget: %u stripes a read, hedges=%llu kept=%llu\n", big42.nstripes,
+               (unsigned long long)bs.hedges, (unsigned long long)bs.hedges_denied);
+        /* At most 6 chunk GETs a stripe: 0.1 * 40 * 6 * nstripes earned. */
+        CHECK(bs.hedges >= 20 && bs.hedges <= 20 + 24 * big42.nstripes + 1);
+        CHECK(bs.hedges_denied >= 1);
+        gw_engine_destroy(eb);
+    }
+
     test_rs_policy(big10, copies, src);
 
     /* Redrive: position 0 on node 5, whose COS is broken; kill it; the

@@ -1,4 +1,5 @@
-/* test_pol_rs_uniform.c - unit tests of the RS registry and the uniform policy. */
+/* test_pol_rs_uniform.c - unit tests of the RS registry, the hedge budget and the uniform
+ * policy. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -168,6 +169,40 @@ test_overdue(void)
     ops->destroy(r0);
 }
 
+/* Hedges within ratio of the GETs sent, a burst at most (where it starts). */
+static void
+test_budget(void)
+{
+    struct pol_rs_budget b;
+    int hedged = 0;
+
+    pol_rs_budget_init(&b, 0.1);
+    for (int i = 0; i < 64; i++) {
+        hedged += __builtin_popcountll(pol_rs_budget_take(&b, 0x1));
+    }
+    CHECK_EQ_INT(hedged, (int)POL_RS_BUDGET_BURST);
+    CHECK_EQ_INT(pol_rs_budget_take(&b, 0x6), 0);
+    for (int i = 0; i < 9; i++) {
+        pol_rs_budget_sent(&b);
+    }
+    CHECK_EQ_INT(pol_rs_budget_take(&b, 0x6), 0); /* 0.9 of a token */
+    pol_rs_budget_sent(&b);
+    CHECK_EQ_INT(pol_rs_budget_take(&b, 0x6), 0x2); /* one token: the lowest */
+    CHECK_EQ_INT(pol_rs_budget_take(&b, 0x4), 0);
+    for (int i = 0; i < 1000; i++) { /* a long quiet time fills only the burst */
+        pol_rs_budget_sent(&b);
+    }
+    hedged = __builtin_popcountll(pol_rs_budget_take(&b, ~0ull));
+    CHECK_EQ_INT(hedged, (int)POL_RS_BUDGET_BURST);
+    /* Steady overload (every GET overdue): one hedge per ten GETs. */
+    hedged = 0;
+    for (int i = 0; i < 1000; i++) {
+        pol_rs_budget_sent(&b);
+        hedged += __builtin_popcountll(pol_rs_budget_take(&b, 0x1));
+    }
+    CHECK(hedged >= 99 && hedged <= 100);
+}
+
 int
 main(void)
 {
@@ -175,6 +210,7 @@ main(void)
 
     t_seed();
     test_registry();
+    test_budget();
     ops = pol_rs_find("uniform");
     CHECK_EQ_INT(ops->create(&cfg, &rs), 0);
     test_stripes();
