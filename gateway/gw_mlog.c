@@ -18,12 +18,12 @@
  * a node in one loop turn share one CM_OP_META frame per tenant (records
  * back to back), answered once they are all in COS: one message each way
  * for the turn's records, not one per record. A failed one is sent again
- * at the next poll (alone in a frame when the node refused its frame); a
- * node unreachable for redrive_after_ms, or gone from the directory, is
- * replaced by another. A node answering CM_E_PROTO
- * keeps no insertion log (it predates it): the record counts as logged
- * there, counted apart (meta_unlogged), so that a gateway among such nodes
- * still drains its buffer.
+ * at the next poll (alone in a frame when the node refused its frame as
+ * malformed); a node unreachable for redrive_after_ms, or gone from the
+ * directory, is replaced by another. A node answering CM_E_PROTO keeps no
+ * insertion log (it predates it): the record counts as logged there,
+ * counted apart (meta_unlogged), so that a gateway among such nodes still
+ * drains its buffer.
  *
  * Threads: the gw_net loop thread only (stats are atomics). Invariants: a
  * job is linked in the engine's list (and counted in meta_waiting) from its
@@ -439,7 +439,8 @@ target_answered(struct gw_mtarget *t, int status, const struct cm_wire_hdr *rsp)
         }
     } else {
         t->state = T_TODO;
-        t->alone = status == 0; /* refused: the next try shows whose record it was */
+        /* Refused as malformed: the next try shows whose record it was. */
+        t->alone = status == 0 && st == CM_E_BADARG;
         CM_DEBUG("gateway meta record failed tenant=%u object=%016llx node=%u err=%s",
                  j->lay.tenant, (unsigned long long)j->lay.object, t->node, cm_errname(st));
         return; /* again at the next poll */

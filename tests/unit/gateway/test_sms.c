@@ -62,13 +62,14 @@ struct node {
     int nchunks;
     uint8_t *meta[MAXMETA];
     size_t meta_len[MAXMETA];
-    int nmeta, meta_frames;
+    int nmeta, meta_frames, meta_refused;
     /* what it saw */
     int gets, stale, cos_ok, tag_right, tag_wrong, tag_zero;
     /* how it behaves */
     int meta_fail;  /* answer this many METAs with CM_E_UNAVAIL */
     int meta_proto; /* answer METAs CM_E_PROTO (a node without a log) */
     int meta_hang;  /* keep METAs unanswered */
+    int meta_one;   /* refuse (CM_E_BADARG) a META frame of more than one record */
     atomic_int dead;
 };
 
@@ -184,6 +185,9 @@ serve(struct node *nd, int fd, const struct cm_wire_hdr *req, const uint8_t *pay
             h.status = CM_E_UNAVAIL;
         } else if (nd->meta_proto) {
             h.status = CM_E_PROTO;
+        } else if (nd->meta_one && rec_span(pay, req->data_len) != req->data_len) {
+            nd->meta_refused++;
+            h.status = CM_E_BADARG;
         } else {
             size_t at = 0, n;
             nd->meta_frames++;
@@ -603,6 +607,26 @@ main(void)
         CHECK_EQ_INT(rec1 - rec0, 16 * 3);
         CHECK(frames1 - frames0 < rec1 - rec0);
         printf("ok meta frames: %d records in %d frames\n", rec1 - rec0, frames1 - frames0);
+
+        /* A node that refuses a frame as malformed gets its records again
+         * one per frame, and every version still leaves the buffer. */
+        int one = (int)row[0], logged0 = node_count(one, &nodes[one].nmeta);
+        node_set(one, &nodes[one].meta_one, 1);
+        for (int i = 0; i < 16; i++) {
+            burst[i] = put(1, 2, 1000, row);
+        }
+        for (int i = 0; i < 16; i++) {
+            snprintf(key, sizeof(key), "again%d", i);
+            commit(&burst[i], key, 1);
+        }
+        for (int i = 0; i < 16; i++) {
+            wait_done(burst[i].object);
+            gw_layout_fini(&burst[i]);
+        }
+        CHECK_EQ_INT(node_count(one, &nodes[one].nmeta) - logged0, 16);
+        CHECK(node_count(one, &nodes[one].meta_refused) >= 1);
+        node_set(one, &nodes[one].meta_one, 0);
+        printf("ok meta frame refused: its records logged one by one\n");
     }
 
     /* Reads send the tags. */
