@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -506,6 +507,41 @@ commit(struct gw_layout *l, const char *key, uint64_t version)
     gw_engine_committed(eng, l, NULL, key, strlen(key));
 }
 
+#define BURST 16
+
+/* BURST small versions stored on row, then committed back to back (keys
+ * prefix0, prefix1, ...), waited for until each left the buffer. */
+static void
+commit_burst(const uint32_t *row, const char *prefix)
+{
+    struct gw_layout v[BURST];
+    char key[32];
+
+    for (int i = 0; i < BURST; i++) {
+        v[i] = put(1, 2, 1000, row);
+    }
+    for (int i = 0; i < BURST; i++) {
+        snprintf(key, sizeof(key), "%s%d", prefix, i);
+        commit(&v[i], key, 1);
+    }
+    for (int i = 0; i < BURST; i++) {
+        wait_done(v[i].object);
+        gw_layout_fini(&v[i]);
+    }
+}
+
+/* The int field at offset off of struct node, summed over the nodes. */
+static int
+nodes_total(size_t off)
+{
+    int sum = 0;
+
+    for (int i = 0; i < NNODES; i++) {
+        sum += node_count(i, (const int *)((const char *)&nodes[i] + off));
+    }
+    return sum;
+}
+
 int
 main(void)
 {
@@ -582,29 +618,12 @@ main(void)
 
     /* Versions committed together: their records share a frame per node. */
     {
-        struct gw_layout burst[16];
-        char key[16];
-        int rec0 = 0, frames0 = 0, rec1 = 0, frames1 = 0;
-        for (int i = 0; i < NNODES; i++) {
-            rec0 += node_count(i, &nodes[i].nmeta);
-            frames0 += node_count(i, &nodes[i].meta_frames);
-        }
-        for (int i = 0; i < 16; i++) {
-            burst[i] = put(1, 2, 1000, row);
-        }
-        for (int i = 0; i < 16; i++) {
-            snprintf(key, sizeof(key), "burst%d", i);
-            commit(&burst[i], key, 1);
-        }
-        for (int i = 0; i < 16; i++) {
-            wait_done(burst[i].object);
-            gw_layout_fini(&burst[i]);
-        }
-        for (int i = 0; i < NNODES; i++) {
-            rec1 += node_count(i, &nodes[i].nmeta);
-            frames1 += node_count(i, &nodes[i].meta_frames);
-        }
-        CHECK_EQ_INT(rec1 - rec0, 16 * 3);
+        int rec0 = nodes_total(offsetof(struct node, nmeta));
+        int frames0 = nodes_total(offsetof(struct node, meta_frames));
+        commit_burst(row, "burst");
+        int rec1 = nodes_total(offsetof(struct node, nmeta));
+        int frames1 = nodes_total(offsetof(struct node, meta_frames));
+        CHECK_EQ_INT(rec1 - rec0, BURST * 3);
         CHECK(frames1 - frames0 < rec1 - rec0);
         printf("ok meta frames: %d records in %d frames\n", rec1 - rec0, frames1 - frames0);
 
@@ -612,18 +631,8 @@ main(void)
          * one per frame, and every version still leaves the buffer. */
         int one = (int)row[0], logged0 = node_count(one, &nodes[one].nmeta);
         node_set(one, &nodes[one].meta_one, 1);
-        for (int i = 0; i < 16; i++) {
-            burst[i] = put(1, 2, 1000, row);
-        }
-        for (int i = 0; i < 16; i++) {
-            snprintf(key, sizeof(key), "again%d", i);
-            commit(&burst[i], key, 1);
-        }
-        for (int i = 0; i < 16; i++) {
-            wait_done(burst[i].object);
-            gw_layout_fini(&burst[i]);
-        }
-        CHECK_EQ_INT(node_count(one, &nodes[one].nmeta) - logged0, 16);
+        commit_burst(row, "again");
+        CHECK_EQ_INT(node_count(one, &nodes[one].nmeta) - logged0, BURST);
         CHECK(node_count(one, &nodes[one].meta_refused) >= 1);
         node_set(one, &nodes[one].meta_one, 0);
         printf("ok meta frame refused: its records logged one by one\n");
