@@ -443,6 +443,9 @@ gw_engine_stats(struct gw_engine *e, struct gw_engine_stats *out)
     out->meta_records = atomic_load(&e->meta_records);
     out->meta_unlogged = atomic_load(&e->meta_unlogged);
     out->meta_waiting = atomic_load(&e->meta_waiting);
+    out->dels_waiting = atomic_load(&e->dels_waiting);
+    out->dels_resent = atomic_load(&e->dels_resent);
+    out->dels_dropped = atomic_load(&e->dels_dropped);
 }
 
 /* The per (tenant, node) RS figures, one family of the snapshot. */

@@ -280,6 +280,9 @@ struct gw_engine_stats {
     uint64_t meta_records;     /* total META records logged by a node */
     uint64_t meta_unlogged;    /* total META records refused by a node without a log */
     uint64_t meta_waiting;     /* versions and tombstones whose record is not logged yet */
+    uint64_t dels_waiting;     /* chunk DELs kept for holders that did not take them */
+    uint64_t dels_resent;      /* total chunk DELs sent again */
+    uint64_t dels_dropped;     /* total chunk DELs given up (over the bound, or at stop) */
 };
 void gw_engine_stats(struct gw_engine *e, struct gw_engine_stats *out);
 

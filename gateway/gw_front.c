@@ -428,6 +428,10 @@ front_headers(void *arg, struct cm_http_req *r)
     X(meta_records_total, "counter", "META records a node logged in COS (versions, tombstones)")   \
     X(meta_unlogged_total, "counter", "META records refused by nodes that keep no insertion log")  \
     X(meta_waiting, "gauge", "Versions and tombstones whose META record is not logged yet")        \
+    X(deletes_waiting, "gauge", "Chunk DELs kept until their unreachable holder is back")          \
+    X(deletes_resent_total, "counter", "Chunk DELs sent again once their holder was back")         \
+    X(deletes_dropped_total, "counter",                                                            \
+      "Chunk DELs given up (too many kept, or the gateway stopped): orphans")                      \
     X(buffer_cache_bytes, "gauge", "Freed big buffers kept for reuse (--buffer-cache)")            \
     X(buffer_cache_hits_total, "counter", "Big buffers taken from the cache")                      \
     X(buffer_cache_misses_total, "counter", "Big buffers allocated because none cached fit")       \
@@ -477,6 +481,9 @@ handle_metrics(struct req *q)
     v.meta_records_total = es.meta_records;
     v.meta_unlogged_total = es.meta_unlogged;
     v.meta_waiting = es.meta_waiting;
+    v.deletes_waiting = es.dels_waiting;
+    v.deletes_resent_total = es.dels_resent;
+    v.deletes_dropped_total = es.dels_dropped;
     struct cm_big_cache_stats bc;
     cm_big_cache_stats(&bc);
     v.buffer_cache_bytes = bc.bytes;

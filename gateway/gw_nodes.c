@@ -131,6 +131,12 @@ gw_net_node_usable(struct gw_net *n, uint32_t id)
     return usable(conn_find(n, id), cm_now_ns());
 }
 
+int
+gw_net_node_known(struct gw_net *n, uint32_t id)
+{
+    return conn_find(n, id) != NULL;
+}
+
 uint64_t
 gw_net_node_down_since(struct gw_net *n, uint32_t id)
 {

@@ -699,6 +699,7 @@ gw_pbuf_poll(void *arg)
         o = next;
     }
     gw_mlog_poll(e);
+    gw_pbuf_redel_poll(e);
     gw_timer_arm(e->poll, e->cfg.persist_poll_ms > 0 ? e->cfg.persist_poll_ms : 200);
 }
 
@@ -846,4 +847,5 @@ gw_pbuf_stop(struct gw_engine *e)
         gw_timer_destroy(d->t);
         free(d);
     }
+    gw_pbuf_redel_stop(e);
 }

@@ -1,18 +1,77 @@
 /*
  * gw_pbuf_del.c - the persistent buffer's deletes (see gw_pbuf.c): a
  * retired version's chunks DEL'd after its delay (gw_engine_delete),
- * from its newest holders when it is still buffered, and the copies a
- * moved version left behind, DEL'd keeping COS (gw_engine_drop). The
- * answers are not waited for: a chunk a DEL misses is an orphan.
+ * from its newest holders when it is still buffered, the chunks of a PUT
+ * that failed, and the copies a moved version left behind, DEL'd keeping
+ * COS (gw_engine_drop).
+ *
+ * A DEL that removes a chunk from COS and that its holder did not take
+ * (the holder unusable, its connection lost before the answer, or BUSY)
+ * is kept, up to GW_REDEL_MAX, and sent again from the persist poll once
+ * the holder is usable: a chunk it misses would stay in COS for good, and
+ * a holder restarted from COS would load it again. Object ids are never
+ * reused, so a late DEL cannot hit a newer version. A drop is not kept:
+ * what it misses is a copy in a node's memory, and COS keeps the chunk
+ * either way. DELs still kept when the engine stops are counted and lost
+ * (docs/architecture.md, orphans).
  *
  * Threads: the gw_net loop thread only.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_err.h"
+#include "cm_log.h"
 #include "cm_wire.h"
 #include "gw_engine_impl.h"
 #include "gw_net.h"
+
+/* One chunk's DEL: in flight (e->redels_out), or kept for its holder
+ * (e->redels). */
+struct gw_redel {
+    struct gw_redel *prev, *next;
+    struct gw_engine *e;
+    struct gw_net_req *req; /* in flight */
+    uint32_t node;
+    struct cm_wire_hdr hdr;
+};
+
+static void
+redel_keep(struct gw_redel *d)
+{
+    struct gw_engine *e = d->e;
+    if (e->stopping || e->nredels >= GW_REDEL_MAX) {
+        atomic_fetch_add(&e->dels_dropped, 1);
+        free(d);
+        return;
+    }
+    DL_PUSH(e->redels, d);
+    e->nredels++;
+    atomic_store(&e->dels_waiting, e->nredels);
+}
+
+static void
+redel_done(void *arg, int status, const struct cm_wire_hdr *rsp)
+{
+    struct gw_redel *d = arg;
+    DL_UNLINK(d->e->redels_out, d);
+    if (status == 0 && rsp->status != CM_E_BUSY) {
+        free(d); /* deleted, or not there (CM_E_NOTFOUND): done either way */
+        return;
+    }
+    redel_keep(d);
+}
+
+static void
+redel_send(struct gw_redel *d)
+{
+    struct gw_net_send ns = {.hdr = d->hdr, .done = redel_done, .arg = d};
+    if (gw_net_send(d->e->net, d->node, &ns, &d->req) < 0) {
+        redel_keep(d);
+        return;
+    }
+    DL_PUSH(d->e->redels_out, d);
+}
 
 static void
 noop_done(void *arg, int status, const struct cm_wire_hdr *rsp)
@@ -31,18 +90,68 @@ send_dels_mask(struct gw_engine *e, const struct gw_layout *l, uint64_t mask, ui
             continue;
         }
         for (uint32_t s = 0; s < l->nstripes; s++) {
-            struct gw_net_send ns = {
-                .hdr = {.op = CM_OP_DEL,
-                        .flags = flags,
-                        .tenant = l->tenant,
-                        .object = l->object,
-                        .index = gw_stripe_index(l, s, j)},
-                .done = noop_done,
-            };
+            struct cm_wire_hdr h = {.op = CM_OP_DEL,
+                                    .flags = flags,
+                                    .tenant = l->tenant,
+                                    .object = l->object,
+                                    .index = gw_stripe_index(l, s, j)};
+            struct gw_redel *d = flags & CM_WF_KEEP_COS ? NULL : malloc(sizeof(*d));
+            if (d) {
+                *d = (struct gw_redel){.e = e, .node = l->holders[j], .hdr = h};
+                redel_send(d);
+                continue;
+            }
+            struct gw_net_send ns = {.hdr = h, .done = noop_done};
             if (gw_net_send(e->net, l->holders[j], &ns, NULL) < 0) {
-                break;
+                break; /* a drop, or out of memory: fire and forget */
             }
         }
+    }
+}
+
+void
+gw_pbuf_redel_poll(struct gw_engine *e)
+{
+    struct gw_redel *d = e->redels;
+    e->redels = NULL;
+    e->nredels = 0;
+    while (d) {
+        struct gw_redel *next = d->next;
+        if (!gw_net_node_known(e->net, d->node)) {
+            atomic_fetch_add(&e->dels_dropped, 1); /* left the cluster */
+            free(d);
+        } else if (gw_net_node_usable(e->net, d->node)) {
+            atomic_fetch_add(&e->dels_resent, 1);
+            redel_send(d);
+        } else {
+            redel_keep(d);
+        }
+        d = next;
+    }
+    atomic_store(&e->dels_waiting, e->nredels);
+}
+
+void
+gw_pbuf_redel_stop(struct gw_engine *e)
+{
+    size_t n = e->nredels;
+    while (e->redels_out) { /* their answers will not come */
+        struct gw_redel *d = e->redels_out;
+        DL_UNLINK(e->redels_out, d);
+        gw_net_cancel(e->net, d->req);
+        free(d);
+        n++;
+    }
+    while (e->redels) {
+        struct gw_redel *d = e->redels;
+        DL_UNLINK(e->redels, d);
+        free(d);
+    }
+    e->nredels = 0;
+    atomic_store(&e->dels_waiting, 0);
+    if (n > 0) {
+        atomic_fetch_add(&e->dels_dropped, n);
+        CM_WARN("gateway stops with chunk deletes its nodes have not taken count=%zu", n);
     }
 }
 

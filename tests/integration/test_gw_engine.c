@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include "cm_buf.h"
 #include "cm_ec.h"
 #include "cm_err.h"
+#include "cm_frame.h"
 #include "cm_log.h"
 #include "gw_engine.h"
 #include "pol_rs.h"
@@ -158,6 +160,33 @@ kill_node(int i)
     kill(pids[i], SIGKILL);
     waitpid(pids[i], NULL, 0);
     pids[i] = 0;
+}
+
+/* A STAT of one chunk sent straight to node i: the status it answers. */
+static int
+wire_stat(int i, const struct gw_layout *l, uint32_t index)
+{
+    struct cm_wire_hdr h = {
+        .op = CM_OP_STAT, .tenant = l->tenant, .object = l->object, .index = index, .req_id = 9};
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ports[i])};
+    struct timeval tv = {10, 0};
+    uint8_t b[CM_WIRE_HDR_LEN];
+    size_t got = 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+    CHECK(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0);
+    CHECK(connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+    cm_wire_encode_hdr(&h, b);
+    CHECK(write(fd, b, sizeof(b)) == (ssize_t)sizeof(b));
+    while (got < sizeof(b)) {
+        ssize_t r = read(fd, b + got, sizeof(b) - got);
+        CHECK(r > 0);
+        got += (size_t)r;
+    }
+    close(fd);
+    CHECK(cm_frame_decode_hdr(b, 0, &h, NULL) == 0);
+    CHECK(h.op == (CM_OP_STAT | CM_OP_RESPONSE) && h.req_id == 9);
+    return h.status;
 }
 
 /* ---- synchronous wrappers ---- */
@@ -845,6 +874,53 @@ main(int argc, char **argv)
         CHECK(w.status != 0);
     }
     printf("ok delete\n");
+
+    /* A holder unreachable when a delete fires gets its DEL once it is
+     * back: restarted from its COS, it has the chunk again until then.
+     * keep is the control: never deleted, it is found after the restart. */
+    {
+        uint32_t alive[3];
+        int na = 0;
+        for (int i = 0; i < NNODES && na < 3; i++) {
+            if (i != BROKEN && i != victim) {
+                alive[na++] = (uint32_t)i;
+            }
+        }
+        CHECK(na == 3);
+        struct gw_layout gone, keep;
+        CHECK(do_put(e, alive, 3, 1, 2, src, 1000, &gone) == 0);
+        CHECK(do_put(e, alive, 3, 1, 2, src + 1, 1000, &keep) == 0);
+        CHECK(wait_persisted(gone.object, 15000) && wait_persisted(keep.object, 15000));
+        int away = (int)gone.holders[1];
+        CHECK(keep.holders[1] == (uint32_t)away);
+        kill_node(away);
+        gw_engine_delete(e, &gone, 0);
+        for (int t = 0; t < 500; t++) {
+            gw_engine_stats(e, &st);
+            if (st.dels_waiting >= 1) {
+                break;
+            }
+            sleep_ms(20);
+        }
+        CHECK_EQ_INT(st.dels_waiting, 1);
+        uint64_t resent = st.dels_resent;
+        start_node(away);
+        for (int t = 0; t < 1000; t++) {
+            gw_engine_stats(e, &st);
+            if (st.dels_waiting == 0) {
+                break;
+            }
+            sleep_ms(20);
+        }
+        CHECK_EQ_INT(st.dels_waiting, 0);
+        CHECK(st.dels_resent > resent);
+        sleep_ms(200); /* its answer */
+        CHECK_EQ_INT(wire_stat(away, &keep, 1), 0);
+        CHECK_EQ_INT(wire_stat(away, &gone, 1), CM_E_NOTFOUND);
+        CHECK_EQ_INT(wire_stat((int)gone.holders[0], &gone, 0), CM_E_NOTFOUND);
+        printf("ok delete for an unreachable holder, sent again once it was back (node %d)\n",
+               away);
+    }
 
     /* Too few nodes: with 4 of 6 left, a 5+1 put is unavailable. */
     {
