@@ -214,9 +214,9 @@ struct gw_engine {
     struct cm_hmap objmap; /* the same by (tenant, object) */
     struct gw_get *gets;
     struct gw_del *dels;
-    struct gw_redel *redels;     /* DELs kept for holders that did not take them */
+    struct gw_redel_q *redel_qs; /* DELs kept for holders that did not take them */
+    size_t nredel_qs, nredels;   /* holders with a queue; DELs kept in all */
     struct gw_redel *redels_out; /* DELs in flight that are kept if not taken */
-    size_t nredels;
     struct gw_mjob *mjobs;     /* META records on their way */
     struct gw_mframe *mframes; /* this loop turn's META frames, by node */
     struct gw_timer *mflush;   /* sends them */
@@ -287,9 +287,10 @@ struct gw_obj *gw_obj_find(struct gw_engine *e, uint32_t tenant, uint64_t object
 void gw_obj_finish(struct gw_obj *o, int status);
 /* gw_pbuf_del.c: DELs every chunk of l; one its holder does not take is
  * kept (at most GW_REDEL_MAX) and sent again by gw_pbuf_redel_poll (from
- * the persist poll) once the holder is usable; gw_pbuf_redel_stop drops
- * those kept. */
+ * the persist poll, GW_REDEL_BURST a holder) once the holder is usable;
+ * gw_pbuf_redel_stop drops those kept. */
 #define GW_REDEL_MAX ((size_t)1 << 20)
+#define GW_REDEL_BURST ((size_t)4096)
 void gw_pbuf_send_dels(struct gw_engine *e, const struct gw_layout *l);
 void gw_pbuf_redel_poll(struct gw_engine *e);
 void gw_pbuf_redel_stop(struct gw_engine *e);

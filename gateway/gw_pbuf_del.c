@@ -7,8 +7,9 @@
  *
  * A DEL that removes a chunk from COS and that its holder did not take
  * (the holder unusable, its connection lost before the answer, or BUSY)
- * is kept, up to GW_REDEL_MAX, and sent again from the persist poll once
- * the holder is usable: a chunk it misses would stay in COS for good, and
+ * is kept, up to GW_REDEL_MAX, in its holder's queue and sent again from
+ * the persist poll once the holder is usable, GW_REDEL_BURST a poll and
+ * holder: a chunk it misses would stay in COS for good, and
  * a holder restarted from COS would load it again. Object ids are never
  * reused, so a late DEL cannot hit a newer version. A drop is not kept:
  * what it misses is a copy in a node's memory, and COS keeps the chunk
@@ -17,6 +18,7 @@
  *
  * Threads: the gw_net loop thread only.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,8 +28,8 @@
 #include "gw_engine_impl.h"
 #include "gw_net.h"
 
-/* One chunk's DEL: in flight (e->redels_out), or kept for its holder
- * (e->redels). */
+/* One chunk's DEL: in flight (e->redels_out), or kept in its holder's
+ * queue. */
 struct gw_redel {
     struct gw_redel *prev, *next;
     struct gw_engine *e;
@@ -36,18 +38,43 @@ struct gw_redel {
     struct cm_wire_hdr hdr;
 };
 
+/* The DELs kept for one holder, oldest last. */
+struct gw_redel_q {
+    uint32_t node;
+    size_t n;
+    struct gw_redel *head;
+};
+
+static struct gw_redel_q *
+redel_q(struct gw_engine *e, uint32_t node)
+{
+    for (size_t i = 0; i < e->nredel_qs; i++) {
+        if (e->redel_qs[i].node == node) {
+            return &e->redel_qs[i];
+        }
+    }
+    struct gw_redel_q *qs = realloc(e->redel_qs, (e->nredel_qs + 1) * sizeof(*qs));
+    if (qs == NULL) {
+        return NULL;
+    }
+    e->redel_qs = qs;
+    qs[e->nredel_qs] = (struct gw_redel_q){.node = node};
+    return &qs[e->nredel_qs++];
+}
+
 static void
 redel_keep(struct gw_redel *d)
 {
     struct gw_engine *e = d->e;
-    if (e->stopping || e->nredels >= GW_REDEL_MAX) {
+    struct gw_redel_q *q = NULL;
+    if (e->stopping || e->nredels >= GW_REDEL_MAX || (q = redel_q(e, d->node)) == NULL) {
         atomic_fetch_add(&e->dels_dropped, 1);
         free(d);
         return;
     }
-    DL_PUSH(e->redels, d);
-    e->nredels++;
-    atomic_store(&e->dels_waiting, e->nredels);
+    DL_PUSH(q->head, d);
+    q->n++;
+    atomic_store(&e->dels_waiting, ++e->nredels);
 }
 
 static void
@@ -109,26 +136,46 @@ send_dels_mask(struct gw_engine *e, const struct gw_layout *l, uint64_t mask, ui
     }
 }
 
+/* Takes up to max DELs off q (all: SIZE_MAX), as a list. */
+static struct gw_redel *
+redel_take(struct gw_engine *e, struct gw_redel_q *q, size_t max)
+{
+    struct gw_redel *list = NULL;
+    for (size_t i = 0; i < max && q->head; i++) {
+        struct gw_redel *d = q->head;
+        DL_UNLINK(q->head, d);
+        q->n--;
+        e->nredels--;
+        d->next = list;
+        list = d;
+    }
+    atomic_store(&e->dels_waiting, e->nredels);
+    return list;
+}
+
 void
 gw_pbuf_redel_poll(struct gw_engine *e)
 {
-    struct gw_redel *d = e->redels;
-    e->redels = NULL;
-    e->nredels = 0;
-    while (d) {
-        struct gw_redel *next = d->next;
-        if (!gw_net_node_known(e->net, d->node)) {
-            atomic_fetch_add(&e->dels_dropped, 1); /* left the cluster */
-            free(d);
-        } else if (gw_net_node_usable(e->net, d->node)) {
-            atomic_fetch_add(&e->dels_resent, 1);
-            redel_send(d);
-        } else {
-            redel_keep(d);
+    for (size_t i = 0; i < e->nredel_qs; i++) {
+        struct gw_redel_q *q = &e->redel_qs[i];
+        int known = gw_net_node_known(e->net, q->node);
+        if (q->n == 0 || (known && !gw_net_node_usable(e->net, q->node))) {
+            continue;
         }
-        d = next;
+        /* Known and usable: some go again. Gone: all are dropped. */
+        struct gw_redel *d = redel_take(e, q, known ? GW_REDEL_BURST : SIZE_MAX);
+        while (d) {
+            struct gw_redel *next = d->next;
+            if (known) {
+                atomic_fetch_add(&e->dels_resent, 1);
+                redel_send(d); /* may land in q again */
+            } else {
+                atomic_fetch_add(&e->dels_dropped, 1);
+                free(d);
+            }
+            d = next;
+        }
     }
-    atomic_store(&e->dels_waiting, e->nredels);
 }
 
 void
@@ -142,13 +189,17 @@ gw_pbuf_redel_stop(struct gw_engine *e)
         free(d);
         n++;
     }
-    while (e->redels) {
-        struct gw_redel *d = e->redels;
-        DL_UNLINK(e->redels, d);
-        free(d);
+    for (size_t i = 0; i < e->nredel_qs; i++) {
+        struct gw_redel *d = redel_take(e, &e->redel_qs[i], SIZE_MAX);
+        while (d) {
+            struct gw_redel *next = d->next;
+            free(d);
+            d = next;
+        }
     }
-    e->nredels = 0;
-    atomic_store(&e->dels_waiting, 0);
+    free(e->redel_qs);
+    e->redel_qs = NULL;
+    e->nredel_qs = 0;
     if (n > 0) {
         atomic_fetch_add(&e->dels_dropped, n);
         CM_WARN("gateway stops with chunk deletes its nodes have not taken count=%zu", n);
