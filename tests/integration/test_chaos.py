@@ -29,7 +29,7 @@ version, a lost object or a deleted one that comes back always fail.
 
 Afterwards: every process still runs with the pid it had (but the killed node, which
 runs again), s3rver too; the gateway's persistent buffer empties (every chunk and
-META record in COS); every key reads back as acknowledged (newest version by sha256
+META record in COS) and so do its DELs kept for the killed node, none given up; every key reads back as acknowledged (newest version by sha256
 and version, deleted keys 404) and LIST agrees; then every node is stopped (each on
 SIGTERM) and started again (memory empty: every chunk now comes from COS or a
 recovery) and everything is read again. The cluster stops before s3rver does. The counts are printed: objects,
@@ -557,6 +557,10 @@ def run(t, c, s3, seed):
                            and m.get("shoal_gateway_meta_waiting", -1) == 0)(c.gw_metrics()),
                   60, "the gateway's persistent buffer to empty")
     st.log("persistent buffer empty %.1fs after the load" % (time.time() - t0))
+    # The DELs the killed node missed (overwritten and deleted versions) went
+    # to it once it was back, none given up.
+    st.wait_until(lambda: c.gw_metrics().get("shoal_gateway_deletes_waiting", -1) == 0, 60,
+                  "the deletes kept for unreachable nodes to go out")
 
     ch.verify_all("after the load")
     gm = c.gw_metrics()
@@ -588,6 +592,11 @@ def run(t, c, s3, seed):
                                                 "shoal_gateway_parity_reads_total",
                                                 "shoal_gateway_redriven_chunks_total")
                for m in (gm, gm2)))
+    st.log("gateway: chunk DELs sent again once their node was back %d, given up %d" % (
+        gm.get("shoal_gateway_deletes_resent_total", 0),
+        gm.get("shoal_gateway_deletes_dropped_total", 0)))
+    t.check(gm.get("shoal_gateway_deletes_dropped_total", -1) == 0,
+            "the gateway gave up chunk DELs (orphans)")
     t.check(lc["reclaimed"] > 0, "no instance was reclaimed")
     t.check(lc["cos_retries"] > 0, "no COS request was retried: the outage hit nothing")
 
