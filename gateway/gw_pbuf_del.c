@@ -9,11 +9,12 @@
  * (the holder unusable, its connection lost before the answer, or BUSY)
  * is kept, up to GW_REDEL_MAX, in its holder's queue and sent again from
  * the persist poll once the holder is usable, GW_REDEL_BURST a poll and
- * holder: a chunk it misses would stay in COS for good, and
- * a holder restarted from COS would load it again. Object ids are never
- * reused, so a late DEL cannot hit a newer version. A drop is not kept:
- * what it misses is a copy in a node's memory, and COS keeps the chunk
- * either way. DELs still kept when the engine stops are counted and lost
+ * holder: a chunk it misses would stay in COS for good, and a holder
+ * restarted from COS would load it again. Object ids are never reused,
+ * so a late DEL cannot hit a newer version. A drop is not kept: what it
+ * misses is a copy in a node's memory, and COS keeps the chunk either
+ * way. DELs kept for a node that leaves the directory, and those still
+ * kept or in flight when the engine stops, are counted and lost
  * (docs/architecture.md, orphans).
  *
  * Threads: the gw_net loop thread only.

@@ -29,8 +29,9 @@ version, a lost object or a deleted one that comes back always fail.
 
 Afterwards: every process still runs with the pid it had (but the killed node, which
 runs again), s3rver too; the gateway's persistent buffer empties (every chunk and
-META record in COS) and so do its DELs kept for the killed node, none given up; every key reads back as acknowledged (newest version by sha256
-and version, deleted keys 404) and LIST agrees; then every node is stopped (each on
+META record in COS), and so do the DELs it kept for the killed node, none given up;
+every key reads back as acknowledged (newest version by sha256 and version, deleted
+keys 404) and LIST agrees; then every node is stopped (each on
 SIGTERM) and started again (memory empty: every chunk now comes from COS or a
 recovery) and everything is read again. The cluster stops before s3rver does. The counts are printed: objects,
 bytes, reclaims, STALE answers, recoveries, COS retries, the chunks a node gave up
