@@ -29,21 +29,27 @@
 #include "gw_engine_impl.h"
 #include "gw_net.h"
 
-/* One chunk's DEL: in flight (e->redels_out), or kept in its holder's
- * queue. */
+/* A kept DEL: 16 bytes, so that a long outage costs little memory. */
+struct gw_redel_rec {
+    uint64_t object;
+    uint32_t tenant, index;
+};
+
+/* The DELs kept for one holder (a stack). */
+struct gw_redel_q {
+    uint32_t node;
+    struct gw_redel_rec *v;
+    size_t n, cap;
+};
+
+/* One DEL in flight (e->redels_out) that is kept if its holder does not
+ * take it. */
 struct gw_redel {
     struct gw_redel *prev, *next;
     struct gw_engine *e;
-    struct gw_net_req *req; /* in flight */
+    struct gw_net_req *req;
     uint32_t node;
-    struct cm_wire_hdr hdr;
-};
-
-/* The DELs kept for one holder, oldest last. */
-struct gw_redel_q {
-    uint32_t node;
-    size_t n;
-    struct gw_redel *head;
+    struct gw_redel_rec rec;
 };
 
 static struct gw_redel_q *
@@ -64,17 +70,24 @@ redel_q(struct gw_engine *e, uint32_t node)
 }
 
 static void
-redel_keep(struct gw_redel *d)
+redel_keep(struct gw_engine *e, uint32_t node, const struct gw_redel_rec *rec)
 {
-    struct gw_engine *e = d->e;
-    struct gw_redel_q *q = NULL;
-    if (e->stopping || e->nredels >= GW_REDEL_MAX || (q = redel_q(e, d->node)) == NULL) {
+    struct gw_redel_q *q = e->stopping || e->nredels >= GW_REDEL_MAX ? NULL : redel_q(e, node);
+    if (q != NULL && q->n == q->cap) {
+        size_t cap = q->cap ? 2 * q->cap : 64;
+        struct gw_redel_rec *v = realloc(q->v, cap * sizeof(*v));
+        if (v != NULL) {
+            q->v = v;
+            q->cap = cap;
+        } else {
+            q = NULL;
+        }
+    }
+    if (q == NULL) {
         atomic_fetch_add(&e->dels_dropped, 1);
-        free(d);
         return;
     }
-    DL_PUSH(q->head, d);
-    q->n++;
+    q->v[q->n++] = *rec;
     atomic_store(&e->dels_waiting, ++e->nredels);
 }
 
@@ -83,22 +96,31 @@ redel_done(void *arg, int status, const struct cm_wire_hdr *rsp)
 {
     struct gw_redel *d = arg;
     DL_UNLINK(d->e->redels_out, d);
-    if (status == 0 && rsp->status != CM_E_BUSY) {
-        free(d); /* deleted, or not there (CM_E_NOTFOUND): done either way */
-        return;
-    }
-    redel_keep(d);
+    if (status != 0 || rsp->status == CM_E_BUSY) {
+        redel_keep(d->e, d->node, &d->rec);
+    } /* else deleted, or not there (CM_E_NOTFOUND): done either way */
+    free(d);
 }
 
-static void
-redel_send(struct gw_redel *d)
+/* 0, or -1 when it went back to its holder's queue (or was dropped). */
+static int
+redel_send(struct gw_engine *e, uint32_t node, const struct gw_redel_rec *rec)
 {
-    struct gw_net_send ns = {.hdr = d->hdr, .done = redel_done, .arg = d};
-    if (gw_net_send(d->e->net, d->node, &ns, &d->req) < 0) {
-        redel_keep(d);
-        return;
+    struct gw_redel *d = malloc(sizeof(*d));
+    struct gw_net_send ns = {
+        .hdr = {.op = CM_OP_DEL, .tenant = rec->tenant, .object = rec->object, .index = rec->index},
+        .done = redel_done,
+        .arg = d};
+    if (d == NULL || gw_net_send(e->net, node, &ns, &d->req) < 0) {
+        free(d);
+        redel_keep(e, node, rec);
+        return -1;
     }
-    DL_PUSH(d->e->redels_out, d);
+    d->e = e;
+    d->node = node;
+    d->rec = *rec;
+    DL_PUSH(e->redels_out, d);
+    return 0;
 }
 
 static void
@@ -118,65 +140,57 @@ send_dels_mask(struct gw_engine *e, const struct gw_layout *l, uint64_t mask, ui
             continue;
         }
         for (uint32_t s = 0; s < l->nstripes; s++) {
-            struct cm_wire_hdr h = {.op = CM_OP_DEL,
-                                    .flags = flags,
-                                    .tenant = l->tenant,
-                                    .object = l->object,
-                                    .index = gw_stripe_index(l, s, j)};
-            struct gw_redel *d = flags & CM_WF_KEEP_COS ? NULL : malloc(sizeof(*d));
-            if (d) {
-                *d = (struct gw_redel){.e = e, .node = l->holders[j], .hdr = h};
-                redel_send(d);
+            uint32_t index = gw_stripe_index(l, s, j);
+            if (!(flags & CM_WF_KEEP_COS)) {
+                struct gw_redel_rec rec = {
+                    .object = l->object, .tenant = l->tenant, .index = index};
+                (void)redel_send(e, l->holders[j], &rec);
                 continue;
             }
-            struct gw_net_send ns = {.hdr = h, .done = noop_done};
+            struct gw_net_send ns = {
+                .hdr = {.op = CM_OP_DEL,
+                        .flags = flags,
+                        .tenant = l->tenant,
+                        .object = l->object,
+                        .index = index},
+                .done = noop_done,
+            };
             if (gw_net_send(e->net, l->holders[j], &ns, NULL) < 0) {
-                break; /* a drop, or out of memory: fire and forget */
+                break; /* a drop: fire and forget */
             }
         }
     }
-}
-
-/* Takes up to max DELs off q (all: SIZE_MAX), as a list. */
-static struct gw_redel *
-redel_take(struct gw_engine *e, struct gw_redel_q *q, size_t max)
-{
-    struct gw_redel *list = NULL;
-    for (size_t i = 0; i < max && q->head; i++) {
-        struct gw_redel *d = q->head;
-        DL_UNLINK(q->head, d);
-        q->n--;
-        e->nredels--;
-        d->next = list;
-        list = d;
-    }
-    atomic_store(&e->dels_waiting, e->nredels);
-    return list;
 }
 
 void
 gw_pbuf_redel_poll(struct gw_engine *e)
 {
     for (size_t i = 0; i < e->nredel_qs; i++) {
-        struct gw_redel_q *q = &e->redel_qs[i];
-        int known = gw_net_node_known(e->net, q->node);
-        if (q->n == 0 || (known && !gw_net_node_usable(e->net, q->node))) {
+        uint32_t node = e->redel_qs[i].node;
+        if (e->redel_qs[i].n == 0) {
             continue;
         }
-        /* Known and usable: some go again. Gone: all are dropped. */
-        struct gw_redel *d = redel_take(e, q, known ? GW_REDEL_BURST : SIZE_MAX);
-        while (d) {
-            struct gw_redel *next = d->next;
-            if (known) {
-                atomic_fetch_add(&e->dels_resent, 1);
-                redel_send(d); /* may land in q again */
-            } else {
-                atomic_fetch_add(&e->dels_dropped, 1);
-                free(d);
+        if (!gw_net_node_known(e->net, node)) { /* it left the cluster */
+            atomic_fetch_add(&e->dels_dropped, e->redel_qs[i].n);
+            e->nredels -= e->redel_qs[i].n;
+            e->redel_qs[i].n = 0;
+            continue;
+        }
+        /* A send that fails puts its DEL back (the queue may grow, so
+         * it is read afresh each time) and ends this holder's turn. */
+        for (size_t k = 0; k < GW_REDEL_BURST && e->redel_qs[i].n > 0; k++) {
+            if (!gw_net_node_usable(e->net, node)) {
+                break;
             }
-            d = next;
+            struct gw_redel_rec rec = e->redel_qs[i].v[--e->redel_qs[i].n];
+            e->nredels--;
+            if (redel_send(e, node, &rec) < 0) {
+                break;
+            }
+            atomic_fetch_add(&e->dels_resent, 1);
         }
     }
+    atomic_store(&e->dels_waiting, e->nredels);
 }
 
 void
@@ -191,16 +205,13 @@ gw_pbuf_redel_stop(struct gw_engine *e)
         n++;
     }
     for (size_t i = 0; i < e->nredel_qs; i++) {
-        struct gw_redel *d = redel_take(e, &e->redel_qs[i], SIZE_MAX);
-        while (d) {
-            struct gw_redel *next = d->next;
-            free(d);
-            d = next;
-        }
+        free(e->redel_qs[i].v);
     }
     free(e->redel_qs);
     e->redel_qs = NULL;
     e->nredel_qs = 0;
+    e->nredels = 0;
+    atomic_store(&e->dels_waiting, 0);
     if (n > 0) {
         atomic_fetch_add(&e->dels_dropped, n);
         CM_WARN("gateway stops with chunk deletes its nodes have not taken count=%zu", n);

@@ -924,6 +924,36 @@ main(int argc, char **argv)
         CHECK_EQ_INT(wire_stat((int)gone.holders[0], &gone, 0), CM_E_NOTFOUND);
         printf("ok delete for an unreachable holder, sent again once it was back (node %d)\n",
                away);
+
+        /* A holder that leaves the directory while its DELs wait: they are
+         * given up and counted. */
+        kill_node(away);
+        gw_engine_delete(e, &keep, 0);
+        for (int t = 0; t < 500 && st.dels_waiting == 0; t++) {
+            sleep_ms(20);
+            gw_engine_stats(e, &st);
+        }
+        CHECK_EQ_INT(st.dels_waiting, 1);
+        uint64_t dropped = st.dels_dropped;
+        struct gw_node rest[NNODES] = {0};
+        int nrest = 0;
+        for (int i = 0; i < NNODES; i++) {
+            if (i != away) {
+                rest[nrest].id = (uint32_t)i;
+                snprintf(rest[nrest].addr, sizeof(rest[nrest].addr), "127.0.0.1:%d", ports[i]);
+                rest[nrest++].up = 1;
+            }
+        }
+        gw_engine_set_nodes(e, rest, (size_t)nrest);
+        for (int t = 0; t < 500 && st.dels_waiting != 0; t++) {
+            sleep_ms(20);
+            gw_engine_stats(e, &st);
+        }
+        CHECK_EQ_INT(st.dels_waiting, 0);
+        CHECK_EQ_INT(st.dels_dropped, dropped + 1);
+        start_node(away);
+        set_nodes(e, NNODES);
+        printf("ok the DELs of a holder that left the directory are given up\n");
     }
 
     /* Too few nodes: with 4 of 6 left, a 5+1 put is unavailable. */

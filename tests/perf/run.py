@@ -408,7 +408,8 @@ SWEEP_CASES = (("get", "1k"), ("get", "10m"), ("put", "1k"), ("put", "10m"))
 # Points the regression guard re-measures: (op, size, conc).
 # PUT 10 MiB is not one: durable Redis's 10 MiB SETs wait on the disk and
 # moved 70-170 MB/s between runs.
-CHECK_POINTS = (("get", "1k", 16), ("get", "10m", 16), ("get", "10m", 64), ("put", "1k", 16))
+CHECK_POINTS = (("get", "1k", 16), ("get", "10m", 16), ("get", "10m", 64), ("put", "1k", 16),
+                ("put", "1k", 64))
 # Redis with appendfsync always appends every 10 MiB SET to its AOF: above
 # this the file grows by GBs a point, so PUT 10 MiB has no baseline there.
 REDIS_BIG_MAX_CONC = 64
