@@ -19,12 +19,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cm_buf.h"
 #include "cm_err.h"
 #include "cm_hash.h"
 #include "cm_log.h"
 #include "cm_metrics.h"
+#include "cm_time.h"
 #include "gw_engine_impl.h"
 #include "gw_net.h"
 #include "pol_holders.h"
@@ -599,6 +601,20 @@ gw_engine_create(const struct gw_engine_cfg *cfg, gw_layout_cb on_layout, void *
     *out = e;
 out:
     return rc;
+}
+
+size_t
+gw_engine_flush_deletes(struct gw_engine *e, int timeout_ms)
+{
+    uint64_t end = cm_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    if (gw_net_post(e->net, gw_pbuf_dels_now, e) < 0) {
+        return (size_t)atomic_load(&e->dels_out);
+    }
+    while ((!atomic_load(&e->dels_fired) || atomic_load(&e->dels_out) > 0) && cm_now_ns() < end) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return (size_t)atomic_load(&e->dels_out);
 }
 
 void

@@ -261,6 +261,12 @@ void gw_engine_track(struct gw_engine *e, const struct gw_layout *layout,
 typedef void (*gw_move_cb)(void *arg, int status, const struct gw_layout *layout);
 void gw_engine_move(struct gw_engine *e, const struct gw_layout *layout, uint64_t mask,
                     const uint32_t *to, gw_move_cb cb, void *arg);
+/* For a clean stop, once no request is left: fires every delayed delete
+ * now and waits up to timeout_ms for the chunk DELs in flight to be
+ * answered (those kept for a holder that is down stay kept, and are lost
+ * with the engine). Any thread but the engine's. The DELs still in flight
+ * at the end. */
+size_t gw_engine_flush_deletes(struct gw_engine *e, int timeout_ms);
 /* Deletes the chunks of the positions in mask from layout's holders but
  * not their COS objects (CM_WF_KEEP_COS): what a moved version left on the
  * nodes it moved away from. Fire and forget. */

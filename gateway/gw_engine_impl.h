@@ -228,6 +228,8 @@ struct gw_engine {
     _Atomic uint64_t hedges, hedges_denied;
     _Atomic uint64_t meta_records, meta_unlogged, meta_waiting;
     _Atomic uint64_t dels_waiting, dels_resent, dels_dropped;
+    _Atomic uint64_t dels_out; /* DELs in flight that are kept if not taken */
+    _Atomic int dels_fired;    /* gw_pbuf_dels_now ran (gw_engine_flush_deletes) */
 };
 
 /* gw_engine.c: the code for (k, m), created on first use; NULL when out of
@@ -294,6 +296,7 @@ void gw_obj_finish(struct gw_obj *o, int status);
 void gw_pbuf_send_dels(struct gw_engine *e, const struct gw_layout *l);
 void gw_pbuf_redel_poll(struct gw_engine *e);
 void gw_pbuf_redel_stop(struct gw_engine *e);
+void gw_pbuf_dels_now(void *engine); /* posted: every delayed delete fires now */
 
 /*
  * gw_mlog.c. gw_mlog_version starts the META record of o (committed, every

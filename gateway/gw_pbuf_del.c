@@ -96,6 +96,7 @@ redel_done(void *arg, int status, const struct cm_wire_hdr *rsp)
 {
     struct gw_redel *d = arg;
     DL_UNLINK(d->e->redels_out, d);
+    atomic_fetch_sub(&d->e->dels_out, 1);
     if (status != 0 || rsp->status == CM_E_BUSY) {
         redel_keep(d->e, d->node, &d->rec);
     } /* else deleted, or not there (CM_E_NOTFOUND): done either way */
@@ -120,6 +121,7 @@ redel_send(struct gw_engine *e, uint32_t node, const struct gw_redel_rec *rec)
     d->node = node;
     d->rec = *rec;
     DL_PUSH(e->redels_out, d);
+    atomic_fetch_add(&e->dels_out, 1);
     return 0;
 }
 
@@ -200,6 +202,7 @@ gw_pbuf_redel_stop(struct gw_engine *e)
     while (e->redels_out) { /* their answers will not come */
         struct gw_redel *d = e->redels_out;
         DL_UNLINK(e->redels_out, d);
+        atomic_fetch_sub(&e->dels_out, 1);
         gw_net_cancel(e->net, d->req);
         free(d);
         n++;
@@ -242,6 +245,16 @@ del_fire(void *arg)
     DL_UNLINK(e->dels, d);
     gw_timer_destroy(d->t);
     free(d);
+}
+
+void
+gw_pbuf_dels_now(void *arg)
+{
+    struct gw_engine *e = arg;
+    while (e->dels) {
+        del_fire(e->dels); /* unlinks and frees it */
+    }
+    atomic_store(&e->dels_fired, 1);
 }
 
 void

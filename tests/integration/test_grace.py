@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """integ.grace: the chunks of a replaced or deleted version are deleted at
 once, yet a GET that began before the overwrite or DELETE reads the old
-version whole.
+version whole; a gateway stopped cleanly sends the deletes it still holds.
 
 The nodes are capped at 32 MiB/s each (--cap-bytes) so that reading a 48 MiB
 object takes long enough for overwrites to land in the middle of it. A GET of
@@ -99,6 +99,35 @@ def check_deletes_skip_cos_backlog(t):
            % (res["ops"], res["mb_per_s"]))
 
 
+def check_stop_sends_delayed_deletes(t):
+    """A gateway stopped cleanly sends the deletes it still holds (here
+    delayed by --delete-delay-ms) before it exits, instead of leaving the
+    old versions' chunks behind as orphans."""
+    c = t.cluster(nodes=6, gateway_args="--delete-delay-ms 600000")
+    g = c.gw(c.create_tenant("stopper"))
+
+    def dels():
+        return sum(v for i in range(c.nodes) for k, v in c.metrics(i).items()
+                   if k.startswith("shoal_fnstore_requests_total{") and 'op="del"' in k)
+
+    keys = ["stop/%d" % i for i in range(4)]
+    for key in keys:
+        t.status(g.put(key, os.urandom(1024)), 201, "PUT " + key)
+    before = dels()
+    for key in keys:
+        t.status(g.put(key, os.urandom(1024)), 201, "PUT again " + key)
+    time.sleep(0.5)
+    t.eq(dels(), before, "DELs while the old versions wait for --delete-delay-ms")
+    out = c.stop(only=["gateway"])
+    t.check("SIGKILL" not in out, "the gateway did not stop on SIGTERM:\n%s" % out)
+    sent = dels() - before
+    t.eq(sent, 3 * len(keys), "DELs the stopping gateway sent (three copies a version)")
+    with open(os.path.join(c.dir, "logs", "gateway.log"), errors="replace") as f:
+        left = [line for line in f if "not answered" in line or "not taken" in line]
+    t.check(not left, "deletes left at stop: %s" % left[:2])
+    st.log("a clean stop sent the %d delayed DELs of %d replaced versions" % (sent, len(keys)))
+
+
 def main(t):
     # Room for both readers' GETs and a PUT at once (3 x 48 MiB): under the
     # default --inflight-bytes (64 MiB) admission would run them one by one,
@@ -122,6 +151,7 @@ def main(t):
         time.sleep(0.2)
     st.log("old versions gone: nodes hold %d bytes" % used)
     t.section(check_deletes_skip_cos_backlog)
+    t.section(check_stop_sends_delayed_deletes)
 
 
 if __name__ == "__main__":
