@@ -383,8 +383,9 @@ main(int argc, char **argv)
     gw_migrate_stop(migrate);
     gw_front_quiesce(front);
     gw_migrate_detach(migrate);
-    /* No GET holds a retired version back any more: its chunks go now,
-     * rather than be left behind as orphans. */
+    /* The requests are answered (or given up on): the deletes they held
+     * back and those still delayed go now, rather than be left behind as
+     * orphans. */
     size_t left = gw_engine_flush_deletes(engine, 2000);
     if (left > 0) {
         CM_WARN("gateway stopping: chunk deletes not answered in 2 s count=%zu", left);
