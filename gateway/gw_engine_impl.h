@@ -215,7 +215,7 @@ struct gw_engine {
     struct gw_get *gets;
     struct gw_del *dels;
     struct gw_redel_q *redel_qs; /* DELs kept for holders that did not take them */
-    size_t nredel_qs, nredels;   /* holders with a queue; DELs kept in all */
+    size_t nredel_qs;            /* holders with a queue (DELs kept in all: dels_waiting) */
     struct gw_redel *redels_out; /* DELs in flight that are kept if not taken */
     struct gw_mjob *mjobs;     /* META records on their way */
     struct gw_mframe *mframes; /* this loop turn's META frames, by node */

@@ -72,7 +72,8 @@ redel_q(struct gw_engine *e, uint32_t node)
 static void
 redel_keep(struct gw_engine *e, uint32_t node, const struct gw_redel_rec *rec)
 {
-    struct gw_redel_q *q = e->stopping || e->nredels >= GW_REDEL_MAX ? NULL : redel_q(e, node);
+    struct gw_redel_q *q =
+        e->stopping || atomic_load(&e->dels_waiting) >= GW_REDEL_MAX ? NULL : redel_q(e, node);
     if (q != NULL && q->n == q->cap) {
         size_t cap = q->cap ? 2 * q->cap : 64;
         struct gw_redel_rec *v = realloc(q->v, cap * sizeof(*v));
@@ -88,7 +89,7 @@ redel_keep(struct gw_engine *e, uint32_t node, const struct gw_redel_rec *rec)
         return;
     }
     q->v[q->n++] = *rec;
-    atomic_store(&e->dels_waiting, ++e->nredels);
+    atomic_fetch_add(&e->dels_waiting, 1);
 }
 
 static void
@@ -174,7 +175,7 @@ gw_pbuf_redel_poll(struct gw_engine *e)
         }
         if (!gw_net_node_known(e->net, node)) { /* it left the cluster */
             atomic_fetch_add(&e->dels_dropped, e->redel_qs[i].n);
-            e->nredels -= e->redel_qs[i].n;
+            atomic_fetch_sub(&e->dels_waiting, e->redel_qs[i].n);
             e->redel_qs[i].n = 0;
             continue;
         }
@@ -185,20 +186,19 @@ gw_pbuf_redel_poll(struct gw_engine *e)
                 break;
             }
             struct gw_redel_rec rec = e->redel_qs[i].v[--e->redel_qs[i].n];
-            e->nredels--;
+            atomic_fetch_sub(&e->dels_waiting, 1);
             if (redel_send(e, node, &rec) < 0) {
                 break;
             }
             atomic_fetch_add(&e->dels_resent, 1);
         }
     }
-    atomic_store(&e->dels_waiting, e->nredels);
 }
 
 void
 gw_pbuf_redel_stop(struct gw_engine *e)
 {
-    size_t n = e->nredels;
+    size_t n = (size_t)atomic_load(&e->dels_waiting);
     while (e->redels_out) { /* their answers will not come */
         struct gw_redel *d = e->redels_out;
         DL_UNLINK(e->redels_out, d);
@@ -213,7 +213,6 @@ gw_pbuf_redel_stop(struct gw_engine *e)
     free(e->redel_qs);
     e->redel_qs = NULL;
     e->nredel_qs = 0;
-    e->nredels = 0;
     atomic_store(&e->dels_waiting, 0);
     if (n > 0) {
         atomic_fetch_add(&e->dels_dropped, n);

@@ -33,6 +33,7 @@
 #include "gw_engine.h"
 #include "pol_rs.h"
 #include "t_check.h"
+#include "t_net.h"
 
 #define NNODES 6
 #define NPROCS 7 /* + one node with a tiny queue, for CM_E_BUSY */
@@ -171,18 +172,13 @@ wire_stat(int i, const struct gw_layout *l, uint32_t index)
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ports[i])};
     struct timeval tv = {10, 0};
     uint8_t b[CM_WIRE_HDR_LEN];
-    size_t got = 0;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
     CHECK(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0);
     CHECK(connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
     cm_wire_encode_hdr(&h, b);
-    CHECK(write(fd, b, sizeof(b)) == (ssize_t)sizeof(b));
-    while (got < sizeof(b)) {
-        ssize_t r = read(fd, b + got, sizeof(b) - got);
-        CHECK(r > 0);
-        got += (size_t)r;
-    }
+    CHECK(t_write_all(fd, b, sizeof(b)) == 0);
+    CHECK(t_read_all(fd, b, sizeof(b)) == 0);
     close(fd);
     CHECK(cm_frame_decode_hdr(b, 0, &h, NULL) == 0);
     CHECK(h.op == (CM_OP_STAT | CM_OP_RESPONSE) && h.req_id == 9);

@@ -25,21 +25,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ab  # noqa: E402
 import run as perf  # noqa: E402
-
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def cpu(pids):
-    total = 0
-    for pid in pids:
-        try:
-            with open("/proc/%d/stat" % pid) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-        except OSError:
-            pass
-    return total / TICKS
+    """utime + stime of pids, in seconds."""
+    return sum(ab.cpu_seconds({pid: "nodes" for pid in pids}).values())
 
 
 def measure(server_pids, client_cmd, warmup, duration):
