@@ -116,3 +116,26 @@ fns_key_eq(const struct fns_key *a, const struct fns_key *b)
     return a->tenant == b->tenant && a->index == b->index && a->object == b->object &&
            a->version == b->version;
 }
+
+struct keys_walk {
+    ptrdiff_t off;
+    void (*fn)(void *arg, const struct fns_key *key);
+    void *arg;
+};
+
+static void
+keys_walk_cb(void *arg, struct cm_hnode *n)
+{
+    struct keys_walk *w = arg;
+
+    w->fn(w->arg, (const struct fns_key *)(const void *)((const char *)n + w->off));
+}
+
+int
+fns_keys_walk(const struct cm_hmap *m, ptrdiff_t key_off, size_t *pos, size_t limit,
+              void (*fn)(void *arg, const struct fns_key *key), void *arg)
+{
+    struct keys_walk w = {key_off, fn, arg};
+
+    return cm_hmap_walk(m, pos, limit, keys_walk_cb, &w);
+}

@@ -90,5 +90,11 @@ void fns_chunk_unref(struct fns_chunk *c); /* NULL is a no-op; any thread */
 int fns_key_name(const struct fns_key *k, char *buf, size_t cap);
 uint64_t fns_key_hash(const struct fns_key *k);
 int fns_key_eq(const struct fns_key *a, const struct fns_key *b);
+/* The keys of a map's records, a stretch at a time (cm_hmap_walk): each
+ * record holds its key key_off bytes after its cm_hnode. */
+int fns_keys_walk(const struct cm_hmap *m, ptrdiff_t key_off, size_t *pos, size_t limit,
+                  void (*fn)(void *arg, const struct fns_key *key), void *arg);
+/* key_off of a record type with members hn and key. */
+#define FNS_KEY_OFF(type) ((ptrdiff_t)offsetof(type, key) - (ptrdiff_t)offsetof(type, hn))
 
 #endif

@@ -522,6 +522,13 @@ fns_ilog_each_chunk(struct fns_ilog *x, uint32_t tag,
     cm_hmap_each(&x->chunks, ilog_each_chunk_cb, &e);
 }
 
+int
+fns_ilog_walk_keys(struct fns_ilog *x, size_t *pos, size_t limit,
+                   void (*fn)(void *arg, const struct fns_key *key), void *arg)
+{
+    return fns_keys_walk(&x->chunks, FNS_KEY_OFF(struct fns_ilog_chunk), pos, limit, fn, arg);
+}
+
 struct ilog_each_inst {
     void (*fn)(void *arg, const struct fns_ilog_inst *in);
     void *arg;

@@ -108,6 +108,10 @@ const struct fns_ilog_chunk *fns_ilog_find(const struct fns_ilog *x, const struc
 /* fn for every live chunk record of tag (fn must not add records). */
 void fns_ilog_each_chunk(struct fns_ilog *x, uint32_t tag,
                          void (*fn)(void *arg, const struct fns_ilog_chunk *c), void *arg);
+/* The keys of every live chunk record, a stretch at a time (as
+ * fns_store_walk_keys). */
+int fns_ilog_walk_keys(struct fns_ilog *x, size_t *pos, size_t limit,
+                       void (*fn)(void *arg, const struct fns_key *key), void *arg);
 /* fn for every instance not released (fn must not add records). */
 void fns_ilog_each_instance(struct fns_ilog *x,
                             void (*fn)(void *arg, const struct fns_ilog_inst *in), void *arg);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cm_buf.h"
+#include "cm_ec.h"
 #include "cm_err.h"
 #include "cm_log.h"
 #include "cm_metrics.h"
@@ -351,6 +352,71 @@ fns_node_rate_cb(void *arg)
     fns_node_dispatch(n);
 }
 
+/* A LIST cursor: the top two bits say which index the entry in the
+ * others is of: 0 memory, 1 the insertion log, 2 the packed-chunk index. */
+#define FNS_LIST_SHIFT 62
+#define FNS_LIST_POS(cur) ((cur) & ((1ull << FNS_LIST_SHIFT) - 1))
+
+struct fns_list_page {
+    uint8_t *buf;
+    size_t n;
+};
+
+static void
+fns_list_add(void *arg, const struct fns_key *k)
+{
+    struct fns_list_page *p = arg;
+    struct cm_wire_note nt = {.tenant = k->tenant, .index = k->index, .object = k->object};
+
+    p->buf = cm_realloc(p->buf, (p->n + 1) * CM_WIRE_NOTE_LEN + FNS_CHUNK_TAIL);
+    cm_wire_note_encode(&nt, p->buf + p->n++ * CM_WIRE_NOTE_LEN);
+}
+
+/* One stretch of index i's keys from *pos: 1 while more are left. */
+static int
+fns_list_walk(struct fns_node *n, unsigned i, size_t *pos, size_t limit, struct fns_list_page *p)
+{
+    switch (i) {
+    case 0:
+        return fns_store_walk_keys(n->store, pos, limit, fns_list_add, p);
+    case 1:
+        return n->ilog != NULL && fns_ilog_walk_keys(n->ilog, pos, limit, fns_list_add, p);
+    default:
+        return n->pack != NULL && fns_pack_index_walk_keys(n->pack, pos, limit, fns_list_add, p);
+    }
+}
+
+/* CM_OP_LIST: one page of the keys in memory, then of those in the
+ * insertion log, then of the packed chunks (chunks only in COS included).
+ * Not queued: a scrub's pages are few and small. */
+static void
+fns_node_list(struct fns_node *n, struct fns_req *req)
+{
+    uint64_t cur = req->hdr.object, next = CM_WIRE_LIST_END;
+    size_t limit = req->hdr.index == 0 || req->hdr.index > CM_WIRE_LIST_MAX ? CM_WIRE_LIST_MAX
+                                                                            : req->hdr.index;
+    unsigned i = (unsigned)(cur >> FNS_LIST_SHIFT);
+    size_t pos = (size_t)FNS_LIST_POS(cur);
+    struct fns_list_page p = {NULL, 0};
+    struct fns_chunk *page = NULL;
+
+    if (cur != CM_WIRE_LIST_END && i < 3) {
+        if (fns_list_walk(n, i, &pos, limit, &p)) {
+            next = (uint64_t)i << FNS_LIST_SHIFT | pos;
+        } else if (i < 2) {
+            next = (uint64_t)(i + 1) << FNS_LIST_SHIFT;
+        }
+    }
+    if (p.n > 0) {
+        size_t len = p.n * CM_WIRE_NOTE_LEN;
+        page =
+            fns_chunk_adopt(&(struct fns_key){0}, p.buf, (uint32_t)len, cm_crc32c(0, p.buf, len));
+    }
+    req->hdr.object = next;
+    fns_node_answer(n, req, 0, 0, page);
+    fns_chunk_unref(page);
+}
+
 static void
 fns_node_frame(void *arg, struct fns_conn *c, const struct cm_wire_hdr *h, uint8_t *payload,
                int status)
@@ -375,6 +441,11 @@ fns_node_frame(void *arg, struct fns_conn *c, const struct cm_wire_hdr *h, uint8
     if (h->op == CM_OP_PING) {
         free(payload);
         fns_node_answer(n, req, 0, 0, NULL);
+        return;
+    }
+    if (h->op == CM_OP_LIST) {
+        free(payload);
+        fns_node_list(n, req);
         return;
     }
     if (fns_op_index(h->op) < 0) {

@@ -522,3 +522,10 @@ fns_pack_index_segments(const struct fns_pack_index *x)
 {
     return x->segs.n;
 }
+
+int
+fns_pack_index_walk_keys(const struct fns_pack_index *x, size_t *pos, size_t limit,
+                         void (*fn)(void *arg, const struct fns_key *key), void *arg)
+{
+    return fns_keys_walk(&x->ents, FNS_KEY_OFF(struct pack_ent), pos, limit, fn, arg);
+}

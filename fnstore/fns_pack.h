@@ -129,6 +129,10 @@ size_t fns_pack_index_drop_held(struct fns_pack_index *x, void (*fn)(void *arg, 
  * empty ones become held (after a replay). */
 void fns_pack_index_drop_empty(struct fns_pack_index *x, void (*fn)(void *arg, uint64_t seg),
                                void *arg);
+/* The keys of the packed chunks, a stretch at a time (as
+ * fns_store_walk_keys). */
+int fns_pack_index_walk_keys(const struct fns_pack_index *x, size_t *pos, size_t limit,
+                             void (*fn)(void *arg, const struct fns_key *key), void *arg);
 /* Empty segments kept for their tombstones. */
 size_t fns_pack_index_held(const struct fns_pack_index *x);
 size_t fns_pack_index_chunks(const struct fns_pack_index *x);

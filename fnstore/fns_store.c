@@ -404,3 +404,10 @@ fns_store_live(const struct fns_store *s)
 {
     return s->live;
 }
+
+int
+fns_store_walk_keys(struct fns_store *s, size_t *pos, size_t limit,
+                    void (*fn)(void *arg, const struct fns_key *key), void *arg)
+{
+    return fns_keys_walk(&s->index, FNS_KEY_OFF(struct fns_chunk), pos, limit, fn, arg);
+}

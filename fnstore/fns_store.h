@@ -127,6 +127,11 @@ fns_store_cached(const struct fns_chunk *c)
 /* Drops c's cache copy (c stays if in an instance). */
 void fns_store_uncache(struct fns_store *s, struct fns_chunk *c);
 
+/* The keys of the indexed chunks, a stretch at a time (cm_hmap_walk: *pos
+ * 0 to start; 1 while more are left). */
+int fns_store_walk_keys(struct fns_store *s, size_t *pos, size_t limit,
+                        void (*fn)(void *arg, const struct fns_key *key), void *arg);
+
 uint64_t fns_store_used(const struct fns_store *s);        /* bytes in instances */
 uint64_t fns_store_cache_bytes(const struct fns_store *s); /* bytes in the cache space */
 uint64_t fns_store_cache_budget(const struct fns_store *s);

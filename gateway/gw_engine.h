@@ -22,7 +22,8 @@
  * Decisions are policies (policies/): which holders a read asks and when
  * one is slow (pol_rs.h, chosen by cfg.rs), where a new version's chunks
  * go (pol_holders.h). Files: gw_engine.c (this API), gw_read.c (reads),
- * gw_pbuf.c (the persistent buffer), gw_stripe.c (layout and coding).
+ * gw_pbuf.c (the persistent buffer), gw_census.c (the scrub's view),
+ * gw_stripe.c (layout and coding).
  *
  * Out of memory fails the request it serves, never the process: its
  * callback gets -ENOMEM (the front answers 503). Work with no caller
@@ -271,6 +272,42 @@ size_t gw_engine_flush_deletes(struct gw_engine *e, int timeout_ms);
  * not their COS objects (CM_WF_KEEP_COS): what a moved version left on the
  * nodes it moved away from. Fire and forget. */
 void gw_engine_drop(struct gw_engine *e, const struct gw_layout *layout, uint64_t mask);
+
+/*
+ * The scrub's view of the engine (gw_census.c; gw_scrub.c). Each posts
+ * onto the engine thread and answers there; -ENOMEM when it cannot be
+ * posted (then nothing happens and cb will not run).
+ *
+ * gw_engine_census: cb gets the ids of every version the engine holds
+ * (being put, buffered, tracked, moved, read, or waiting for a delayed
+ * delete) and of the usable nodes, arrays the receiver frees; or status
+ * -ENOMEM and none.
+ * gw_engine_list: cb gets one page of node's chunks from cursor
+ * (CM_OP_LIST, cm_wire.h) written to buf (cap bytes, borrowed
+ * until cb): the status (a transport error or the node's), n records
+ * (cm_wire_note encoded) and the next cursor.
+ * gw_engine_del_chunks: DELs n chunks of node (memory and COS), each kept
+ * and sent again until the node takes it, as a delete's (recs copied).
+ */
+struct gw_vid {
+    uint64_t object;
+    uint32_t tenant;
+};
+struct gw_census {
+    int status;
+    struct gw_vid *ids;
+    size_t nids;
+    uint32_t *nodes;
+    size_t nnodes;
+};
+typedef void (*gw_census_cb)(void *arg, struct gw_census *c);
+int gw_engine_census(struct gw_engine *e, gw_census_cb cb, void *arg);
+typedef void (*gw_list_cb)(void *arg, int status, const uint8_t *recs, size_t n, uint64_t next);
+int gw_engine_list(struct gw_engine *e, uint32_t node, uint64_t cursor, uint8_t *buf, size_t cap,
+                   gw_list_cb cb, void *arg);
+struct cm_wire_note;
+int gw_engine_del_chunks(struct gw_engine *e, uint32_t node, const struct cm_wire_note *recs,
+                         size_t n);
 
 struct gw_engine_stats {
     uint64_t buffered_bytes;   /* persistent buffer */

@@ -8,6 +8,7 @@
  *                STAT polling, redrive, rebuild by decoding, delayed deletes
  *   gw_mlog.c    META records: a version's once it is committed and
  *                persisted, tombstones; their nodes, sends and retries
+ *   gw_census.c  the scrub's view: the ids held, a node's chunk list
  *
  * Threads: every record here lives on the gw_net loop thread once posted;
  * only the ec cache (lock) and the stats (atomics) are touched elsewhere.
@@ -297,6 +298,9 @@ void gw_pbuf_send_dels(struct gw_engine *e, const struct gw_layout *l);
 void gw_pbuf_redel_poll(struct gw_engine *e);
 void gw_pbuf_redel_stop(struct gw_engine *e);
 void gw_pbuf_dels_now(void *engine); /* posted: every delayed delete fires now */
+/* DELs one chunk from node (memory and COS), kept as above if not taken. */
+void gw_pbuf_del_chunk(struct gw_engine *e, uint32_t node, uint32_t tenant, uint64_t object,
+                       uint32_t index);
 
 /*
  * gw_mlog.c. gw_mlog_version starts the META record of o (committed, every

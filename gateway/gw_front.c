@@ -51,6 +51,7 @@
 #include "gw_migrate.h"
 #include "gw_meta.h"
 #include "gw_s3_route.h"
+#include "gw_scrub.h"
 #include "gw_state.h"
 
 #define OBJ_PREFIX "/v1/objects/"
@@ -520,6 +521,9 @@ handle_metrics(struct req *q)
     if (f->migrate != NULL) {
         gw_migrate_metrics(f->migrate, &b);
     }
+    if (f->scrub != NULL) {
+        gw_scrub_metrics(f->scrub, &b);
+    }
     gw_admit_expose(f->admit, &b);
     cm_prom_family(&b, "shoal_gateway_commit_duration_seconds", "histogram",
                    "Time of one metadata write transaction, fsyncs included");
@@ -690,6 +694,12 @@ gw_front_attach_pp(struct gw_front *f, struct gw_demand *d, struct gw_migrate *m
 {
     f->demand = d;
     f->migrate = m;
+}
+
+void
+gw_front_attach_scrub(struct gw_front *f, struct gw_scrub *s)
+{
+    f->scrub = s;
 }
 
 struct gw_commit *

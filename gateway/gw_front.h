@@ -40,6 +40,9 @@ void gw_front_attach(struct gw_front *f, struct gw_engine *e, struct gw_state *s
 struct gw_demand;
 struct gw_migrate;
 void gw_front_attach_pp(struct gw_front *f, struct gw_demand *d, struct gw_migrate *m);
+/* The orphan scrub (borrowed; may be NULL), in /metrics. Before serving. */
+struct gw_scrub;
+void gw_front_attach_scrub(struct gw_front *f, struct gw_scrub *s);
 /* The committer and the grace periods the front owns (borrowed). */
 struct gw_commit *gw_front_committer(struct gw_front *f);
 struct gw_grace *gw_front_grace(struct gw_front *f);

@@ -65,6 +65,7 @@ struct gw_front {
     struct gw_commit *commit;
     struct gw_demand *demand;   /* placement's demand counts (may be NULL) */
     struct gw_migrate *migrate; /* for /metrics (may be NULL) */
+    struct gw_scrub *scrub;     /* for /metrics (may be NULL) */
     struct gw_admit *admit;     /* large requests into the engine */
     atomic_int inflight;
     atomic_int draining;

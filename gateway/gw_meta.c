@@ -591,6 +591,59 @@ gw_meta_is_empty(struct gw_meta *m, int *empty)
     return rc < 0 ? rc : 0;
 }
 
+struct ids_ctx {
+    int (*cb)(void *arg, uint32_t tenant, uint64_t object);
+    void *arg;
+    int err;
+};
+
+/* 1 = stop the scan. */
+static int
+ids_group(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+    struct ids_ctx *c = arg;
+    size_t pos = 0;
+    struct gw_meta_member e;
+    int rc;
+
+    if (klen < 4) {
+        c->err = CM_E_PROTO;
+        return 1;
+    }
+    while ((rc = gw_meta_group_next(v, vlen, &pos, &e)) == 1) {
+        struct gw_layout l;
+
+        if (gw_meta_decode(e.val, e.vlen, &l) != 0) {
+            c->err = CM_E_PROTO;
+            return 1;
+        }
+        if (!gw_layout_record_only(&l) && (c->err = c->cb(c->arg, cm_get_be32(k), l.object)) != 0) {
+            return 1;
+        }
+    }
+    if (rc < 0) {
+        c->err = rc;
+        return 1;
+    }
+    return 0;
+}
+
+int
+gw_meta_scan_ids(struct gw_meta *m, int (*cb)(void *arg, uint32_t tenant, uint64_t object),
+                 void *arg)
+{
+    struct ids_ctx c = {cb, arg, 0};
+    struct cm_kv_txn *txn;
+    int rc = cm_kv_begin(m->kv, 0, &txn);
+
+    if (rc != 0) {
+        return rc;
+    }
+    rc = cm_kv_scan(txn, T_OBJECTS, NULL, 0, ids_group, &c);
+    cm_kv_abort(txn);
+    return rc < 0 ? rc : c.err;
+}
+
 struct tenant_ctx {
     uint32_t found;
     int any;

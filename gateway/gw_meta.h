@@ -230,6 +230,13 @@ int gw_meta_scan_pending(struct gw_meta *m, void (*cb)(void *arg, const struct g
 /* *empty = 1 when no table but state holds a row (a fresh store). */
 int gw_meta_is_empty(struct gw_meta *m, int *empty);
 
+/* cb(tenant, object id) for every live version with chunks of its own (all
+ * tenants, internal keys included), in one read transaction, until cb
+ * returns non-zero. 0, cb's non-zero, a store error, or CM_E_PROTO (a
+ * torn record). */
+int gw_meta_scan_ids(struct gw_meta *m, int (*cb)(void *arg, uint32_t tenant, uint64_t object),
+                     void *arg);
+
 /* Distinct tenant ids that own objects or tombstones, ascending. */
 int gw_meta_tenants(struct gw_meta *m, void (*cb)(void *arg, uint32_t tenant), void *arg);
 

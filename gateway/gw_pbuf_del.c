@@ -221,6 +221,15 @@ gw_pbuf_redel_stop(struct gw_engine *e)
 }
 
 void
+gw_pbuf_del_chunk(struct gw_engine *e, uint32_t node, uint32_t tenant, uint64_t object,
+                  uint32_t index)
+{
+    struct gw_redel_rec rec = {.object = object, .tenant = tenant, .index = index};
+
+    (void)redel_send(e, node, &rec);
+}
+
+void
 gw_pbuf_send_dels(struct gw_engine *e, const struct gw_layout *l)
 {
     send_dels_mask(e, l, gw_stripe_all(l), 0);

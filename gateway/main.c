@@ -36,6 +36,7 @@
 #include "gw_migrate.h"
 #include "gw_rebuild.h"
 #include "gw_s3.h"
+#include "gw_scrub.h"
 #include "gw_state.h"
 #include "pol_rs.h"
 
@@ -67,6 +68,7 @@ struct gw_cfg {
     int redrive_after_ms;
     int state_poll_ms;
     int delete_delay_ms;
+    int scrub_interval_ms;
     int rebuild_meta;
     int rebuild_threads;
     int force;
@@ -114,6 +116,9 @@ static const struct cm_opt opts[] = {
     CM_OPT_INT(T, delete_delay_ms, "0", 0, 3600000,
                "extra wait before deleting a replaced or deleted version's chunks, after the "
                "GETs that may read them are answered"),
+    CM_OPT_INT(T, scrub_interval_ms, "3600000", 0, 86400000,
+               "time between passes of the orphan chunk scrub; a chunk no version names is "
+               "deleted once two passes find it (0: no scrub)"),
     CM_OPT_BOOL(T, rebuild_meta, "false",
                 "rebuild the metadata store from the META records in the nodes' insertion logs "
                 "in --cos, then serve"),
@@ -226,6 +231,7 @@ main(int argc, char **argv)
     struct gw_state *state = NULL;
     struct gw_migrate *migrate = NULL;
     struct gw_demand *demand = NULL;
+    struct gw_scrub *scrub = NULL;
     struct cm_http_server *http = NULL, *s3http = NULL;
     struct gw_s3 *s3 = NULL;
     enum cm_log_level level;
@@ -340,6 +346,15 @@ main(int argc, char **argv)
         die("cannot start the demand reports", rc);
     }
     gw_front_attach_pp(front, demand, migrate);
+    struct gw_scrub_cfg sccfg = {.interval_ms = cfg.scrub_interval_ms};
+    rc = gw_scrub_create(&sccfg, meta, engine, gw_front_grace(front), &scrub);
+    if (rc == 0) {
+        rc = gw_scrub_start(scrub);
+    }
+    if (rc != 0) {
+        die("cannot start the scrub", rc);
+    }
+    gw_front_attach_scrub(front, scrub);
     struct cm_http_cfg hcfg = {
         .addr = cfg.listen,
         .threads = (unsigned)cfg.threads,
@@ -379,7 +394,9 @@ main(int argc, char **argv)
     gw_s3_destroy(s3); /* runs the copies it holds, while the engine is up */
     gw_state_stop(state);
     gw_front_attach_pp(front, NULL, NULL);
+    gw_front_attach_scrub(front, NULL);
     gw_demand_destroy(demand);
+    gw_scrub_stop(scrub);
     gw_migrate_stop(migrate);
     gw_front_quiesce(front);
     gw_migrate_detach(migrate);
@@ -393,6 +410,7 @@ main(int argc, char **argv)
     gw_engine_destroy(engine);
     gw_front_destroy(front);
     gw_migrate_destroy(migrate);
+    gw_scrub_destroy(scrub);
     gw_state_destroy(state);
     gw_meta_close(meta);
     CM_INFO("stopped");

@@ -42,6 +42,16 @@ void cm_hmap_del(struct cm_hmap *m, struct cm_hnode *n);
 /* Calls fn for every node (n may be unlinked by fn: the next is taken first). */
 void cm_hmap_each(struct cm_hmap *m, void (*fn)(void *arg, struct cm_hnode *n), void *arg);
 
+/*
+ * Calls fn for the nodes of the entries from entry *pos on, a whole chain
+ * at a time, as long as they come to at most limit nodes (at least one
+ * chain, however long), and moves *pos past them: 1 while entries are
+ * left, 0 at the end. A walk
+ * resumed after adds (the table may have grown) sees every node that was
+ * in the map for the whole walk, some perhaps twice.
+ */
+int cm_hmap_walk(const struct cm_hmap *m, size_t *pos, size_t limit,
+                 void (*fn)(void *arg, struct cm_hnode *n), void *arg);
 /* The first node with this hash, or NULL. */
 static inline struct cm_hnode *
 cm_hmap_first(const struct cm_hmap *m, uint64_t hash)

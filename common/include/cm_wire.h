@@ -42,6 +42,12 @@ enum cm_wire_op {
                        for the node's insertion log in COS (a committed
                        version's key and layout, or a tombstone) -> empty
                        once they are all in COS */
+    CM_OP_LIST = 8, /* object = cursor (0: from the start), index = records
+                       wanted at most -> payload = cm_wire_note records of
+                       chunks the node holds (in memory, in its insertion
+                       log, packed in its COS segments; one may come more
+                       than once), object = the next cursor,
+                       CM_WIRE_LIST_END after the last page */
     CM_OP_RESPONSE = 0x80,
 };
 
@@ -82,6 +88,9 @@ struct cm_wire_hdr {
 #define CM_WIRE_TAG(slot, inc) (((uint32_t)(slot) << 20) | ((uint32_t)(inc)&0xfffffu))
 #define CM_WIRE_TAG_SLOT(tag) ((uint32_t)(tag) >> 20)
 #define CM_WIRE_TAG_INC(tag) ((uint32_t)(tag)&0xfffffu)
+
+#define CM_WIRE_LIST_END UINT64_MAX
+#define CM_WIRE_LIST_MAX 4096u /* records in one LIST answer, at most */
 
 /* Fills out[CM_WIRE_HDR_LEN], setting magic, version and hdr_crc. */
 void cm_wire_encode_hdr(const struct cm_wire_hdr *h, uint8_t *out);

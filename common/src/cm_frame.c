@@ -42,7 +42,7 @@ op_valid(uint8_t op)
 {
     uint8_t base = op & (uint8_t)~CM_OP_RESPONSE;
 
-    return base >= CM_OP_PING && base <= CM_OP_META;
+    return base >= CM_OP_PING && base <= CM_OP_LIST;
 }
 
 static int

@@ -98,3 +98,27 @@ cm_hmap_each(struct cm_hmap *m, void (*fn)(void *arg, struct cm_hnode *n), void 
         }
     }
 }
+
+int
+cm_hmap_walk(const struct cm_hmap *m, size_t *pos, size_t limit,
+             void (*fn)(void *arg, struct cm_hnode *n), void *arg)
+{
+    size_t seen = 0;
+
+    while (*pos <= m->mask && seen < limit) {
+        size_t len = 0;
+
+        for (struct cm_hnode *n = m->b[*pos]; n != NULL; n = n->next) {
+            len++;
+        }
+        if (seen > 0 && seen + len > limit) {
+            break;
+        }
+        for (struct cm_hnode *n = m->b[*pos]; n != NULL; n = n->next) {
+            fn(arg, n);
+        }
+        seen += len;
+        (*pos)++;
+    }
+    return *pos <= m->mask;
+}

@@ -21,6 +21,7 @@ from shoaltest import crc32c
 MAGIC = 0x4C4F4853
 HDR = struct.Struct("<IBBHiIQQQIIIII")  # 60 bytes, then hdr_crc
 OP_PING, OP_PUT, OP_GET, OP_DEL, OP_STAT, OP_PERSISTED, OP_RESP = 1, 2, 3, 4, 5, 6, 0x80
+OP_LIST, LIST_END = 8, (1 << 64) - 1
 WF_PERSISTED, WF_COS_SYNC, WF_FROM_COS, WF_NOTIFY = 1, 2, 4, 8
 NOTE = struct.Struct("<IIQ")  # tenant, index, object
 E_PROTO, E_CRC, E_NOTFOUND, E_TOOBIG, E_BUSY = -1001, -1002, -1003, -1004, -1007
@@ -715,6 +716,38 @@ def test_caps_and_queue_limit(binary, tmp):
         node.proc.wait()
 
 
+def list_all(c, per_page):
+    """Every (tenant, object, index) a LIST walk returns, and its pages' sizes."""
+    got, sizes, cur = [], [], 0
+    while cur != LIST_END:
+        r = c.call(OP_LIST, obj=cur, idx=per_page)
+        check(r["status"] == 0 and len(r["data"]) % NOTE.size == 0, "LIST answer %r" % r["status"])
+        recs = [NOTE.unpack_from(r["data"], i) for i in range(0, len(r["data"]), NOTE.size)]
+        got += [(t, o, i) for t, i, o in recs]
+        sizes.append(len(recs))
+        check(len(sizes) < 10000, "LIST never ends")
+        cur = r["obj"]
+    return got, sizes
+
+
+def test_list(node, blobs):
+    # After the restarts every chunk is listed (from memory, and again from
+    # the insertion log once persisted), a deleted one is not, and a small
+    # page size pages: the same set, a few records at a time.
+    c = Conn(node.addr)
+    want = {(1 + i % 3, 77, i) for i in range(len(blobs))} | {(1, 0x5152, 0), (1, 0x5153, 0)}
+    whole, sizes = list_all(c, 0)
+    check(want <= set(whole), "LIST misses %r" % sorted(want - set(whole))[:5])
+    check(len(whole) >= 2 * len(want), "persisted chunks come again from the insertion log")
+    check((1, 0x5151, 0) not in whole and (3, 0xABCDEF, 0) not in whole, "deleted chunk listed")
+    paged, psizes = list_all(c, 2)
+    check(set(paged) == set(whole), "paged LIST differs from a whole one")
+    check(len(psizes) > 10 and max(psizes) <= 8, "pages of about 2 records: %r" % psizes[:20])
+    check(c.call(OP_DEL, tenant=1, obj=0x5152, idx=0)["status"] == 0, "del B")
+    check((1, 0x5152, 0) not in list_all(c, 0)[0], "a deleted chunk leaves the list")
+    c.close()
+
+
 def main():
     if len(sys.argv) == 2 and sys.argv[1] == "--attached":
         addr = os.environ["FNS_ADDR"]
@@ -750,6 +783,7 @@ def main():
         test_restart(node, inc, blobs, tags)
         test_tomb_lifetime(node)
         test_tomb_alone(node)
+        test_list(node, blobs)
         rc = node.term()
         check(rc == 0, "clean exit on SIGTERM, got %r" % rc)
         test_caps_and_queue_limit(binary, tmp)

@@ -13,11 +13,11 @@
 static void
 random_hdr(struct cm_wire_hdr *h)
 {
-    static const uint8_t ops[] = {CM_OP_PING, CM_OP_PUT,  CM_OP_GET,
-                                  CM_OP_DEL,  CM_OP_STAT, CM_OP_PERSISTED};
+    static const uint8_t ops[] = {CM_OP_PING, CM_OP_PUT,       CM_OP_GET,  CM_OP_DEL,
+                                  CM_OP_STAT, CM_OP_PERSISTED, CM_OP_META, CM_OP_LIST};
 
     memset(h, 0, sizeof(*h));
-    h->op = ops[t_range(0, 5)] | (t_range(0, 1) ? CM_OP_RESPONSE : 0);
+    h->op = ops[t_range(0, 7)] | (t_range(0, 1) ? CM_OP_RESPONSE : 0);
     h->flags =
         (uint16_t)(t_rand() & (CM_WF_PERSISTED | CM_WF_COS_SYNC | CM_WF_FROM_COS | CM_WF_NOTIFY |
                                CM_WF_COS_OK | CM_WF_KEEP_COS));
@@ -112,7 +112,7 @@ test_reasons(void)
     cm_wire_encode_hdr(&h, b);
     CHECK_EQ_INT(cm_frame_decode_hdr(b, 0, &d, &why), CM_E_PROTO);
     CHECK_EQ_INT(why, CM_FRAME_WHY_OP);
-    h.op = CM_OP_META + 1;
+    h.op = CM_OP_LIST + 1;
     cm_wire_encode_hdr(&h, b);
     CHECK_EQ_INT(cm_frame_decode_hdr(b, 0, &d, &why), CM_E_PROTO);
     CHECK_EQ_INT(why, CM_FRAME_WHY_OP);

@@ -1,6 +1,7 @@
 /*
  * test_hmap.c - the intrusive hash map: lookups among equal hashes, delete
- * from the middle of a chain, growth keeping every node, iteration.
+ * from the middle of a chain, growth keeping every node, iteration, and
+ * a walk in stretches that the table grows under.
  */
 #include <stdlib.h>
 
@@ -82,6 +83,36 @@ main(void)
     cm_hmap_each(&m, drop_odd, &m);
     CHECK(m.n == N / 2);
     CHECK(find(&m, 7, cm_hmix64(7)) == NULL && find(&m, 8, cm_hmix64(8)) == &rs[8]);
+    cm_hmap_free(&m);
+
+    /* A walk in stretches of at most 7 (a chain is never split) while the
+     * table grows from 16 buckets: every node that was in from the start
+     * is seen at least once, none of them more than twice. */
+    cm_hmap_init(&m, 1);
+    for (int i = 0; i < N; i++) {
+        rs[i].seen = 0;
+    }
+    for (int i = 0; i < 40; i++) {
+        cm_hmap_add(&m, &rs[i].hn, cm_hmix64((uint64_t)i));
+    }
+    size_t pos = 0;
+    int more = 1, added = 40, stretches = 0;
+    while (more) {
+        count = 0;
+        more = cm_hmap_walk(&m, &pos, 7, mark, &count);
+        CHECK(count <= 7); /* no chain here is longer */
+        stretches++;
+        for (int j = 0; j < 50 && added < N; j++, added++) {
+            cm_hmap_add(&m, &rs[added].hn, cm_hmix64((uint64_t)added));
+        }
+    }
+    CHECK(stretches > 10 && m.mask + 1 > 1024);
+    for (int i = 0; i < 40; i++) {
+        CHECK(rs[i].seen == 1 || rs[i].seen == 2);
+    }
+    pos = 0;
+    count = 0;
+    CHECK(cm_hmap_walk(&m, &pos, (size_t)N, mark, &count) == 0 && count == N);
     cm_hmap_free(&m);
     free(rs);
     return 0;
