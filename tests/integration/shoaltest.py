@@ -20,6 +20,9 @@ Environment:
   SHOAL_TEST_KEEP=1      keep the cluster directory (and print where it is); by default
                          it is removed, also on failure (the log tails are printed)
   SHOAL_TEST_VERBOSE=1   log every HTTP request
+  SHOAL_TEST_GATEWAY_ARGS="..."  more flags for every gateway (after the test's own),
+                         e.g. "--scrub-interval-ms 300" to run the fault tests under
+                         a busy orphan scrub
 """
 
 import argparse
@@ -41,6 +44,7 @@ import traceback
 import urllib.parse
 
 VERBOSE = os.environ.get("SHOAL_TEST_VERBOSE") == "1"
+GATEWAY_ARGS = os.environ.get("SHOAL_TEST_GATEWAY_ARGS", "")
 
 
 class TestFailure(Exception):
@@ -226,7 +230,7 @@ class Cluster:
         self.src = test.src
         self.nodes = nodes
         self.controller_args = controller_args
-        self.gateway_args = gateway_args
+        self.gateway_args = (gateway_args + " " + GATEWAY_ARGS).strip()
         self.fnstore_args = fnstore_args
         self.dir = tempfile.mkdtemp(prefix="shoal-integ-%s-" % name)
         self.script = os.path.join(self.src, "deploy", "local", "shoal-cluster")
