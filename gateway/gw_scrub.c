@@ -74,6 +74,7 @@ struct gw_scrub {
     size_t list_n;
     uint64_t list_next;
     uint64_t passes, listed, unreferenced, deleted, refused, failed;
+    uint64_t pass_ns; /* the last pass's time, DELs' pauses included */
     /* the thread's */
     uint8_t *page; /* CM_WIRE_LIST_MAX records */
     struct scrub_token *token;
@@ -364,6 +365,7 @@ pass(struct gw_scrub *s)
     size_t npn = 0;
     uint64_t listed = 0, unref = 0, deleted = 0, refused = 0, failed = 0;
     int fired = s->token == NULL || atomic_load(&s->token->fired);
+    uint64_t t0 = cm_now_ns();
     int rc = await(s, gw_engine_census(s->e, census_cb, s));
 
     if (rc == 0 && (rc = s->census.status) == 0) {
@@ -459,6 +461,7 @@ pass(struct gw_scrub *s)
     if (rc == 0) {
         s->listed = listed;
         s->unreferenced = unref;
+        s->pass_ns = cm_now_ns() - t0;
     }
     s->deleted += deleted;
     s->refused += refused;
@@ -570,7 +573,7 @@ gw_scrub_destroy(struct gw_scrub *s)
 void
 gw_scrub_metrics(struct gw_scrub *s, struct cm_buf *out)
 {
-    uint64_t v[6];
+    uint64_t v[6], ns;
 
     pthread_mutex_lock(&s->mu);
     v[0] = s->passes;
@@ -579,6 +582,7 @@ gw_scrub_metrics(struct gw_scrub *s, struct cm_buf *out)
     v[3] = s->deleted;
     v[4] = s->refused;
     v[5] = s->failed;
+    ns = s->pass_ns;
     pthread_mutex_unlock(&s->mu);
 #define SCRUB_FAMILY_(name, type, help, x)                                                         \
     cm_prom_family(out, "shoal_gateway_scrub_" name, type, help);                                  \
@@ -593,4 +597,7 @@ gw_scrub_metrics(struct gw_scrub *s, struct cm_buf *out)
                   "Node lists left alone: most of their chunks unreferenced (a lost store?)", v[4])
     SCRUB_FAMILY_("failed_total", "counter", "Node chunk lists that failed", v[5])
 #undef SCRUB_FAMILY_
+    cm_prom_family(out, "shoal_gateway_scrub_pass_seconds", "gauge",
+                   "Time the last scrub pass took, its DELs' pauses included");
+    cm_prom_double(out, "shoal_gateway_scrub_pass_seconds", NULL, (double)ns / 1e9);
 }

@@ -63,7 +63,8 @@ void gw_scrub_destroy(struct gw_scrub *s); /* NULL is a no-op; stops first */
  *   shoal_gateway_scrub_unreferenced_chunks       distinct ones of them in C
  *   shoal_gateway_scrub_deleted_chunks_total      chunk DELs sent
  *   shoal_gateway_scrub_refused_total             node lists left alone (the valve)
- *   shoal_gateway_scrub_failed_total              node lists that failed */
+ *   shoal_gateway_scrub_failed_total              node lists that failed
+ *   shoal_gateway_scrub_pass_seconds              the last pass's time */
 void gw_scrub_metrics(struct gw_scrub *s, struct cm_buf *out);
 
 #endif
