@@ -132,6 +132,10 @@ def check_server(t, c, tenants):
         names = [x.get("name") for g in r.json()["data"]["groups"] for x in g["rules"]]
         t.check("ShoalFairnessLow" in names and "cluster:shoal_min_max_ratio:rate1m" in names,
                 "rules loaded: %r" % names)
+        ops = {x["name"]: x.get("state") for g in r.json()["data"]["groups"]
+               if g["name"] == "shoal-operations-alerts" for x in g["rules"]}
+        t.check(len(ops) == 6 and set(ops.values()) == {"inactive"},
+                "a healthy cluster raises no operations alert: %r" % ops)
     finally:
         st.stop_process(prom)
         log.close()
