@@ -7,8 +7,9 @@
  *
  * Threads: the handlers run on the S3 listener's cm_http threads; engine
  * callbacks on the engine thread; commits on the committer; a copy's
- * bytes are hashed and encoded on the front door's copy worker. create and
- * destroy from the main thread.
+ * bytes are hashed and encoded on the front door's copy worker, which also
+ * expires abandoned multipart uploads. create and destroy from the main
+ * thread.
  */
 #ifndef GW_S3_H
 #define GW_S3_H
@@ -21,6 +22,7 @@ struct gw_s3;
 struct gw_s3_cfg {
     const char *domain; /* virtual-hosted buckets: "<bucket>.<domain>"; NULL or "": none */
     const char *region; /* GetBucketLocation's answer; "" or "us-east-1": empty */
+    int upload_expiry_ms; /* an upload begun longer ago is aborted; 0: never */
 };
 
 /* f is borrowed and must outlive the front door (cfg's strings too). */

@@ -367,17 +367,43 @@ s3_queue_job(struct s3_req *q, void (*fn)(struct s3_req *q))
     pthread_mutex_unlock(&s3->mu);
 }
 
+/* Between upload expiry sweeps: a quarter of the expiry, 100 ms to 1 h. */
+static uint64_t
+sweep_ns(const struct gw_s3 *s3)
+{
+    uint64_t ms = (uint64_t)s3->cfg.upload_expiry_ms / 4;
+
+    ms = ms < 100 ? 100 : ms > 3600000 ? 3600000 : ms;
+    return ms * 1000000u;
+}
+
 static void *
 worker_main(void *arg)
 {
     struct gw_s3 *s3 = arg;
+    uint64_t next = cm_now_ns() + sweep_ns(s3);
 
     pthread_mutex_lock(&s3->mu);
     for (;;) {
         struct s3_req *q;
+        uint64_t now = cm_now_ns();
 
-        while (s3->jobs == NULL && !s3->stop) {
-            pthread_cond_wait(&s3->cv, &s3->mu);
+        if (s3->jobs == NULL && !s3->stop && s3->cfg.upload_expiry_ms > 0 && now >= next) {
+            pthread_mutex_unlock(&s3->mu);
+            s3_expire_uploads(s3);
+            pthread_mutex_lock(&s3->mu);
+            next = cm_now_ns() + sweep_ns(s3);
+            continue;
+        }
+        if (s3->jobs == NULL && !s3->stop) {
+            if (s3->cfg.upload_expiry_ms > 0) {
+                struct timespec ts = cm_deadline(CLOCK_MONOTONIC, next - now);
+
+                (void)pthread_cond_timedwait(&s3->cv, &s3->mu, &ts);
+            } else {
+                pthread_cond_wait(&s3->cv, &s3->mu);
+            }
+            continue;
         }
         if (s3->jobs == NULL) {
             break;
@@ -788,8 +814,13 @@ gw_s3_create(const struct gw_s3_cfg *cfg, struct gw_front *f, struct gw_s3 **out
     s3->f = f;
     s3->keys = gw_s3_keycache_create(1024);
     s3->jobs_tail = &s3->jobs;
+    pthread_condattr_t ca;
+
     pthread_mutex_init(&s3->mu, NULL);
-    pthread_cond_init(&s3->cv, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s3->cv, &ca);
+    pthread_condattr_destroy(&ca);
     rc = pthread_create(&s3->worker, NULL, worker_main, s3);
     if (rc != 0) {
         pthread_cond_destroy(&s3->cv);

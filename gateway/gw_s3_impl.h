@@ -42,9 +42,10 @@ struct gw_s3 {
     struct gw_front *f;
     struct gw_s3_keycache *keys; /* SigV4 signing keys, shared by the HTTP threads */
     /* The copy worker: CopyObject and UploadPartCopy hash and encode the
-     * bytes they read here, not on the engine thread. */
+     * bytes they read here, not on the engine thread; it also sweeps the
+     * uploads for expiry. */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
     struct s3_req *jobs, **jobs_tail;
     int stop;
     pthread_t worker;
@@ -191,6 +192,9 @@ int s3_upload_in(struct gw_meta_batch *b, struct s3_req *q, struct gw_commit_op 
 /* DeleteBucket: deletes the uploads in progress in q's bucket in b, their
  * parts' versions appended to olds (gw_meta_old, caller frees). */
 int s3_abort_bucket_uploads(struct gw_meta_batch *b, struct s3_req *q, struct cm_buf *olds);
+/* The copy worker's sweep: aborts every upload of every tenant begun
+ * more than cfg.upload_expiry_ms ago, a commit at a time. */
+void s3_expire_uploads(struct gw_s3 *s3);
 #define S3_PART_KEY_LEN GW_META_PART_KEY_LEN
 #define S3_UPLOAD_KEY_LEN (2 + S3_UPLOAD_ID_LEN)
 #define S3_PART_PREFIX_LEN (S3_PART_KEY_LEN - 5) /* "\0p<upload id>/" */

@@ -24,10 +24,15 @@
  * upload's, parts left out of a Complete or aborted) has its tombstone
  * logged (gw_front_retire).
  *
+ * An upload begun more than --s3-upload-expiry-ms ago is aborted by the
+ * copy worker's sweeps (s3_expire_uploads), as MinIO expires stale
+ * uploads: a client that never completes nor aborts would leave its parts
+ * for good.
+ *
  * ListParts and ListMultipartUploads are in gw_s3_mpu_list.c.
  *
  * Threads: handlers on the S3 listener's HTTP threads; apply_* and *_done
- * on the committer.
+ * on the committer; the expiry on the copy worker.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,7 +42,9 @@
 #include "cm_bytes.h"
 #include "cm_err.h"
 #include "cm_hash.h"
+#include "cm_hmap.h"
 #include "cm_log.h"
+#include "cm_time.h"
 #include "gw_s3_impl.h"
 #include "gw_s3_xml.h"
 
@@ -615,4 +622,163 @@ s3_abort_mpu(struct s3_req *q)
         return;
     }
     s3_commit(q, apply_abort, abort_done);
+}
+
+/* ---- expiry of abandoned uploads ---- */
+
+#define EXPIRE_BATCH 32 /* uploads a commit op aborts */
+
+/* Uploads of one tenant begun before cutoff_ms, aborted in one commit. */
+struct expire_op {
+    struct gw_commit_op op;
+    struct gw_s3 *s3;
+    uint32_t tenant;
+    uint64_t cutoff_ms;
+    size_t n, expired;
+    char ids[EXPIRE_BATCH][S3_UPLOAD_ID_LEN + 1];
+    struct cm_buf olds;
+    int finished; /* under s3->mu */
+};
+
+static int
+apply_expire(struct gw_meta_batch *b, struct gw_commit_op *op, const struct gw_snap *s)
+{
+    struct expire_op *x = CM_CONTAINER_OF(op, struct expire_op, op);
+    int rc = 0;
+
+    (void)s;
+    olds_reset(&x->olds);
+    x->expired = 0;
+    for (size_t i = 0; rc == 0 && i < x->n; i++) {
+        char k[S3_UPLOAD_KEY_LEN];
+        struct gw_layout l;
+        struct gw_meta_attrs a;
+        struct s3_upload u;
+
+        rc = gw_meta_batch_get(b, x->tenant, k, gw_meta_upload_key(x->ids[i], k), &l, &a);
+        if (rc == CM_E_NOTFOUND ||
+            (rc == 0 && (s3_upload_from(&l, &a, &u) != 0 || u.created_ms >= x->cutoff_ms))) {
+            rc = 0; /* completed or aborted meanwhile */
+            continue;
+        }
+        if (rc == 0) {
+            rc = drop_parts(b, x->tenant, x->ids[i], NULL, &x->olds);
+        }
+        if (rc == 0) {
+            rc = upload_delete(b, x->tenant, x->ids[i], &x->olds);
+            x->expired++;
+        }
+    }
+    op->rc = rc;
+    return rc;
+}
+
+static void
+expire_done(struct gw_commit_op *op)
+{
+    struct expire_op *x = CM_CONTAINER_OF(op, struct expire_op, op);
+    struct gw_s3 *s3 = x->s3;
+
+    if (op->rc == 0) {
+        olds_retire(s3->f, &x->olds);
+    }
+    pthread_mutex_lock(&s3->mu);
+    x->finished = 1;
+    pthread_cond_broadcast(&s3->cv);
+    pthread_mutex_unlock(&s3->mu);
+}
+
+/* An upload begun before cutoff_ms into x's ids (a read of the store);
+ * stops the scan once EXPIRE_BATCH are found. */
+static int
+expire_one(void *arg, const char *key, size_t klen, const struct gw_layout *l,
+           const struct gw_meta_attrs *a)
+{
+    struct expire_op *x = arg;
+    struct s3_upload u;
+
+    if (klen == S3_UPLOAD_KEY_LEN && s3_upload_from(l, a, &u) == 0 && u.created_ms < x->cutoff_ms) {
+        memcpy(x->ids[x->n], key + 2, S3_UPLOAD_ID_LEN);
+        x->ids[x->n][S3_UPLOAD_ID_LEN] = '\0';
+        x->n++;
+    }
+    return x->n == EXPIRE_BATCH;
+}
+
+struct tenant_ids {
+    uint32_t *v;
+    size_t n;
+};
+
+static void
+tenant_one(void *arg, uint32_t tenant)
+{
+    struct tenant_ids *t = arg;
+
+    t->v = cm_realloc(t->v, (t->n + 1) * sizeof(*t->v));
+    t->v[t->n++] = tenant;
+}
+
+/* Aborts, EXPIRE_BATCH at a time, every upload of tenant begun before
+ * cutoff_ms: the count, or a negative error. Stops early at a stop. */
+static long
+expire_tenant(struct gw_s3 *s3, uint32_t tenant, uint64_t cutoff_ms)
+{
+    struct expire_op *x = cm_calloc(1, sizeof(*x));
+    long total = 0;
+    int rc = 0;
+
+    x->s3 = s3;
+    x->tenant = tenant;
+    x->cutoff_ms = cutoff_ms;
+    cm_buf_init(&x->olds);
+    for (;;) {
+        x->n = 0;
+        rc = gw_meta_scan(s3->f->meta, tenant, "\0u", 2, NULL, 0, expire_one, x);
+        if (rc != 0 || x->n == 0) {
+            break;
+        }
+        x->op = (struct gw_commit_op){
+            .kind = COMMIT_CALL, .tenant = tenant, .apply = apply_expire, .done = expire_done};
+        x->finished = 0;
+        gw_commit_queue(s3->f->commit, &x->op);
+        pthread_mutex_lock(&s3->mu);
+        while (!x->finished) {
+            pthread_cond_wait(&s3->cv, &s3->mu);
+        }
+        pthread_mutex_unlock(&s3->mu);
+        if ((rc = x->op.rc) != 0 || x->expired == 0) {
+            break; /* a failure, or only uploads that ended meanwhile */
+        }
+        total += (long)x->expired;
+        CM_INFO("s3 uploads expired tenant=%u count=%zu", tenant, x->expired);
+        pthread_mutex_lock(&s3->mu);
+        rc = s3->stop ? -ECANCELED : 0;
+        pthread_mutex_unlock(&s3->mu);
+        if (rc != 0) {
+            break;
+        }
+    }
+    olds_reset(&x->olds);
+    cm_buf_fini(&x->olds);
+    free(x);
+    return rc != 0 ? rc : total;
+}
+
+void
+s3_expire_uploads(struct gw_s3 *s3)
+{
+    uint64_t now = cm_wall_ms(), age = (uint64_t)s3->cfg.upload_expiry_ms;
+    struct tenant_ids t = {NULL, 0};
+    int rc = gw_meta_tenants(s3->f->meta, tenant_one, &t);
+
+    for (size_t i = 0; rc == 0 && i < t.n && now > age; i++) {
+        long n = expire_tenant(s3, t.v[i], now - age);
+
+        rc = n < 0 ? (int)n : 0;
+    }
+    if (rc != 0 && rc != -ECANCELED) {
+        CM_WARN("s3 upload expiry failed err=%s", cm_errname(rc));
+    }
+    free(t.v);
 }

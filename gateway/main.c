@@ -45,6 +45,7 @@ struct gw_cfg {
     const char *s3_listen;
     const char *s3_domain;
     const char *s3_region;
+    int s3_upload_expiry_ms;
     const char *controller;
     const char *admin_token_file;
     const char *data_dir;
@@ -82,6 +83,8 @@ static const struct cm_opt opts[] = {
                "virtual-hosted S3 buckets: a Host of BUCKET.<this> names the bucket (empty: "
                "path-style only)"),
     CM_OPT_STR(T, s3_region, "us-east-1", "the region S3 clients are told buckets are in"),
+    CM_OPT_INT(T, s3_upload_expiry_ms, "86400000", 0, 2147483647,
+               "an S3 multipart upload begun longer ago is aborted, its parts deleted (0: never)"),
     CM_OPT_STR(T, controller, "127.0.0.1:9400", "controller address (host:port or URL)"),
     CM_OPT_STR(T, admin_token_file, NULL, "admin token file shared with the controller"),
     CM_OPT_STR(T, data_dir, NULL, "directory for the metadata store (required)"),
@@ -365,7 +368,9 @@ main(int argc, char **argv)
         die("cannot listen", rc);
     }
     if (cfg.s3_listen != NULL && cfg.s3_listen[0] != '\0') {
-        struct gw_s3_cfg s3cfg = {.domain = cfg.s3_domain, .region = cfg.s3_region};
+        struct gw_s3_cfg s3cfg = {.domain = cfg.s3_domain,
+                                  .region = cfg.s3_region,
+                                  .upload_expiry_ms = cfg.s3_upload_expiry_ms};
         struct cm_http_cfg s3hcfg = {
             .addr = cfg.s3_listen,
             .threads = (unsigned)cfg.threads,

@@ -883,6 +883,45 @@ def rebuild_meta(t, x):
     t.eq(s3_state(s), mid, "after a plain restart of the rebuilt store")
 
 
+def upload_expiry(t, x):
+    """Uploads begun more than --s3-upload-expiry-ms ago are aborted, their
+    parts deleted; an upload completed before then is an object like any."""
+    import botocore.exceptions
+    c = x.c
+    c.stop(only=["gateway"])
+    c.cluster_cmd("start", "--only", "gateway", "--gateway-args",
+                  (c.gateway_args + " --s3-upload-expiry-ms 1500").strip())
+    s = x.boto()
+    s.create_bucket(Bucket="exp")
+    part = os.urandom(3000)
+    old = s.create_multipart_upload(Bucket="exp", Key="left")["UploadId"]
+    s.upload_part(Bucket="exp", Key="left", UploadId=old, PartNumber=1, Body=part)
+    done = s.create_multipart_upload(Bucket="exp", Key="kept")["UploadId"]
+    e = s.upload_part(Bucket="exp", Key="kept", UploadId=done, PartNumber=1, Body=part)["ETag"]
+    s.complete_multipart_upload(Bucket="exp", Key="kept", UploadId=done, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": e}]})
+    ids = [u["UploadId"] for u in s.list_multipart_uploads(Bucket="exp").get("Uploads", [])]
+    t.eq(ids, [old], "the upload in progress is listed")
+    st.wait_until(lambda: not s.list_multipart_uploads(Bucket="exp").get("Uploads"), 15,
+                  "the abandoned upload expired")
+    try:
+        s.upload_part(Bucket="exp", Key="left", UploadId=old, PartNumber=2, Body=part)
+        t.check(False, "UploadPart to an expired upload succeeded")
+    except botocore.exceptions.ClientError as err:
+        t.eq(err.response["Error"]["Code"], "NoSuchUpload", "UploadPart to an expired upload")
+    fresh = s.create_multipart_upload(Bucket="exp", Key="left")["UploadId"]
+    s.upload_part(Bucket="exp", Key="left", UploadId=fresh, PartNumber=1, Body=part)
+    t.eq([u["UploadId"] for u in s.list_multipart_uploads(Bucket="exp")["Uploads"]], [fresh],
+         "an upload younger than the expiry stays")
+    t.eq(s.get_object(Bucket="exp", Key="kept")["Body"].read(), part,
+         "the object completed before the expiry")
+    s.abort_multipart_upload(Bucket="exp", Key="left", UploadId=fresh)
+    s.delete_object(Bucket="exp", Key="kept")
+    s.delete_bucket(Bucket="exp")
+    c.stop(only=["gateway"])
+    c.cluster_cmd("start", "--only", "gateway", "--gateway-args", c.gateway_args)
+
+
 def slow_down(t, x):
     """A tenant's queue full at the nodes: SlowDown (503) on S3, 429 natively."""
     c2 = t.cluster(nodes=2, controller_args="--ec-k 1 --ec-m 1",
@@ -920,7 +959,7 @@ def main(t):
     x = Ctx(t, c, key, t.tmp)
     x.tenant = tenant
     for part in (aws_cli, boto3_client, s3cmd_client, rclone_client, semantics, protocol,
-                 rebuild_meta, slow_down):
+                 rebuild_meta, upload_expiry, slow_down):
         t0 = time.time()
         t.section(part, x)
         st.log("section %s: %.1fs" % (part.__name__, time.time() - t0))
