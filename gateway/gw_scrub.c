@@ -77,7 +77,8 @@ struct gw_scrub {
     uint64_t pass_ns; /* the last pass's time, DELs' pauses included */
     /* the thread's */
     uint8_t *page; /* CM_WIRE_LIST_MAX records */
-    struct scrub_token *token;
+    struct scrub_token *token; /* armed at the end of the last pass that could */
+    int armed;                 /* a token was ever armed */
     struct scrub_node *nodes;
     size_t nnodes;
 };
@@ -364,7 +365,8 @@ pass(struct gw_scrub *s)
     struct pass_node *pn = NULL;
     size_t npn = 0;
     uint64_t listed = 0, unref = 0, deleted = 0, refused = 0, failed = 0;
-    int fired = s->token == NULL || atomic_load(&s->token->fired);
+    /* A token armed and fired; none yet: the first pass (nothing to delete) */
+    int fired = s->token != NULL ? atomic_load(&s->token->fired) : !s->armed;
     uint64_t t0 = cm_now_ns();
     int rc = await(s, gw_engine_census(s->e, census_cb, s));
 
@@ -436,16 +438,21 @@ pass(struct gw_scrub *s)
             p->s.v = NULL;
         }
     }
-    if (fired && rc == 0) {
+    if (rc == 0 && (fired || s->token == NULL)) {
+        /* The next deletes wait for the GETs in now. Without a token (out
+         * of memory) none happen; the next pass tries again. */
         struct scrub_token *t = malloc(sizeof(*t));
 
         token_put(s->token);
         s->token = t;
+        s->armed = 1;
         if (t != NULL) {
             atomic_init(&t->refs, 2);
             atomic_init(&t->fired, 0);
             if (gw_grace_defer(s->grace, token_fire, t) != 0) {
                 token_put(t);
+                token_put(t);
+                s->token = NULL;
             }
         }
     }
