@@ -509,21 +509,40 @@ commit(struct gw_layout *l, const char *key, uint64_t version)
 
 #define BURST 16
 
+/* Holds the engine thread until *go is set (a census answer that waits). */
+static void
+hold_loop(void *arg, struct gw_census *c)
+{
+    atomic_int *go = arg;
+
+    free(c->ids);
+    free(c->nodes);
+    while (!atomic_load(go)) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* BURST small versions stored on row, then committed back to back (keys
- * prefix0, prefix1, ...), waited for until each left the buffer. */
+ * prefix0, prefix1, ...) while the engine thread is held, so that it takes
+ * the commits in one loop turn however this thread is scheduled; waited
+ * for until each left the buffer. */
 static void
 commit_burst(const uint32_t *row, const char *prefix)
 {
     struct gw_layout v[BURST];
     char key[32];
+    atomic_int go = 0;
 
     for (int i = 0; i < BURST; i++) {
         v[i] = put(1, 2, 1000, row);
     }
+    CHECK_EQ_INT(gw_engine_census(eng, hold_loop, &go), 0);
     for (int i = 0; i < BURST; i++) {
         snprintf(key, sizeof(key), "%s%d", prefix, i);
         commit(&v[i], key, 1);
     }
+    atomic_store(&go, 1);
     for (int i = 0; i < BURST; i++) {
         wait_done(v[i].object);
         gw_layout_fini(&v[i]);
