@@ -43,6 +43,8 @@
     X(INVALID_PART, "InvalidPart", 400,                                                            \
       "One or more of the specified parts could not be found. The part may not have been "         \
       "uploaded, or the specified entity tag may not match the part's entity tag.")                \
+    X(INVALID_PART_NUMBER, "InvalidPartNumber", 416,                                               \
+      "The requested partnumber is not satisfiable")                                               \
     X(INVALID_PART_ORDER, "InvalidPartOrder", 400,                                                 \
       "The list of parts was not in ascending order. Parts must be ordered by part number.")       \
     X(INVALID_RANGE, "InvalidRange", 416, "The requested range is not satisfiable")                \

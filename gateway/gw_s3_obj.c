@@ -2,7 +2,7 @@
  * gw_s3_obj.c - the S3 front door's object operations (see gw_s3_impl.h):
  * PutObject and UploadPart (s3_store: engine, then one commit that checks
  * the bucket or upload is still there), GetObject/HeadObject (conditions,
- * Range, stored headers, reads across parts), DeleteObject(s), and
+ * Range or partNumber, stored headers, reads across parts), DeleteObject(s), and
  * CopyObject/UploadPartCopy (the source read through the engine, hashed
  * and stored again on the copy worker).
  *
@@ -432,6 +432,68 @@ load_object(struct s3_req *q, const char *bucket, size_t blen, const char *key, 
     return 0;
 }
 
+/* The Range header of q into q->off, q->len (partial: 206): 0, or
+ * answered (InvalidRange). */
+static int
+read_range(struct s3_req *q, uint64_t size)
+{
+    char cr[96];
+
+    switch (gw_parse_range(cm_http_header(q->r, "Range"), size, &q->off, &q->len)) {
+    case GW_RANGE_OK:
+        q->partial = 1;
+        break;
+    case GW_RANGE_UNSAT:
+        snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)size);
+        cm_http_add_header(q->r, "Content-Range", cr);
+        s3_fail(q, GW_S3_E_INVALID_RANGE, NULL);
+        return -1;
+    case GW_RANGE_NONE:
+    case GW_RANGE_BAD: /* as S3: a Range it cannot serve is ignored */
+        q->off = 0;
+        q->len = size;
+        break;
+    }
+    return 0;
+}
+
+/* GetObject's and HeadObject's partNumber (v, the query's): part n of a
+ * multipart object in q->off, q->len (206, x-amz-mp-parts-count), the
+ * whole object for part 1 of another (as MinIO): 0, or answered. */
+static int
+part_of(struct s3_req *q, const char *v)
+{
+    const struct gw_meta_obj *o = q->obj;
+    uint64_t n;
+    char cnt[16];
+
+    if (gw_s3_parse_uint(v, GW_S3_MAX_PARTS, &n) != 0 || n == 0) {
+        s3_fail(q, GW_S3_E_INVALID_ARGUMENT, "partNumber must be 1 to 10000");
+        return -1;
+    }
+    if (cm_http_header(q->r, "Range") != NULL) {
+        s3_fail(q, GW_S3_E_INVALID_REQUEST,
+                "Cannot specify both Range header and partNumber query parameter");
+        return -1;
+    }
+    if (n > (o->a.nparts > 0 ? o->a.nparts : 1)) {
+        s3_fail(q, GW_S3_E_INVALID_PART_NUMBER, NULL);
+        return -1;
+    }
+    q->off = 0;
+    q->len = o->lay.size;
+    if (o->a.nparts > 0) {
+        for (uint64_t i = 0; i + 1 < n; i++) {
+            q->off += o->parts[i].size;
+        }
+        q->len = o->parts[n - 1].size;
+        q->partial = 1;
+        snprintf(cnt, sizeof(cnt), "%u", o->a.nparts);
+        cm_http_add_header(q->r, "x-amz-mp-parts-count", cnt);
+    }
+    return 0;
+}
+
 void
 s3_get_object(struct s3_req *q)
 {
@@ -462,20 +524,8 @@ s3_get_object(struct s3_req *q)
         s3_fail(q, GW_S3_E_PRECONDITION_FAILED, NULL);
         return;
     }
-    switch (gw_parse_range(cm_http_header(q->r, "Range"), size, &q->off, &q->len)) {
-    case GW_RANGE_OK:
-        q->partial = 1;
-        break;
-    case GW_RANGE_UNSAT:
-        snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)size);
-        cm_http_add_header(q->r, "Content-Range", cr);
-        s3_fail(q, GW_S3_E_INVALID_RANGE, NULL);
+    if (s3_query(q, "partNumber", cr, sizeof(cr)) == 1 ? part_of(q, cr) : read_range(q, size)) {
         return;
-    case GW_RANGE_NONE:
-    case GW_RANGE_BAD: /* as S3: a Range it cannot serve is ignored */
-        q->off = 0;
-        q->len = size;
-        break;
     }
     object_headers(q, etag, &ctype);
     if (q->x == NULL && ctype != NULL) {

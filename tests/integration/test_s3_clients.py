@@ -883,6 +883,50 @@ def rebuild_meta(t, x):
     t.eq(s3_state(s), mid, "after a plain restart of the rebuilt store")
 
 
+def part_number(t, x):
+    """GetObject and HeadObject with partNumber: one part of a multipart
+    object (206, x-amz-mp-parts-count), the whole of another for part 1."""
+    import botocore.exceptions
+    s = x.boto()
+    s.create_bucket(Bucket="pnum")
+    p1, p2 = os.urandom(5 << 20), os.urandom(3000)
+    u = s.create_multipart_upload(Bucket="pnum", Key="mp")["UploadId"]
+    e1 = s.upload_part(Bucket="pnum", Key="mp", UploadId=u, PartNumber=1, Body=p1)["ETag"]
+    e2 = s.upload_part(Bucket="pnum", Key="mp", UploadId=u, PartNumber=7, Body=p2)["ETag"]
+    s.complete_multipart_upload(Bucket="pnum", Key="mp", UploadId=u, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 7, "ETag": e2}]})
+    s.put_object(Bucket="pnum", Key="one", Body=p2)
+    whole = s.head_object(Bucket="pnum", Key="mp")["ETag"]
+
+    r = s.get_object(Bucket="pnum", Key="mp", PartNumber=2)
+    t.eq((r["Body"].read() == p2, r["PartsCount"], r["ContentRange"], r["ETag"]),
+         (True, 2, "bytes %d-%d/%d" % (len(p1), len(p1) + len(p2) - 1, len(p1) + len(p2)),
+          whole), "GetObject partNumber=2 of two parts")
+    r = s.get_object(Bucket="pnum", Key="mp", PartNumber=1)
+    t.eq((r["Body"].read() == p1, r["ResponseMetadata"]["HTTPStatusCode"]), (True, 206),
+         "GetObject partNumber=1")
+    h = s.head_object(Bucket="pnum", Key="mp", PartNumber=2)
+    t.eq((h["ContentLength"], h["PartsCount"]), (len(p2), 2), "HeadObject partNumber=2")
+    r = s.get_object(Bucket="pnum", Key="one", PartNumber=1)
+    t.eq((r["Body"].read() == p2, "PartsCount" in r), (True, False),
+         "partNumber=1 of an object not uploaded in parts: the whole object")
+    for key, n, code in (("mp", 3, "InvalidPartNumber"), ("one", 2, "InvalidPartNumber")):
+        try:
+            s.get_object(Bucket="pnum", Key=key, PartNumber=n)
+            t.check(False, "GetObject %s partNumber=%d succeeded" % (key, n))
+        except botocore.exceptions.ClientError as err:
+            t.eq((err.response["Error"]["Code"], err.response["ResponseMetadata"]["HTTPStatusCode"]),
+                 (code, 416), "GetObject %s partNumber=%d" % (key, n))
+    try:
+        s.get_object(Bucket="pnum", Key="mp", PartNumber=1, Range="bytes=0-9")
+        t.check(False, "GetObject with both Range and partNumber succeeded")
+    except botocore.exceptions.ClientError as err:
+        t.eq(err.response["Error"]["Code"], "InvalidRequest", "Range and partNumber together")
+    for key in ("mp", "one"):
+        s.delete_object(Bucket="pnum", Key=key)
+    s.delete_bucket(Bucket="pnum")
+
+
 def upload_expiry(t, x):
     """Uploads begun more than --s3-upload-expiry-ms ago are aborted, their
     parts deleted; an upload completed before then is an object like any."""
@@ -959,7 +1003,7 @@ def main(t):
     x = Ctx(t, c, key, t.tmp)
     x.tenant = tenant
     for part in (aws_cli, boto3_client, s3cmd_client, rclone_client, semantics, protocol,
-                 rebuild_meta, upload_expiry, slow_down):
+                 rebuild_meta, part_number, upload_expiry, slow_down):
         t0 = time.time()
         t.section(part, x)
         st.log("section %s: %.1fs" % (part.__name__, time.time() - t0))
