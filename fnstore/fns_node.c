@@ -358,8 +358,8 @@ fns_node_rate_cb(void *arg)
 #define FNS_LIST_POS(cur) ((cur) & ((1ull << FNS_LIST_SHIFT) - 1))
 
 struct fns_list_page {
-    uint8_t *buf;
-    size_t n;
+    uint8_t *buf; /* cap records, and room for a chunk's tail */
+    size_t n, cap;
 };
 
 static void
@@ -368,7 +368,10 @@ fns_list_add(void *arg, const struct fns_key *k)
     struct fns_list_page *p = arg;
     struct cm_wire_note nt = {.tenant = k->tenant, .index = k->index, .object = k->object};
 
-    p->buf = cm_realloc(p->buf, (p->n + 1) * CM_WIRE_NOTE_LEN + FNS_CHUNK_TAIL);
+    if (p->n == p->cap) { /* a page's last hash chain took it past limit */
+        p->cap *= 2;
+        p->buf = cm_realloc(p->buf, p->cap * CM_WIRE_NOTE_LEN + FNS_CHUNK_TAIL);
+    }
     cm_wire_note_encode(&nt, p->buf + p->n++ * CM_WIRE_NOTE_LEN);
 }
 
@@ -397,7 +400,7 @@ fns_node_list(struct fns_node *n, struct fns_req *req)
                                                                             : req->hdr.index;
     unsigned i = (unsigned)(cur >> FNS_LIST_SHIFT);
     size_t pos = (size_t)FNS_LIST_POS(cur);
-    struct fns_list_page p = {NULL, 0};
+    struct fns_list_page p = {cm_malloc(limit * CM_WIRE_NOTE_LEN + FNS_CHUNK_TAIL), 0, limit};
     struct fns_chunk *page = NULL;
 
     if (cur != CM_WIRE_LIST_END && i < 3) {
@@ -411,6 +414,8 @@ fns_node_list(struct fns_node *n, struct fns_req *req)
         size_t len = p.n * CM_WIRE_NOTE_LEN;
         page =
             fns_chunk_adopt(&(struct fns_key){0}, p.buf, (uint32_t)len, cm_crc32c(0, p.buf, len));
+    } else {
+        free(p.buf);
     }
     req->hdr.object = next;
     fns_node_answer(n, req, 0, 0, page);

@@ -428,12 +428,8 @@ scan_fini(struct scan *sc)
 static int
 wait_locked(struct gw_migrate *m, uint64_t deadline_ns)
 {
-    uint64_t now = cm_now_ns();
-
-    if (!m->stop && now < deadline_ns) {
-        struct timespec ts = cm_deadline(CLOCK_MONOTONIC, deadline_ns - now);
-
-        (void)pthread_cond_timedwait(&m->cv, &m->mu, &ts);
+    if (!m->stop) {
+        cm_cond_wait_until(&m->cv, &m->mu, deadline_ns);
     }
     return m->stop;
 }

@@ -386,9 +386,8 @@ worker_main(void *arg)
     pthread_mutex_lock(&s3->mu);
     for (;;) {
         struct s3_req *q;
-        uint64_t now = cm_now_ns();
 
-        if (s3->jobs == NULL && !s3->stop && s3->cfg.upload_expiry_ms > 0 && now >= next) {
+        if (s3->jobs == NULL && !s3->stop && s3->cfg.upload_expiry_ms > 0 && cm_now_ns() >= next) {
             pthread_mutex_unlock(&s3->mu);
             s3_expire_uploads(s3);
             pthread_mutex_lock(&s3->mu);
@@ -397,9 +396,7 @@ worker_main(void *arg)
         }
         if (s3->jobs == NULL && !s3->stop) {
             if (s3->cfg.upload_expiry_ms > 0) {
-                struct timespec ts = cm_deadline(CLOCK_MONOTONIC, next - now);
-
-                (void)pthread_cond_timedwait(&s3->cv, &s3->mu, &ts);
+                cm_cond_wait_until(&s3->cv, &s3->mu, next);
             } else {
                 pthread_cond_wait(&s3->cv, &s3->mu);
             }

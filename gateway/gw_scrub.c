@@ -198,12 +198,8 @@ token_fire(void *arg)
 static int
 wait_locked(struct gw_scrub *s, uint64_t deadline_ns)
 {
-    uint64_t now = cm_now_ns();
-
-    if (!s->stop && now < deadline_ns) {
-        struct timespec ts = cm_deadline(CLOCK_MONOTONIC, deadline_ns - now);
-
-        (void)pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    if (!s->stop) {
+        cm_cond_wait_until(&s->cv, &s->mu, deadline_ns);
     }
     return s->stop;
 }

@@ -2,6 +2,7 @@
 #ifndef CM_TIME_H
 #define CM_TIME_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -24,6 +25,20 @@ cm_deadline(clockid_t clk, uint64_t ns)
     ts.tv_sec += (time_t)(ns / 1000000000u);
     ts.tv_nsec = (long)(ns % 1000000000u);
     return ts;
+}
+
+/* Waits on cv (its clock CLOCK_MONOTONIC; mu held) until signalled or
+ * cm_now_ns() reaches deadline_ns; at once when it has. */
+static inline void
+cm_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns)
+{
+    uint64_t now = cm_now_ns();
+
+    if (now < deadline_ns) {
+        struct timespec ts = cm_deadline(CLOCK_MONOTONIC, deadline_ns - now);
+
+        (void)pthread_cond_timedwait(cv, mu, &ts);
+    }
 }
 
 static inline uint64_t

@@ -31,25 +31,20 @@ import tempfile
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CLUSTER = os.path.join(ROOT, "deploy", "local", "shoal-cluster")
-TICKS = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ab  # noqa: E402
+
+CLUSTER = ab.CLUSTER
 OFFSET = 21300
 
 
 def cpu(d):
     """utime + stime, in seconds, of every process of the cluster in d."""
-    total = 0
+    pids = []
     for p in glob.glob(os.path.join(d, "pids", "*.pid")):
-        try:
-            with open(p) as f:
-                pid = int(f.read())
-            with open("/proc/%d/stat" % pid) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-        except (OSError, ValueError):
-            pass
-    return total / TICKS
+        with open(p) as f:
+            pids.append(int(f.read()))
+    return sum(ab.cpu_seconds({pid: "nodes" for pid in pids}).values())
 
 
 def scrub_metrics():
