@@ -1,9 +1,9 @@
 /*
  * ctl_api_admin.c - the admin API of API.md: tenants (create, list, show,
- * change weight, delete), key rotation, and the nodes and fairness views
- * (placement: ctl_api_placement.c). Inputs are checked here (400 with a
- * message naming the field); ctl_state does the writes, and a tenant change
- * kicks WA (ctl_wa_kick) before it is answered.
+ * change weight, delete), key rotation, and the nodes (with the gateways)
+ * and fairness views (placement: ctl_api_placement.c). Inputs are checked
+ * here (400 with a message naming the field); ctl_state does the writes,
+ * and a tenant change kicks WA (ctl_wa_kick) before it is answered.
  *
  * Threads: the cm_http threads; every handler answers its call once.
  */
@@ -83,8 +83,8 @@ get_int(struct ctl_call *c, json_t *o, const char *key, long lo, long hi, long d
 static json_t *
 tenant_brief(const struct ctl_tenant *t)
 {
-    return json_pack("{s:s, s:I, s:f}", "name", t->name, "id", (json_int_t)t->id, "weight",
-                     t->weight);
+    return json_pack("{s:s, s:I, s:f, s:s}", "name", t->name, "id", (json_int_t)t->id, "weight",
+                     t->weight, "gateway", t->gateway);
 }
 
 /* {"<node id>": weight} of tenant id as the up nodes report it. */
@@ -127,9 +127,10 @@ tenant_full(const struct ctl_snapshot *s, const struct ctl_tenant_view *tv)
     json_t *j;
 
     ctl_api_fair_init(&f, s);
-    j = json_pack("{s:s, s:I, s:f, s:i, s:i, s:I, s:i}", "name", tv->t.name, "id",
+    j = json_pack("{s:s, s:I, s:f, s:i, s:i, s:I, s:i, s:s}", "name", tv->t.name, "id",
                   (json_int_t)tv->t.id, "weight", tv->t.weight, "ec_k", tv->t.ec_k, "ec_m",
-                  tv->t.ec_m, "created_ms", (json_int_t)tv->t.created_ms, "keys", tv->t.nkeys);
+                  tv->t.ec_m, "created_ms", (json_int_t)tv->t.created_ms, "keys", tv->t.nkeys,
+                  "gateway", tv->t.gateway);
     tenant_live(j, s, &f, i);
     ctl_api_fair_fini(&f);
     return j;
@@ -159,7 +160,7 @@ render_nodes(const struct ctl_snapshot *s)
                             nv->seen_ms_ago < 0 ? json_null() : json_integer(nv->seen_ms_ago));
         json_array_append_new(nodes, jn);
     }
-    return json_pack("{s:o}", "nodes", nodes);
+    return json_pack("{s:o, s:o}", "nodes", nodes, "gateways", ctl_render_gateways(s, 1));
 }
 
 static json_t *
@@ -220,16 +221,17 @@ ctl_admin_tenants_create(struct ctl_call *c)
         get_int(c, o, "ec_m", 0, CM_EC_MAX_M, -1, &m) < 0) {
         goto out;
     }
-    rc = ctl_state_tenant_create(c->a->st, name, w, (int)k, (int)m, cm_wall_ms(), key, &t);
+    rc = ctl_state_tenant_create(c->a->st, name, w, (int)k, (int)m, cm_wall_ms(), cm_now_ns(), key,
+                                 &t);
     if (rc < 0) {
         reply_state_error(c, rc, name);
         goto out;
     }
     ctl_wa_kick(c->a->wa);
     ctl_reply_json(c, 201,
-                   json_pack("{s:s, s:I, s:f, s:s, s:i, s:i}", "name", t.name, "id",
+                   json_pack("{s:s, s:I, s:f, s:s, s:i, s:i, s:s}", "name", t.name, "id",
                              (json_int_t)t.id, "weight", t.weight, "key", key, "ec_k", t.ec_k,
-                             "ec_m", t.ec_m));
+                             "ec_m", t.ec_m, "gateway", t.gateway));
 out:
     json_decref(o);
 }

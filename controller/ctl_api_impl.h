@@ -130,10 +130,14 @@ void ctl_admin_placement_rebalance(struct ctl_call *c);
 void ctl_admin_placement_status(struct ctl_call *c);
 void ctl_internal_demand(struct ctl_call *c);
 /* Epoch, placement epoch, partitions and every tenant's stored rows with
- * their row epochs; internal adds the tenants' weights and key hashes and
- * the nodes. rows are s's tenants' (ctl_pp_rows). Transferred. */
+ * their row epochs; internal adds the tenants' weights, key hashes and
+ * owning gateways, the nodes and the gateways. rows are s's tenants'
+ * (ctl_pp_rows). Transferred. */
 json_t *ctl_render_placement(const struct ctl_snapshot *s, const struct ctl_pp_rows *rows,
                              int internal);
+/* s's gateways [{id, url, s3_url, up}] in id order; admin adds
+ * seen_ms_ago and the count of tenants owned. Transferred. */
+json_t *ctl_render_gateways(const struct ctl_snapshot *s, int admin);
 /* The same with the rows ctl_pp holds for s (synced with it first). */
 json_t *ctl_placement_json(struct ctl_api *a, const struct ctl_snapshot *s, int internal);
 /* The placement families of /metrics. */

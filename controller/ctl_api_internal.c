@@ -2,8 +2,9 @@
  * ctl_api_internal.c - the internal API of docs/internal-api.md: a node's
  * heartbeat (its figures in, every tenant's local weight at that node out,
  * from ctl_wa.h; the elastic-memory fields in and out go through
- * ctl_api_pool.c) and the state a gateway polls (tenants with key hashes
- * and placement, nodes, and the S3 keys' date keys from ctl_api_s3keys.c).
+ * ctl_api_pool.c) and the state a gateway polls (tenants with key hashes,
+ * placement and owning gateway, nodes, gateways, and the S3 keys' date
+ * keys from ctl_api_s3keys.c); a poll that names its gateway registers it.
  *
  * Threads: the cm_http threads; every handler answers its call once.
  */
@@ -15,6 +16,7 @@
 
 #include "cm_buf.h"
 #include "cm_err.h"
+#include "cm_http.h"
 #include "cm_time.h"
 #include "ctl_api_impl.h"
 #include "ctl_model.h"
@@ -248,12 +250,60 @@ out:
     json_decref(o);
 }
 
+/* A poll that names its gateway (?gateway=&url=&s3_url=) registers it and
+ * has unassigned tenants given owners before the state is read, so this
+ * very answer shows them. 0, or -1 after answering. */
+static int
+state_gateway(struct ctl_call *c)
+{
+    const char *id = cm_http_query(c->r, "gateway");
+    const char *url = cm_http_query(c->r, "url");
+    const char *s3 = cm_http_query(c->r, "s3_url");
+    int rc;
+
+    if (id == NULL) {
+        return 0;
+    }
+    if (!ctl_valid_gateway_id(id, strlen(id))) {
+        ctl_reply_error(c, 400, "bad_request", "gateway must be 1 to %d of [A-Za-z0-9._:-]",
+                        CTL_GW_ID_MAX);
+        return -1;
+    }
+    if (url == NULL || !ctl_valid_gateway_url(url, strlen(url))) {
+        ctl_reply_error(c, 400, "bad_request",
+                        "url must be an http:// or https:// URL of at most %d characters",
+                        CTL_GW_URL_MAX);
+        return -1;
+    }
+    if (s3 != NULL && s3[0] != '\0' && !ctl_valid_gateway_url(s3, strlen(s3))) {
+        ctl_reply_error(c, 400, "bad_request",
+                        "s3_url must be empty or an http:// or https:// URL of at most %d "
+                        "characters",
+                        CTL_GW_URL_MAX);
+        return -1;
+    }
+    rc = ctl_state_gateway_poll(c->a->st, id, url, s3, cm_now_ns());
+    if (rc == -ENOSPC) {
+        ctl_reply_error(c, 503, "unavailable", "too many gateways (at most %d)",
+                        CTL_GW_REGISTRY_MAX);
+        return -1;
+    }
+    if (rc < 0) {
+        ctl_reply_error(c, 500, "internal", "gateway update failed: %s", cm_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
 void
 ctl_internal_state(struct ctl_call *c)
 {
     struct ctl_snapshot s;
     json_t *j;
 
+    if (state_gateway(c) < 0) {
+        return;
+    }
     ctl_state_snapshot(c->a->st, cm_now_ns(), &s);
     j = ctl_placement_json(c->a, &s, 1);
     ctl_snapshot_fini(&s);

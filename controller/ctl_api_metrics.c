@@ -1,8 +1,8 @@
 /*
  * ctl_api_metrics.c - /healthz and /metrics: the controller's gauges
- * (tenants, nodes, epoch, fairness, per-tenant and per-node figures, all
- * from one snapshot), weight allocation's (ctl_api_wa.c) and its request
- * stats, in the Prometheus text format.
+ * (tenants, nodes, gateways, epoch, fairness, per-tenant and per-node
+ * figures, all from one snapshot), weight allocation's (ctl_api_wa.c) and
+ * its request stats, in the Prometheus text format.
  *
  * Threads: the cm_http threads.
  */
@@ -21,6 +21,8 @@
 #define CTL_METRICS(X)                                                                             \
     X(M_TENANTS, "shoal_controller_tenants", "Tenants defined")                                    \
     X(M_NODES, "shoal_controller_nodes", "Registered nodes by state")                              \
+    X(M_GATEWAYS, "shoal_controller_gateways",                                                     \
+      "Gateways that polled the state since the controller started, by state (up: within 5 s)")    \
     X(M_EPOCH, "shoal_controller_epoch", "Current state epoch")                                    \
     X(M_PARTITIONS, "shoal_controller_partitions", "Partitions per tenant")                        \
     X(M_MMR, "shoal_controller_min_max_ratio",                                                     \
@@ -141,17 +143,23 @@ render_metrics(struct ctl_api *a, const struct ctl_snapshot *s, struct cm_buf *b
 {
     struct ctl_api_fair f;
     char lb[64];
-    uint64_t up = 0;
+    uint64_t up = 0, gw_up = 0;
 
     ctl_api_fair_init(&f, s);
     for (size_t i = 0; i < s->nnodes; i++) {
         up += s->nodes[i].up != 0;
+    }
+    for (size_t i = 0; i < s->ngateways; i++) {
+        gw_up += s->gateways[i].up != 0;
     }
     metric_head(b, M_TENANTS);
     cm_prom_u64(b, metric_defs[M_TENANTS].name, NULL, s->ntenants);
     metric_head(b, M_NODES);
     cm_prom_u64(b, metric_defs[M_NODES].name, "state=\"up\"", up);
     cm_prom_u64(b, metric_defs[M_NODES].name, "state=\"down\"", s->nnodes - up);
+    metric_head(b, M_GATEWAYS);
+    cm_prom_u64(b, metric_defs[M_GATEWAYS].name, "state=\"up\"", gw_up);
+    cm_prom_u64(b, metric_defs[M_GATEWAYS].name, "state=\"down\"", s->ngateways - gw_up);
     metric_head(b, M_EPOCH);
     cm_prom_u64(b, metric_defs[M_EPOCH].name, NULL, s->epoch);
     metric_head(b, M_PARTITIONS);

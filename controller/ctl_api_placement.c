@@ -76,6 +76,7 @@ ctl_render_placement(const struct ctl_snapshot *s, const struct ctl_pp_rows *row
             }
             json_object_set_new(jt, "weight", json_real(t->weight));
             json_object_set_new(jt, "key_hashes", h);
+            json_object_set_new(jt, "gateway", json_string(t->gateway));
         }
         json_array_append_new(tenants, jt);
     }
@@ -95,8 +96,29 @@ ctl_render_placement(const struct ctl_snapshot *s, const struct ctl_pp_rows *row
                                             (json_int_t)nv->n.incarnation));
         }
         json_object_set_new(j, "nodes", nodes);
+        json_object_set_new(j, "gateways", ctl_render_gateways(s, 0));
     }
     return j;
+}
+
+json_t *
+ctl_render_gateways(const struct ctl_snapshot *s, int admin)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; i < s->ngateways; i++) {
+        const struct ctl_gateway_view *g = &s->gateways[i];
+        json_t *jg = json_pack("{s:s, s:s, s:s, s:b}", "id", g->id, "url", g->url, "s3_url",
+                               g->s3_url, "up", g->up);
+
+        if (admin && jg != NULL) {
+            json_object_update_new(jg, json_pack("{s:I, s:I}", "seen_ms_ago",
+                                                 (json_int_t)g->seen_ms_ago, "tenants",
+                                                 (json_int_t)g->tenants));
+        }
+        json_array_append_new(a, jg);
+    }
+    return a;
 }
 
 json_t *

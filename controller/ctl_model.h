@@ -19,6 +19,8 @@
 #define CTL_ADDR_MAX 128
 #define CTL_KEY_HEX 48 /* random hex chars after "sk_" */
 #define CTL_KEY_LEN (3 + CTL_KEY_HEX)
+#define CTL_GW_ID_MAX 64   /* a gateway id: [A-Za-z0-9._:-]{1,64} */
+#define CTL_GW_URL_MAX 127 /* a gateway's URL */
 
 struct ctl_tenant {
     uint32_t id; /* 1, 2, ...; never reused */
@@ -28,6 +30,9 @@ struct ctl_tenant {
     char key_hash[CTL_MAX_KEYS][65]; /* sha256 hex of each valid key */
     int ec_k, ec_m;
     uint64_t created_ms; /* wall clock */
+    /* The gateway that owns the tenant (holds its metadata; the others
+     * forward to it); "" while unassigned. Set once, never changed. */
+    char gateway[CTL_GW_ID_MAX + 1];
 };
 
 /* What the controller persists about a node (liveness and load are not). */
@@ -47,6 +52,14 @@ int ctl_valid_weight(double w);
 int ctl_valid_ec(long k, long m);
 /* 1 if s is a plausible "host:port" node address (no spaces or quotes). */
 int ctl_valid_addr(const char *s, size_t len);
+
+/* 1 if s (len bytes) is a valid gateway id: 1 to CTL_GW_ID_MAX of
+ * [A-Za-z0-9._:-] (it is a JSON string, a log field and a table cell). */
+int ctl_valid_gateway_id(const char *s, size_t len);
+/* 1 if s (len bytes) is a valid gateway URL: "http://" or "https://" and at
+ * least one more character, at most CTL_GW_URL_MAX in all, printable ASCII
+ * without spaces, quotes or backslashes. */
+int ctl_valid_gateway_url(const char *s, size_t len);
 
 /* Makes a new tenant key "sk_<48 hex>" (key: CTL_KEY_LEN + 1 bytes) and its
  * hash (65 bytes). 0 or a negative code. */

@@ -10,9 +10,11 @@
  * Invariants: memory and disk change together under the mutex, disk first
  * (a failed write leaves memory untouched); the epoch only grows, and
  * every change that a gateway or node would act on (tenant set, weight,
- * key, node set or address, node up/down) bumps it; tenant ids are never
- * reused; tenant names are unique. Liveness and rates live in memory only:
- * after a restart every node is down until it is heard from again.
+ * key, owner, node set or address, node up/down, gateway set or URLs)
+ * bumps it; tenant ids are never reused; tenant names are unique; a
+ * tenant's owning gateway, once set, never changes. Liveness, rates and
+ * the gateway registry live in memory only: after a restart every node is
+ * down until it is heard from again, and no gateway is known until it polls.
  *
  * Threads: every function may be called from any thread. Time is passed
  * in (monotonic ns for liveness and rates, wall ms for creation stamps).
@@ -89,6 +91,19 @@ struct ctl_node_view {
     int64_t seen_ms_ago; /* -1: not heard from since the controller started */
 };
 
+/* A gateway that polled the state (the registry is memory only). */
+#define CTL_GW_UP_NS (5000ull * 1000000ull) /* heard from within: up */
+#define CTL_GW_REGISTRY_MAX 1024            /* gateways remembered */
+
+struct ctl_gateway_view {
+    char id[CTL_GW_ID_MAX + 1];
+    char url[CTL_GW_URL_MAX + 1];
+    char s3_url[CTL_GW_URL_MAX + 1]; /* "": the gateway has no S3 API */
+    int up;                          /* heard from within CTL_GW_UP_NS */
+    int64_t seen_ms_ago;
+    size_t tenants; /* tenants it owns */
+};
+
 /* A tenant's local weight as an up node last reported it. */
 struct ctl_local_weight {
     uint32_t node, tenant;
@@ -106,6 +121,8 @@ struct ctl_snapshot {
     size_t nlocal;
     struct ctl_local_weight *local; /* node, then tenant order; live tenants only */
     double capacity;                /* sum of the up nodes' capacities */
+    size_t ngateways;
+    struct ctl_gateway_view *gateways; /* every gateway heard from since start, id order */
 };
 
 /* One (node, tenant) record of an up node, for weight allocation
@@ -130,10 +147,13 @@ void ctl_state_destroy(struct ctl_state *st); /* NULL is a no-op */
  * plain key (CTL_KEY_LEN + 1 bytes), shown once and never stored. out, if
  * not NULL, receives the tenant as stored. Errors: CM_E_EXISTS (name
  * taken), CM_E_NOTFOUND, or a store error (nothing changed).
- * ec_k <= 0 / ec_m < 0: the configured default.
+ * ec_k <= 0 / ec_m < 0: the configured default. A new tenant gets its
+ * owning gateway in the same write when one is up at now_ns (monotonic),
+ * chosen as ctl_state_gateway_poll chooses; otherwise it is unassigned.
  */
 int ctl_state_tenant_create(struct ctl_state *st, const char *name, double weight, int ec_k,
-                            int ec_m, uint64_t now_wall_ms, char *key, struct ctl_tenant *out);
+                            int ec_m, uint64_t now_wall_ms, uint64_t now_ns, char *key,
+                            struct ctl_tenant *out);
 int ctl_state_tenant_set_weight(struct ctl_state *st, const char *name, double weight,
                                 struct ctl_tenant *out);
 int ctl_state_tenant_rotate_key(struct ctl_state *st, const char *name, char *key,
@@ -144,6 +164,20 @@ int ctl_state_tenant_delete(struct ctl_state *st, const char *name);
 int ctl_state_heartbeat(struct ctl_state *st, const struct ctl_hb *hb, uint64_t now_ns);
 /* Marks nodes not heard from within the timeout down (bumping the epoch). */
 void ctl_state_tick(struct ctl_state *st, uint64_t now_ns);
+
+/*
+ * A gateway's state poll: registers gateway id at url (s3_url "" or NULL:
+ * it has no S3 API) or refreshes it; a new id or a changed URL bumps the
+ * epoch. Then, under the same lock, every unassigned tenant gets an owner:
+ * the up gateway that owns the fewest tenants (ties: the smallest id by
+ * strcmp), all of them in one store write with one epoch bump. Strings
+ * borrowed; they must pass ctl_valid_gateway_id / _url (else CM_E_BADARG).
+ * -ENOSPC when CTL_GW_REGISTRY_MAX other gateways are known (nothing
+ * changed). An assignment the store refuses is logged and its tenants stay
+ * unassigned until a later poll; the poll still returns 0.
+ */
+int ctl_state_gateway_poll(struct ctl_state *st, const char *id, const char *url,
+                           const char *s3_url, uint64_t now_ns);
 
 /* Ticks, then copies. Free with ctl_snapshot_fini. */
 void ctl_state_snapshot(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *out);

@@ -124,16 +124,16 @@ tenant_to_json(const struct ctl_tenant *t)
     for (int i = 0; i < t->nkeys; i++) {
         json_array_append_new(hashes, json_string(t->key_hash[i]));
     }
-    return json_pack("{s:s, s:f, s:o, s:i, s:i, s:I}", "name", t->name, "weight", t->weight,
+    return json_pack("{s:s, s:f, s:o, s:i, s:i, s:I, s:s}", "name", t->name, "weight", t->weight,
                      "key_hashes", hashes, "ec_k", t->ec_k, "ec_m", t->ec_m, "created_ms",
-                     (json_int_t)t->created_ms);
+                     (json_int_t)t->created_ms, "gateway", t->gateway);
 }
 
 static int
 tenant_from_json(uint32_t id, const char *text, size_t len, struct ctl_tenant *t)
 {
     json_t *j = json_loadb(text, len, 0, NULL);
-    json_t *name, *hashes, *h;
+    json_t *name, *hashes, *h, *gw;
     size_t i;
     int rc = CM_E_CONFIG;
 
@@ -154,6 +154,17 @@ tenant_from_json(uint32_t id, const char *text, size_t len, struct ctl_tenant *t
     t->created_ms = (uint64_t)json_integer_value(json_object_get(j, "created_ms"));
     if (!ctl_valid_weight(t->weight) || !ctl_valid_ec(t->ec_k, t->ec_m)) {
         goto out;
+    }
+    /* Records from before gateways owned tenants have no "gateway":
+     * unassigned. */
+    gw = json_object_get(j, "gateway");
+    if (gw != NULL && (!json_is_string(gw) ||
+                       (json_string_length(gw) > 0 &&
+                        !ctl_valid_gateway_id(json_string_value(gw), json_string_length(gw))))) {
+        goto out;
+    }
+    if (gw != NULL) {
+        memcpy(t->gateway, json_string_value(gw), json_string_length(gw));
     }
     hashes = json_object_get(j, "key_hashes");
     json_array_foreach(hashes, i, h)
@@ -330,16 +341,25 @@ int
 ctl_store_put_tenant(struct ctl_store *s, const struct ctl_tenant *t, uint64_t epoch,
                      uint32_t next_tenant_id)
 {
+    return ctl_store_put_tenants(s, t, 1, epoch, next_tenant_id);
+}
+
+int
+ctl_store_put_tenants(struct ctl_store *s, const struct ctl_tenant *t, size_t n, uint64_t epoch,
+                      uint32_t next_tenant_id)
+{
     struct cm_kv_txn *txn;
-    json_t *j;
     int rc = cm_kv_begin(s->kv, 1, &txn);
 
     if (rc < 0) {
         return rc;
     }
-    j = tenant_to_json(t);
-    rc = j == NULL ? -ENOMEM : put_json(txn, T_TENANTS, t->id, j);
-    json_decref(j);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        json_t *j = tenant_to_json(&t[i]);
+
+        rc = j == NULL ? -ENOMEM : put_json(txn, T_TENANTS, t[i].id, j);
+        json_decref(j);
+    }
     if (rc == 0) {
         rc = put_u64(txn, META_EPOCH, epoch);
     }

@@ -54,6 +54,9 @@ void ctl_store_state_fini(struct ctl_store_state *st);
 /* Writes t (borrowed) and the meta values in one transaction. */
 int ctl_store_put_tenant(struct ctl_store *s, const struct ctl_tenant *t, uint64_t epoch,
                          uint32_t next_tenant_id);
+/* The same for t[n]: every record and the meta values land together. */
+int ctl_store_put_tenants(struct ctl_store *s, const struct ctl_tenant *t, size_t n, uint64_t epoch,
+                          uint32_t next_tenant_id);
 int ctl_store_del_tenant(struct ctl_store *s, uint32_t id, uint64_t epoch);
 int ctl_store_put_node(struct ctl_store *s, const struct ctl_node *n, uint64_t epoch);
 int ctl_store_put_meta(struct ctl_store *s, uint64_t epoch, uint32_t partitions);

@@ -1,6 +1,6 @@
 /*
  * shoalctl_cluster.c - shoalctl's commands about the cluster as a whole:
- * node list and node reclaim (fault injection), placement show, rebalance
+ * node list (with the gateways) and node reclaim (fault injection), placement show, rebalance
  * and status, fairness (per-tenant figures, MMR, Jain's index, and the
  * local weights per node). Each is one call to the admin API (API.md), its
  * answer printed as tables or as the API's JSON with --json.
@@ -53,6 +53,29 @@ cmd_reclaim(struct ctl_cli *cli)
     return code;
 }
 
+/* node list's second table: the gateways, when any has polled. */
+static void
+print_gateways(json_t *gws)
+{
+    struct ctl_cli_table t = {6, 0, NULL};
+    json_t *e;
+    size_t i;
+
+    if (json_array_size(gws) == 0) {
+        return;
+    }
+    printf("\n");
+    ctl_cli_table_row(&t, "GATEWAY", "URL", "S3 URL", "STATE", "TENANTS", "SEEN(ms ago)");
+    json_array_foreach(gws, i, e)
+    {
+        ctl_cli_table_row(&t, ctl_cli_fmt_str(e, "id"), ctl_cli_fmt_str(e, "url"),
+                          ctl_cli_fmt_str(e, "s3_url"),
+                          json_is_true(json_object_get(e, "up")) ? "up" : "down",
+                          ctl_cli_fmt_num(e, "tenants", -1), ctl_cli_fmt_num(e, "seen_ms_ago", -1));
+    }
+    ctl_cli_table_print(&t);
+}
+
 int
 ctl_cli_cmd_node(struct ctl_cli *cli)
 {
@@ -84,6 +107,7 @@ ctl_cli_cmd_node(struct ctl_cli *cli)
                               ctl_cli_fmt_num(e, "incarnation", -1), ctl_cli_fmt_num(e, "load", 1));
         }
         ctl_cli_table_print(&t);
+        print_gateways(json_object_get(j, "gateways"));
     }
     json_decref(j);
     return code;

@@ -56,6 +56,7 @@ show_tenant(json_t *j)
     ctl_cli_table_row(&t, "name", ctl_cli_fmt_str(j, "name"));
     ctl_cli_table_row(&t, "id", ctl_cli_fmt_num(j, "id", -1));
     ctl_cli_table_row(&t, "weight", ctl_cli_fmt_num(j, "weight", -1));
+    ctl_cli_table_row(&t, "gateway", ctl_cli_fmt_str(j, "gateway"));
     if (json_object_get(j, "ec_k") != NULL) {
         char *ec = ctl_cli_ring();
 
@@ -211,15 +212,15 @@ ctl_cli_cmd_tenant(struct ctl_cli *cli)
         if (code == 0 && cli->json) {
             ctl_cli_print_json(j);
         } else if (code == 0) {
-            struct ctl_cli_table t = {3, 0, NULL};
+            struct ctl_cli_table t = {4, 0, NULL};
             size_t i;
             json_t *e;
 
-            ctl_cli_table_row(&t, "NAME", "ID", "WEIGHT");
+            ctl_cli_table_row(&t, "NAME", "ID", "WEIGHT", "GATEWAY");
             json_array_foreach(json_object_get(j, "tenants"), i, e)
             {
                 ctl_cli_table_row(&t, ctl_cli_fmt_str(e, "name"), ctl_cli_fmt_num(e, "id", -1),
-                                  ctl_cli_fmt_num(e, "weight", -1));
+                                  ctl_cli_fmt_num(e, "weight", -1), ctl_cli_fmt_str(e, "gateway"));
             }
             ctl_cli_table_print(&t);
         }

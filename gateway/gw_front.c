@@ -46,7 +46,9 @@
 #include "cm_metrics.h"
 #include "cm_time.h"
 #include "gw_front_impl.h"
+#include "gw_admit.h"
 #include "gw_demand.h"
+#include "gw_forward.h"
 #include "gw_grace.h"
 #include "gw_migrate.h"
 #include "gw_meta.h"
@@ -107,8 +109,8 @@ req_done(struct req *q, int status, const char *error)
     }
     if (status >= 400) {
         CM_WARN("request failed op=%s method=%s status=%d error=%s tenant=%u req=%s ms=%.3f",
-                q->kind != REQ_NONE ? req_names[q->kind] : "-", q->method, status, error, q->tenant,
-                q->id, (double)ns / 1e6);
+                q->kind != REQ_NONE ? req_names[q->kind] : "-", q->method, status,
+                error != NULL ? error : "-", q->tenant, q->id, (double)ns / 1e6);
     } else {
         CM_DEBUG("request op=%s method=%s status=%d bytes=%llu tenant=%u req=%s ms=%.3f",
                  q->kind != REQ_NONE ? req_names[q->kind] : "-", q->method, status,
@@ -337,6 +339,121 @@ authenticate(struct req *q, struct gw_snap **snap, const struct gw_tenant **tena
     return 0;
 }
 
+/* ---- requests for tenants another gateway owns ---- */
+
+int
+gw_front_elsewhere(const struct gw_front *f, const struct gw_snap *s, const struct gw_tenant *t,
+                   const struct gw_peer **peer)
+{
+    *peer = NULL;
+    return gw_snap_home(s, t, f->cfg.self, peer) != GW_HOME_HERE;
+}
+
+int
+gw_front_forwarded(struct cm_http_req *r)
+{
+    return cm_http_header(r, GW_FORWARDED_BY) != NULL;
+}
+
+/* The answer for a request that cannot be sent to its tenant's owner. */
+static void
+fail_unowned(struct req *q, const char *msg)
+{
+    cm_http_add_header(q->r, "Retry-After", "1");
+    gw_req_fail(q, 503, "unavailable", msg);
+}
+
+struct fwd {
+    struct gw_fwd_job job;
+    struct req *q;
+};
+
+/* The owner answered, or could not be asked (a forward thread). */
+static void
+forwarded(struct gw_fwd_job *j, int rc)
+{
+    struct fwd *w = CM_CONTAINER_OF(j, struct fwd, job);
+    struct req *q = w->q;
+    const char *ctype = j->ctype[0] != '\0' ? j->ctype : NULL;
+
+    if (rc == -ECANCELED) {
+        fail_unowned(q, "gateway is shutting down");
+    } else if (rc == CM_E_BUSY) {
+        fail_unowned(q, "too many large requests in flight, retry later");
+    } else if (rc != 0) {
+        fail_unowned(q, "the gateway that owns this tenant did not answer");
+    } else {
+        gw_fwd_job_pass_headers(j);
+        q->bytes = j->len;
+        if (strcmp(q->method, "HEAD") == 0) {
+            gw_req_reply_head(q, j->status, ctype, j->clen);
+        } else {
+            gw_req_reply(q, j->status, ctype, j->body, j->len, CM_HTTP_FREE);
+            j->body = NULL;
+        }
+    }
+    gw_fwd_job_fini(j);
+    free(w);
+}
+
+/* A large answer's admission came (the admission thread). */
+static void
+fwd_admitted(void *arg, struct gw_admit_ticket *t, int status)
+{
+    struct fwd *w = arg;
+
+    if (status == 0) {
+        gw_front_admitted(w->q->r, t);
+    }
+    gw_forward_resume(w->q->f->forward, &w->job, status == 0 ? 0 : CM_E_BUSY);
+}
+
+/* An answer of length bytes waits for its share of --inflight-bytes
+ * before it is taken in, as a GET's result does here (the forward
+ * thread). A request that holds a share already (a large PUT) answers
+ * with a few bytes. */
+static int
+fwd_body(struct gw_fwd_job *j, uint64_t length)
+{
+    struct fwd *w = CM_CONTAINER_OF(j, struct fwd, job);
+    struct req *q = w->q;
+    int rc;
+
+    if (length == UINT64_MAX || !gw_front_admits(q->f, length) || cm_http_user(q->r) != NULL) {
+        return 0;
+    }
+    rc = gw_front_admit(q->f, q->r, q->tenant, length, GW_ADMIT_READ, fwd_admitted, w);
+    return rc > 0 ? 0 : rc == 0 ? 1 : -ENOMEM;
+}
+
+/* Sends q on to peer, the gateway that owns its tenant (NULL: not known). */
+static void
+forward(struct req *q, const struct gw_peer *peer)
+{
+    struct fwd *w;
+
+    if (peer == NULL) {
+        fail_unowned(q, "the gateway that owns this tenant is not known yet");
+        return;
+    }
+    if (gw_front_forwarded(q->r)) {
+        fail_unowned(q, "forwarded to a gateway that does not own this tenant");
+        return;
+    }
+    if ((w = calloc(1, sizeof(*w))) == NULL) {
+        fail_unowned(q, "gateway out of memory, retry later");
+        return;
+    }
+    w->q = q;
+    w->job.r = q->r;
+    snprintf(w->job.base, sizeof(w->job.base), "%s", peer->url);
+    w->job.reqid = q->id;
+    w->job.done = forwarded;
+    w->job.on_body = fwd_body;
+    gw_req_suspend(q);
+    gw_forward_submit(q->f->forward, &w->job);
+}
+
 static int
 parse_key(struct req *q)
 {
@@ -373,6 +490,8 @@ put_headers(struct req *q)
     if (rc != 0) {
         return rc < 0;
     }
+    /* The same for a PUT to be sent on to its tenant's gateway: it is read
+     * here whole first, so its bytes wait for their share here too. */
     if (parse_key(q) != 0 || (rc = gw_obj_put_headers(q, t)) < 0) {
         gw_snap_unref(s);
         return 1;
@@ -448,7 +567,12 @@ front_headers(void *arg, struct cm_http_req *r)
     X(state_refreshes_total, "counter",                                                            \
       "State polls that requests with an unknown key waited for")                                  \
     X(tenants_purged_total, "counter", "Deleted tenants whose objects were purged")                \
-    X(objects_purged_total, "counter", "Objects purged with their deleted tenant")
+    X(objects_purged_total, "counter", "Objects purged with their deleted tenant")                 \
+    X(forwarded_requests_total, "counter",                                                         \
+      "Requests sent on to the gateway that owns their tenant, and answered by it")                \
+    X(forward_failures_total, "counter",                                                           \
+      "Requests for another gateway's tenant that it did not answer (503 here)")                   \
+    X(forwarding_requests, "gauge", "Requests sent on to their tenant's gateway, not answered yet")
 
 struct front_metrics {
 #define GW_FM_FIELD_(name, type, help) uint64_t name;
@@ -463,6 +587,7 @@ handle_metrics(struct req *q)
     struct front_metrics v;
     struct gw_engine_stats es;
     struct gw_state_stats ss;
+    struct gw_forward_stats fs;
     struct cm_buf b;
     char *text;
     size_t len;
@@ -503,6 +628,10 @@ handle_metrics(struct req *q)
     v.controller_up = (uint64_t)ss.controller_up;
     v.state_polls_failed_total = ss.polls_failed;
     v.state_refreshes_total = ss.refreshes;
+    gw_forward_stats(q->f->forward, &fs);
+    v.forwarded_requests_total = fs.forwarded;
+    v.forward_failures_total = fs.failed;
+    v.forwarding_requests = fs.running;
     v.tenants_purged_total = ss.tenants_purged;
     v.objects_purged_total = ss.objects_purged;
 
@@ -545,8 +674,14 @@ dispatch(struct req *q)
 {
     struct gw_snap *s = NULL;
     const struct gw_tenant *t = NULL;
+    const struct gw_peer *peer;
 
     if (authenticate(q, &s, &t) != 0) {
+        return;
+    }
+    if (gw_front_elsewhere(q->f, s, t, &peer)) {
+        forward(q, peer); /* peer's URL copied before s goes */
+        gw_snap_unref(s);
         return;
     }
     if (q->kind == REQ_LIST) {
@@ -659,6 +794,12 @@ gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_
         free(f);
         return rc;
     }
+    rc = gw_forward_create(cfg->self != NULL ? cfg->self : "", cfg->max_object_size + (1u << 20),
+                           &f->forward);
+    if (rc != 0) {
+        gw_front_destroy(f);
+        return rc;
+    }
     *out = f;
     return 0;
 }
@@ -741,6 +882,7 @@ gw_front_destroy(struct gw_front *f)
     if (f == NULL) {
         return;
     }
+    gw_forward_destroy(f->forward);
     gw_commit_destroy(f->commit);
     gw_admit_destroy(f->admit);
     size_t dropped = gw_grace_destroy(f->grace);

@@ -21,6 +21,7 @@ struct gw_state;
 struct gw_front;
 
 struct gw_front_cfg {
+    const char *self; /* this gateway's id (borrowed for the process) */
     uint64_t max_object_size;
     uint64_t small_threshold; /* smaller objects are stored as 1+m copies */
     int delete_delay_ms;      /* extra wait before deleting an old version's chunks */

@@ -22,6 +22,7 @@
 #include "gw_state.h"
 
 struct gw_demand;
+struct gw_forward;
 struct gw_grace_bucket;
 struct gw_migrate;
 
@@ -67,6 +68,7 @@ struct gw_front {
     struct gw_migrate *migrate; /* for /metrics (may be NULL) */
     struct gw_scrub *scrub;     /* for /metrics (may be NULL) */
     struct gw_admit *admit;     /* large requests into the engine */
+    struct gw_forward *forward; /* requests for tenants other gateways own */
     atomic_int inflight;
     atomic_int draining;
 };
@@ -86,6 +88,17 @@ void gw_req_suspend(struct req *q);
  * suspended, q's request is let go on); frees q, which is not answered. */
 void gw_req_proceed(struct req *q);
 void gw_req_etag_version(struct req *q, const struct gw_layout *l);
+
+/*
+ * gw_front.c: 1 when tenant t is another gateway's (gw_snap_home), with
+ * *peer that gateway (borrowed from s), or NULL when its address is not
+ * known; 0 when t's requests are served here.
+ */
+int gw_front_elsewhere(const struct gw_front *f, const struct gw_snap *s, const struct gw_tenant *t,
+                       const struct gw_peer **peer);
+/* gw_front.c: 1 when r came from another gateway (X-Shoal-Forwarded-By):
+ * it is answered here or refused, never sent on again. */
+int gw_front_forwarded(struct cm_http_req *r);
 
 /* gw_objects.c: data chunks per stripe of a new version of size bytes
  * (small objects are stored as 1+m whole copies). */

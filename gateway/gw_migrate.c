@@ -374,8 +374,13 @@ scan_all(struct gw_migrate *m, const struct gw_snap *s, int plan, uint64_t done,
     sc->left = cm_calloc(n + 1, sizeof(*sc->left));
     sc->stuck = cm_calloc(n + 1, 1);
     for (size_t ti = 0; ti < s->ntenants && rc == 0 && !stopped(m); ti++) {
+        const struct gw_peer *peer;
+
         sc->t = &s->tenants[ti];
         sc->ti = ti;
+        if (m->cfg.self != NULL && gw_snap_home(s, sc->t, m->cfg.self, &peer) != GW_HOME_HERE) {
+            continue;
+        }
         /* Internal keys first (the parts of multipart uploads and of the
          * composites they completed: ordinary versions, which move at
          * their own keys), then the others. */

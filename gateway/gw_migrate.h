@@ -55,6 +55,10 @@ struct gw_migrate_cfg {
     int max_inflight; /* versions moving at once (64) */
     int retry_ms;     /* a pass that left something waits this long (2000) */
     int rescan_ms;    /* resident bytes are counted again this often (30000) */
+    /* This gateway's id: the versions of tenants another gateway owns
+     * (metadata a --rebuild-meta brought in) are its to move, not ours.
+     * NULL: every tenant's. Borrowed. */
+    const char *self;
 };
 
 /* Everything borrowed; must outlive the migration. */

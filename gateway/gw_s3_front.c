@@ -35,6 +35,7 @@
 #include "cm_log.h"
 #include "cm_metrics.h"
 #include "cm_time.h"
+#include "gw_forward.h"
 #include "gw_grace.h"
 #include "gw_s3_chunked.h"
 #include "gw_s3_impl.h"
@@ -84,7 +85,7 @@ req_done(struct s3_req *q, int status, const char *error)
     }
     if (status >= 400) {
         CM_WARN("s3 request failed op=%s method=%s status=%d error=%s tenant=%u req=%s ms=%.3f", op,
-                q->method, status, error, q->tenant, q->id, (double)ns / 1e6);
+                q->method, status, error != NULL ? error : "-", q->tenant, q->id, (double)ns / 1e6);
     } else {
         CM_DEBUG("s3 request op=%s method=%s status=%d bytes=%llu tenant=%u req=%s ms=%.3f", op,
                  q->method, status, (unsigned long long)q->bytes, q->tenant, q->id,
@@ -571,6 +572,100 @@ authenticate(struct s3_req *q)
     return -1;
 }
 
+/* ---- requests for tenants another gateway owns ---- */
+
+struct s3_fwd {
+    struct gw_fwd_job job;
+    struct s3_req *q;
+};
+
+/* The owner answered, or could not be asked (a forward thread). */
+static void
+forwarded(struct gw_fwd_job *j, int rc)
+{
+    struct s3_fwd *w = CM_CONTAINER_OF(j, struct s3_fwd, job);
+    struct s3_req *q = w->q;
+    const char *ctype = j->ctype[0] != '\0' ? j->ctype : NULL;
+
+    if (rc == -ECANCELED) {
+        s3_fail(q, GW_S3_E_SERVICE_UNAVAILABLE, "the gateway is shutting down");
+    } else if (rc == CM_E_BUSY) {
+        s3_fail(q, GW_S3_E_SLOW_DOWN, "too many large requests in flight: retry later");
+    } else if (rc != 0) {
+        s3_fail(q, GW_S3_E_SERVICE_UNAVAILABLE,
+                "the gateway that owns this access key's tenant did not answer");
+    } else {
+        gw_fwd_job_pass_headers(j);
+        q->bytes = j->len;
+        if (strcmp(q->method, "HEAD") == 0) {
+            s3_reply_head(q, j->status, ctype, j->clen);
+        } else {
+            s3_reply(q, j->status, ctype, j->body, j->len, CM_HTTP_FREE);
+            j->body = NULL;
+        }
+    }
+    gw_fwd_job_fini(j);
+    free(w);
+}
+
+/* A large answer's admission came (the admission thread). */
+static void
+fwd_admitted(void *arg, struct gw_admit_ticket *t, int status)
+{
+    struct s3_fwd *w = arg;
+
+    if (status == 0) {
+        gw_front_admitted(w->q->r, t);
+    }
+    gw_forward_resume(w->q->f->forward, &w->job, status == 0 ? 0 : CM_E_BUSY);
+}
+
+/* A large answer waits for its share of --inflight-bytes, as in the
+ * tenant API (gw_front.c). */
+static int
+fwd_body(struct gw_fwd_job *j, uint64_t length)
+{
+    struct s3_fwd *w = CM_CONTAINER_OF(j, struct s3_fwd, job);
+    struct s3_req *q = w->q;
+    int rc;
+
+    if (length == UINT64_MAX || !gw_front_admits(q->f, length) || cm_http_user(q->r) != NULL) {
+        return 0;
+    }
+    rc = gw_front_admit(q->f, q->r, q->tenant, length, GW_ADMIT_READ, fwd_admitted, w);
+    return rc > 0 ? 0 : rc == 0 ? 1 : -ENOMEM;
+}
+
+/* Sends q on to peer, the gateway that owns its tenant (NULL: unknown). */
+static void
+forward(struct s3_req *q, const struct gw_peer *peer)
+{
+    struct s3_fwd *w;
+
+    if (peer == NULL || peer->s3_url[0] == '\0') {
+        s3_fail(q, GW_S3_E_SERVICE_UNAVAILABLE,
+                "the gateway that owns this access key's tenant is not known yet");
+        return;
+    }
+    if (gw_front_forwarded(q->r)) {
+        s3_fail(q, GW_S3_E_SERVICE_UNAVAILABLE,
+                "forwarded to a gateway that does not own this access key's tenant");
+        return;
+    }
+    if ((w = calloc(1, sizeof(*w))) == NULL) {
+        s3_fail(q, GW_S3_E_SLOW_DOWN, "gateway out of memory, retry later");
+        return;
+    }
+    w->q = q;
+    w->job.r = q->r;
+    snprintf(w->job.base, sizeof(w->job.base), "%s", peer->s3_url);
+    w->job.reqid = q->id;
+    w->job.done = forwarded;
+    w->job.on_body = fwd_body;
+    s3_suspend(q);
+    gw_forward_submit(q->f->forward, &w->job);
+}
+
 /* ---- routing ---- */
 
 static int
@@ -644,7 +739,8 @@ static int
 pre_body(struct s3_req *q)
 {
     uint64_t clen;
-    int rc = authenticate(q);
+    const struct gw_peer *peer;
+    int away, rc = authenticate(q);
 
     if (rc != 0) {
         return rc < 0;
@@ -656,8 +752,16 @@ pre_body(struct s3_req *q)
         }
         clen = 0;
     }
-    if (q->rt.op == GW_S3_OP_PUT_OBJECT || q->rt.op == GW_S3_OP_UPLOAD_PART) {
-        if (s3_put_headers(q) != 0) {
+    /* A request to be sent on to its tenant's gateway is checked there
+     * (this gateway has none of its metadata); its body is read here whole
+     * first, so a large one waits for its share here too. */
+    away = gw_front_elsewhere(q->f, q->snap, q->t, &peer);
+    if (away && clen > q->f->cfg.max_object_size + GW_S3_XML_BODY_MAX) {
+        s3_fail(q, GW_S3_E_ENTITY_TOO_LARGE, NULL);
+        return 1;
+    }
+    if (away || q->rt.op == GW_S3_OP_PUT_OBJECT || q->rt.op == GW_S3_OP_UPLOAD_PART) {
+        if (!away && s3_put_headers(q) != 0) {
             return 1;
         }
         /* A large body waits for its bytes in flight before it is read, as
@@ -686,7 +790,13 @@ pre_body(struct s3_req *q)
 static void
 dispatch(struct s3_req *q)
 {
+    const struct gw_peer *peer;
+
     if (authenticate(q) != 0) {
+        return;
+    }
+    if (gw_front_elsewhere(q->f, q->snap, q->t, &peer)) {
+        forward(q, peer);
         return;
     }
     switch (q->rt.op) {

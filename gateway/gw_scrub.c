@@ -27,6 +27,7 @@
 #include "gw_engine.h"
 #include "gw_grace.h"
 #include "gw_meta.h"
+#include "gw_state.h"
 
 #define DEL_BATCH 1024
 #define DEL_PAUSE_MS 20
@@ -267,10 +268,11 @@ referenced(struct gw_scrub *s, struct gw_census *c, struct vids *r)
     return rc;
 }
 
-/* Lists node: *listed gets its record count, out those not in r1. */
+/* Lists node: *listed gets the count of its records of tenants this
+ * gateway collects (snap; NULL: all), out those not in r1. */
 static int
-list_node(struct gw_scrub *s, uint32_t node, const struct vids *r1, uint64_t *listed,
-          struct recs *out)
+list_node(struct gw_scrub *s, uint32_t node, const struct gw_snap *snap, const struct vids *r1,
+          uint64_t *listed, struct recs *out)
 {
     uint64_t cursor = 0;
 
@@ -284,6 +286,9 @@ list_node(struct gw_scrub *s, uint32_t node, const struct vids *r1, uint64_t *li
             struct cm_wire_note x;
 
             cm_wire_note_decode(s->page + i * CM_WIRE_NOTE_LEN, &x);
+            if (snap != NULL && !gw_snap_collects(snap, x.tenant, s->cfg.self)) {
+                continue; /* another gateway's tenant: not ours to judge */
+            }
             ++*listed;
             if (!vids_has(r1, x.tenant, x.object)) {
                 rc = recs_add(out, &x);
@@ -364,6 +369,8 @@ pass(struct gw_scrub *s)
     /* A token armed and fired; none yet: the first pass (nothing to delete) */
     int fired = s->token != NULL ? atomic_load(&s->token->fired) : !s->armed;
     uint64_t t0 = cm_now_ns();
+    /* Taken before the census: a tenant newer than it is nobody's here. */
+    struct gw_snap *snap = s->cfg.state != NULL ? gw_state_snap(s->cfg.state) : NULL;
     int rc = await(s, gw_engine_census(s->e, census_cb, s));
 
     if (rc == 0 && (rc = s->census.status) == 0) {
@@ -381,7 +388,7 @@ pass(struct gw_scrub *s)
         }
     }
     for (size_t i = 0; rc == 0 && i < npn; i++) {
-        int lr = list_node(s, pn[i].node, &r1, &pn[i].listed, &pn[i].s);
+        int lr = list_node(s, pn[i].node, snap, &r1, &pn[i].listed, &pn[i].s);
 
         pn[i].ok = lr == 0;
         if (lr == -ECANCELED || lr == -ENOMEM) {
@@ -476,6 +483,7 @@ pass(struct gw_scrub *s)
     free(pn);
     free(r1.v);
     free(r2.v);
+    gw_snap_unref(snap);
 }
 
 static void *

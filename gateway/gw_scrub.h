@@ -44,8 +44,15 @@ struct gw_grace;
 struct gw_meta;
 struct gw_scrub;
 
+struct gw_state;
+
 struct gw_scrub_cfg {
     int interval_ms; /* between passes; 0: no scrub */
+    /* Only chunks of the tenants this gateway collects are considered
+     * (gw_snap_collects): its own, and deleted ones. state NULL: all.
+     * Both borrowed for the scrub's life. */
+    struct gw_state *state;
+    const char *self;
 };
 
 /* meta, e and grace borrowed; must outlive the scrub. 0 or -ENOMEM. */

@@ -62,6 +62,7 @@ snap_free(struct gw_snap *s)
     free(s->tenants);
     free(s->hashes);
     free(s->nodes);
+    free(s->peers);
     free(s->rows_mem);
     free(s->off_mem);
     free(s->row_epoch_mem);
@@ -117,6 +118,65 @@ s3key_cmp(const void *a, const void *b)
 
 static int
 json_u64(json_t *o, const char *name, uint64_t lo, uint64_t hi, uint64_t def, uint64_t *out);
+
+static int
+peer_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct gw_peer *)a)->id, ((const struct gw_peer *)b)->id);
+}
+
+/* A string field of at most cap - 1 bytes into out ("" when absent);
+ * -1 when it is not a string or too long. */
+static int
+json_str(json_t *o, const char *name, char *out, size_t cap)
+{
+    json_t *v = json_object_get(o, name);
+    const char *str = json_string_value(v);
+
+    if (v == NULL) {
+        out[0] = '\0';
+        return 0;
+    }
+    if (str == NULL || strlen(str) >= cap) {
+        return -1;
+    }
+    strcpy(out, str);
+    return 0;
+}
+
+/* "gateways" (docs/internal-api.md). NULL, or the reason it is refused. */
+static const char *
+parse_peers(json_t *gws, struct gw_snap *s)
+{
+    json_t *v;
+    size_t i;
+
+    if (gws == NULL) {
+        return NULL;
+    }
+    if (!json_is_array(gws)) {
+        return "bad gateways";
+    }
+    s->peers = cm_calloc(json_array_size(gws) + 1, sizeof(*s->peers));
+    json_array_foreach(gws, i, v)
+    {
+        struct gw_peer *p = &s->peers[s->npeers++];
+
+        if (!json_is_object(v) || json_str(v, "id", p->id, sizeof(p->id)) != 0 ||
+            p->id[0] == '\0' || json_str(v, "url", p->url, sizeof(p->url)) != 0 ||
+            json_str(v, "s3_url", p->s3_url, sizeof(p->s3_url)) != 0) {
+            return "bad gateway";
+        }
+        p->up = json_is_true(json_object_get(v, "up"));
+    }
+    qsort(s->peers, s->npeers, sizeof(*s->peers), peer_cmp);
+    for (i = 0; i + 1 < s->npeers; i++) {
+        if (strcmp(s->peers[i].id, s->peers[i + 1].id) == 0) {
+            return "duplicate gateway id";
+        }
+    }
+    return NULL;
+}
 
 /* "s3_keys" (docs/internal-api.md): keys whose tenant is not in the
  * snapshot are left out (a render that raced the tenant's change). NULL,
@@ -305,6 +365,13 @@ gw_snap_parse(const char *json, size_t len, struct gw_snap **out, const char **w
             goto out;
         }
         t->id = (uint32_t)u;
+        if (t->id > s->max_tenant) {
+            s->max_tenant = t->id;
+        }
+        if (json_str(v, "gateway", t->owner, sizeof(t->owner)) != 0) {
+            reason = "bad tenant gateway";
+            goto out;
+        }
         t->k = (uint8_t)k;
         t->m = (uint8_t)m;
         t->weight = json_is_number(w) ? json_number_value(w) : 1.0;
@@ -383,6 +450,9 @@ gw_snap_parse(const char *json, size_t len, struct gw_snap **out, const char **w
     }
     qsort(s->hashes, s->nhashes, sizeof(*s->hashes), hash_cmp);
     reason = parse_s3_keys(json_object_get(root, "s3_keys"), s);
+    if (reason == NULL) {
+        reason = parse_peers(json_object_get(root, "gateways"), s);
+    }
 out:
     json_decref(root);
     if (reason != NULL) {
@@ -445,6 +515,32 @@ gw_snap_s3_date_key(const struct gw_snap *s, const char *akid, const char *date,
         }
     }
     return -ERANGE;
+}
+
+enum gw_home
+gw_snap_home(const struct gw_snap *s, const struct gw_tenant *t, const char *self,
+             const struct gw_peer **peer)
+{
+    struct gw_peer key;
+
+    if (t->owner[0] == '\0' || strcmp(t->owner, self) == 0) {
+        return GW_HOME_HERE;
+    }
+    strcpy(key.id, t->owner);
+    *peer = s->npeers > 0 ? bsearch(&key, s->peers, s->npeers, sizeof(*s->peers), peer_cmp) : NULL;
+    return *peer != NULL && (*peer)->url[0] != '\0' ? GW_HOME_PEER : GW_HOME_NONE;
+}
+
+int
+gw_snap_collects(const struct gw_snap *s, uint32_t id, const char *self)
+{
+    const struct gw_tenant *t = gw_snap_tenant(s, id);
+    int alone = s->npeers == 0 || (s->npeers == 1 && strcmp(s->peers[0].id, self) == 0);
+
+    if (t == NULL) {
+        return alone || id < s->max_tenant;
+    }
+    return strcmp(t->owner, self) == 0 || (t->owner[0] == '\0' && alone);
 }
 
 void

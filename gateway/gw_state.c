@@ -44,7 +44,7 @@
 
 struct gw_state {
     struct gw_state_cfg cfg;
-    char url[256];
+    char *url; /* the poll's, with this gateway's id and URLs */
     char token[256];
     int have_token;
     struct gw_meta *meta;
@@ -233,7 +233,24 @@ gw_controller_url(const char *c, const char *path, char *url, size_t cap)
 static void
 build_url(struct gw_state *st)
 {
-    gw_controller_url(st->cfg.controller, "/v1/internal/state", st->url, sizeof(st->url));
+    char base[256];
+    struct cm_buf b;
+
+    gw_controller_url(st->cfg.controller, "/v1/internal/state", base, sizeof(base));
+    cm_buf_init(&b);
+    cm_buf_printf(&b, "%s", base);
+    if (st->cfg.self != NULL) {
+        cm_buf_printf(&b, "?gateway=");
+        cm_httpc_escape(&b, st->cfg.self);
+        cm_buf_printf(&b, "&url=");
+        cm_httpc_escape(&b, st->cfg.url);
+        if (st->cfg.s3_url != NULL) {
+            cm_buf_printf(&b, "&s3_url=");
+            cm_httpc_escape(&b, st->cfg.s3_url);
+        }
+    }
+    cm_buf_append(&b, "", 1);
+    st->url = cm_buf_take(&b, NULL);
 }
 
 /* One poll with timeout_ms. Returns the new snapshot (a reference) when
@@ -494,6 +511,7 @@ gw_state_destroy(struct gw_state *st)
     gw_state_stop(st);
     gw_snap_unref(st->cur);
     free(st->last_body);
+    free(st->url);
     pthread_cond_destroy(&st->cv);
     pthread_mutex_destroy(&st->mu);
     free(st);

@@ -30,6 +30,9 @@
 
 struct gw_meta;
 
+#define GW_ID_MAX 64   /* a gateway's id (--gateway-id) */
+#define GW_URL_MAX 128 /* a gateway's advertised URLs */
+
 struct gw_tenant {
     uint32_t id;
     char name[64];
@@ -40,6 +43,17 @@ struct gw_tenant {
     /* partitions entries: the placement epoch of each row's last change
      * (0 when the controller sends none; shared with the snapshot) */
     const uint64_t *row_epoch;
+    /* The gateway that owns the tenant (its metadata is there); "" when
+     * none does yet */
+    char owner[GW_ID_MAX + 1];
+};
+
+/* A gateway, as the controller knows it. */
+struct gw_peer {
+    char id[GW_ID_MAX + 1];
+    char url[GW_URL_MAX];    /* its tenant API, "http://host:port" */
+    char s3_url[GW_URL_MAX]; /* its S3 API; "" when it has none */
+    int up;                  /* heard from by the controller lately */
 };
 
 struct gw_snap_hash;
@@ -58,6 +72,9 @@ struct gw_snap {
     size_t ns3keys;
     struct gw_node *nodes;
     size_t nnodes;
+    struct gw_peer *peers; /* every gateway, sorted by id */
+    size_t npeers;
+    uint32_t max_tenant; /* the largest tenant id listed (0: none) */
     uint32_t *rows_mem, *off_mem;
     uint64_t *row_epoch_mem;
 };
@@ -80,12 +97,33 @@ const struct gw_tenant *gw_snap_tenant(const struct gw_snap *s, uint32_t id);
  */
 int gw_snap_s3_date_key(const struct gw_snap *s, const char *akid, const char *date,
                         uint8_t kdate[32], const struct gw_tenant **t);
+/*
+ * Where tenant t's requests are served, seen from the gateway whose id is
+ * self: GW_HOME_HERE when self owns t or nobody does yet; GW_HOME_PEER at
+ * *peer (borrowed from s), another gateway; GW_HOME_NONE when t's owner is
+ * a gateway the controller has no address of.
+ */
+enum gw_home { GW_HOME_HERE, GW_HOME_PEER, GW_HOME_NONE };
+enum gw_home gw_snap_home(const struct gw_snap *s, const struct gw_tenant *t, const char *self,
+                          const struct gw_peer **peer);
+/*
+ * 1 when the chunks of tenant id are this gateway's to collect (the
+ * scrub): self owns the tenant; or the tenant is not listed and either
+ * self is the only gateway listed (or none is) or the id is below the
+ * largest listed (a deleted tenant). A tenant newer than s may be another
+ * gateway's.
+ */
+int gw_snap_collects(const struct gw_snap *s, uint32_t id, const char *self);
 /* Partition p's preferred nodes (borrowed from s). */
 void gw_snap_row(const struct gw_snap *s, const struct gw_tenant *t, uint32_t p,
                  const uint32_t **row, size_t *n);
 
 struct gw_state_cfg {
     const char *controller; /* "host:port" or a URL; borrowed for the process */
+    /* This gateway: its id and advertised URLs, sent with every poll (the
+     * controller registers it and gives it tenants to own); borrowed for
+     * the process. s3_url may be NULL. */
+    const char *self, *url, *s3_url;
     const char *token_file; /* admin token (may be NULL); re-read until found */
     int poll_ms;
     int timeout_ms;

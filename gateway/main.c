@@ -42,6 +42,9 @@
 
 struct gw_cfg {
     const char *listen;
+    const char *gateway_id;
+    const char *advertise_url;
+    const char *advertise_s3_url;
     const char *s3_listen;
     const char *s3_domain;
     const char *s3_region;
@@ -79,6 +82,15 @@ struct gw_cfg {
 static const struct cm_opt opts[] = {
     CM_OPT_STR(T, listen, "127.0.0.1:9300", "address to serve the tenant API on"),
     CM_OPT_STR(T, s3_listen, "127.0.0.1:9310", "address to serve the S3 API on (empty: none)"),
+    CM_OPT_STR(T, gateway_id, NULL,
+               "this gateway's id: the controller gives it tenants to own, by this id (default: "
+               "--listen; a gateway that takes over another's metadata keeps its id)"),
+    CM_OPT_STR(T, advertise_url, NULL,
+               "the URL other gateways send this gateway's tenants' requests to (default: "
+               "http://<--listen>)"),
+    CM_OPT_STR(T, advertise_s3_url, NULL,
+               "the URL other gateways send S3 requests for this gateway's tenants to (default: "
+               "http://<--s3-listen>)"),
     CM_OPT_STR(T, s3_domain, "s3.localhost",
                "virtual-hosted S3 buckets: a Host of BUCKET.<this> names the bucket (empty: "
                "path-style only)"),
@@ -133,6 +145,42 @@ static const struct cm_opt opts[] = {
                 "--rebuild-meta: replace a metadata store that is not empty (else refused)"),
 };
 #undef T
+
+/* 1 when id is a gateway id the controller takes: 1 to GW_ID_MAX of
+ * [A-Za-z0-9._:-]. */
+static int
+valid_gateway_id(const char *id)
+{
+    size_t n = strlen(id);
+
+    return n > 0 && n <= GW_ID_MAX &&
+           strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-") == n;
+}
+
+/* url, or http://<addr> when url is NULL, into out, without trailing
+ * slashes; 0, or -1 when it is not a URL the controller takes: http:// or
+ * https:// and a host, printable ASCII without spaces, quotes or
+ * backslashes, shorter than GW_URL_MAX. */
+static int
+advertised(const char *url, const char *addr, char out[GW_URL_MAX])
+{
+    int n = url != NULL ? snprintf(out, GW_URL_MAX, "%s", url)
+                        : snprintf(out, GW_URL_MAX, "http://%s", addr);
+    int scheme = strncmp(out, "http://", 7) == 0 ? 7 : strncmp(out, "https://", 8) == 0 ? 8 : 0;
+
+    if (n < 0 || n >= GW_URL_MAX || scheme == 0) {
+        return -1;
+    }
+    while (n > scheme && out[n - 1] == '/') {
+        out[--n] = '\0';
+    }
+    for (const char *c = out; *c != '\0'; c++) {
+        if ((unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f || strchr("\"'\\", *c) != NULL) {
+            return -1;
+        }
+    }
+    return n > scheme ? 0 : -1;
+}
 
 static void
 die(const char *what, int rc)
@@ -239,6 +287,8 @@ main(int argc, char **argv)
     struct gw_s3 *s3 = NULL;
     enum cm_log_level level;
     char metadir[PATH_MAX];
+    char self_url[GW_URL_MAX], self_s3_url[GW_URL_MAX];
+    const char *self;
     sigset_t sigs;
     int rc, sig = 0;
 
@@ -251,6 +301,21 @@ main(int argc, char **argv)
     }
     if (cm_log_parse_level(cfg.log_level, &level) != 0) {
         fprintf(stderr, "shoal-gateway: bad --log-level '%s'\n", cfg.log_level);
+        return 2;
+    }
+    self = cfg.gateway_id != NULL ? cfg.gateway_id : cfg.listen;
+    if (!valid_gateway_id(self)) {
+        fprintf(stderr, "shoal-gateway: bad --gateway-id '%s' (1 to %d of A-Z a-z 0-9 . _ : -)\n",
+                self, GW_ID_MAX);
+        return 2;
+    }
+    if (advertised(cfg.advertise_url, cfg.listen, self_url) != 0 ||
+        (cfg.s3_listen[0] != '\0' &&
+         advertised(cfg.advertise_s3_url, cfg.s3_listen, self_s3_url) != 0)) {
+        fprintf(stderr,
+                "shoal-gateway: --advertise-url and --advertise-s3-url take an http:// or "
+                "https:// URL of at most %d characters\n",
+                GW_URL_MAX - 1);
         return 2;
     }
     const struct pol_rs_ops *rs = pol_rs_find(cfg.rs);
@@ -288,6 +353,7 @@ main(int argc, char **argv)
         rebuild(&cfg, metadir, &meta);
     }
     struct gw_front_cfg fcfg = {
+        .self = self,
         .max_object_size = cfg.max_object_size,
         .small_threshold = cfg.small_threshold,
         .delete_delay_ms = cfg.delete_delay_ms,
@@ -313,6 +379,9 @@ main(int argc, char **argv)
     struct gw_state_cfg scfg = {
         .controller = cfg.controller,
         .token_file = cfg.admin_token_file,
+        .self = self,
+        .url = self_url,
+        .s3_url = cfg.s3_listen[0] != '\0' ? self_s3_url : NULL,
         .poll_ms = cfg.state_poll_ms,
         .timeout_ms = cfg.state_poll_ms < 2000 ? 2000 : cfg.state_poll_ms,
     };
@@ -325,7 +394,7 @@ main(int argc, char **argv)
     if (rc != 0) {
         die("cannot start the state poller", rc);
     }
-    struct gw_migrate_cfg mcfg = {.rate = cfg.migrate_rate};
+    struct gw_migrate_cfg mcfg = {.rate = cfg.migrate_rate, .self = self};
     rc = gw_migrate_create(&mcfg, meta, state, engine, gw_front_committer(front),
                            gw_front_grace(front), &migrate);
     if (rc == 0) {
@@ -337,7 +406,7 @@ main(int argc, char **argv)
     struct gw_demand_cfg dcfg = {
         .controller = cfg.controller,
         .token_file = cfg.admin_token_file,
-        .name = cfg.listen,
+        .name = self,
         .period_ms = 1000,
         .timeout_ms = 2000,
     };
@@ -349,7 +418,8 @@ main(int argc, char **argv)
         die("cannot start the demand reports", rc);
     }
     gw_front_attach_pp(front, demand, migrate);
-    struct gw_scrub_cfg sccfg = {.interval_ms = cfg.scrub_interval_ms};
+    struct gw_scrub_cfg sccfg = {
+        .interval_ms = cfg.scrub_interval_ms, .state = state, .self = self};
     rc = gw_scrub_create(&sccfg, meta, engine, gw_front_grace(front), &scrub);
     if (rc == 0) {
         rc = gw_scrub_start(scrub);
@@ -386,8 +456,8 @@ main(int argc, char **argv)
             die("cannot listen for S3", rc);
         }
     }
-    CM_INFO("listening addr=%s s3=%s controller=%s data_dir=%s rs=%s", cfg.listen,
-            s3http != NULL ? cfg.s3_listen : "-", cfg.controller, cfg.data_dir, rs->name);
+    CM_INFO("listening addr=%s s3=%s controller=%s data_dir=%s rs=%s gateway=%s", cfg.listen,
+            s3http != NULL ? cfg.s3_listen : "-", cfg.controller, cfg.data_dir, rs->name, self);
 
     while (sigwait(&sigs, &sig) != 0) {
     }

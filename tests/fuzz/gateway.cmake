@@ -13,3 +13,8 @@ endforeach()
 shoal_fuzz(fuzz_layout SOURCES ${SHOAL_SOURCE_DIR}/gateway/gw_meta_rec.c
            ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_layout.c LIBS common)
 target_include_directories(fuzz_layout PRIVATE ${SHOAL_SOURCE_DIR}/gateway)
+# The controller state a gateway polls (gateway/gw_snap.c), with what it
+# calls of the S3 pure sources (date keys).
+shoal_fuzz(fuzz_state SOURCES ${SHOAL_SOURCE_DIR}/gateway/gw_snap.c ${GW_S3_PURE_SRC}
+           ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_state.c LIBS common PkgConfig::JANSSON)
+target_include_directories(fuzz_state PRIVATE ${SHOAL_SOURCE_DIR}/gateway)

@@ -223,8 +223,9 @@ class Cluster:
     PROCS_FIXED = ("controller", "gateway")
 
     def __init__(self, test, nodes=6, controller_args="", gateway_args="", fnstore_args="",
-                 name="c", cos=None):
+                 name="c", cos=None, gateways=1):
         self.test = test
+        self.gateways = gateways  # shoal-cluster --gateways: gateway, gateway-1, ...
         self.cos = cos  # every node's --cos URL (None: shoal-cluster's directory COS)
         self.build = test.build
         self.src = test.src
@@ -251,6 +252,13 @@ class Cluster:
     def s3_port(self):
         return 9310 + self.offset
 
+    def gw_port_of(self, g):
+        """The tenant API port of gateway g (0: "gateway", g: "gateway-g")."""
+        return 9300 + 20 * g + self.offset
+
+    def s3_port_of(self, g):
+        return self.gw_port_of(g) + 10
+
     def data_port(self, i):
         return 9500 + i + self.offset
 
@@ -258,13 +266,15 @@ class Cluster:
         return 9600 + i + self.offset
 
     def ports(self, offset):
-        p = [9300 + offset, 9310 + offset, 9400 + offset]
+        p = [9300 + 20 * g + offset + s for g in range(self.gateways) for s in (0, 10)]
+        p += [9400 + offset]
         p += [9500 + i + offset for i in range(self.nodes)]
         p += [9600 + i + offset for i in range(self.nodes)]
         return p
 
     def procs(self):
-        return ["controller"] + ["fnstore-%d" % i for i in range(self.nodes)] + ["gateway"]
+        return (["controller"] + ["fnstore-%d" % i for i in range(self.nodes)] + ["gateway"] +
+                ["gateway-%d" % g for g in range(1, self.gateways)])
 
     def _pick_offset(self):
         # Ports stay below the kernel's ephemeral range (32768+) so that an outgoing
@@ -304,7 +314,8 @@ class Cluster:
         our check and our bind; then start again on other ports."""
         for n in range(tries):
             self.offset = self._pick_offset()
-            args = ["start", "--nodes", str(self.nodes), "--port-offset", str(self.offset),
+            args = ["start", "--nodes", str(self.nodes), "--gateways", str(self.gateways),
+                    "--port-offset", str(self.offset),
                     "--build", self.build, "--timeout", str(timeout),
                     "--controller-args", self.controller_args,
                     "--gateway-args", self.gateway_args,
@@ -468,9 +479,9 @@ class Cluster:
             raise TestFailure("metrics of node %d: %r" % (node, r))
         return parse_metrics(r.body.decode("utf-8", "replace"))
 
-    def gw_metrics(self):
-        """The gateway's /metrics, parsed (parse_metrics)."""
-        r = http_request(self.gw_port, "GET", "/metrics", timeout=10)
+    def gw_metrics(self, g=0):
+        """Gateway g's /metrics, parsed (parse_metrics)."""
+        r = http_request(self.gw_port_of(g), "GET", "/metrics", timeout=10)
         if r.status != 200:
             raise TestFailure("gateway /metrics: %r" % r)
         return parse_metrics(r.body.decode("utf-8", "replace"))

@@ -275,7 +275,16 @@ def test_bad_input(c):
         expect_error(c, 400, "bad_request", "POST", "/v1/internal/heartbeat", body,
                      "heartbeat %r" % (body,))
     st, _, j = c.req("GET", "/v1/nodes")
-    check(st == 200 and j == {"nodes": []}, "no node after bad heartbeats: %r" % j)
+    check(st == 200 and j == {"nodes": [], "gateways": []}, "no node after bad heartbeats: %r" % j)
+    # A state poll that names its gateway is checked too, and registers nothing.
+    for q in ["gateway=", "gateway=a%20b&url=http://x", "gateway=%s&url=http://x" % ("g" * 65),
+              "gateway=g1", "gateway=g1&url=", "gateway=g1&url=ftp://x",
+              "gateway=g1&url=http://", "gateway=g1&url=http://a%22b",
+              "gateway=g1&url=http://%s" % ("u" * 121), "gateway=g1&url=http://x&s3_url=x",
+              "gateway=g1&url=http://x&s3_url=http://a%20b"]:
+        expect_error(c, 400, "bad_request", "GET", "/v1/internal/state?" + q, what="poll %s" % q)
+    st, _, j = c.req("GET", "/v1/internal/state?url=http://x")
+    check(st == 200 and j["gateways"] == [], "no gateway after bad polls: %r" % j.get("gateways"))
 
 
 def sha(s):
@@ -316,7 +325,7 @@ def test_tenants(c, keys):
 
     rc, out, _ = c.cli("tenant", "list")
     lines = out.strip().splitlines()
-    check(rc == 0 and lines[0].split() == ["NAME", "ID", "WEIGHT"] and len(lines) == 4,
+    check(rc == 0 and lines[0].split() == ["NAME", "ID", "WEIGHT", "GATEWAY"] and len(lines) == 4,
           "tenant list table %r" % out)
     check(len({ln.index(ln.split()[1]) for ln in lines}) == 1, "list columns aligned %r" % out)
     rc, out, _ = c.cli("--json", "tenant", "list")
@@ -544,6 +553,51 @@ def test_nodes_and_rates(c, keys):
     return p
 
 
+GW = "127.0.0.1:9300"
+GW_POLL = ("/v1/internal/state?gateway=127.0.0.1%3A9300&url=http%3A%2F%2F127.0.0.1%3A9300"
+           "&s3_url=http%3A%2F%2F127.0.0.1%3A9310")
+
+
+def test_gateways(c):
+    log("gateways: registration, tenant ownership")
+    t0 = internal_tenant(c, "alpha")
+    check(t0 and t0["gateway"] == "", "unassigned before any gateway polled: %r" % t0)
+    e0 = c.req("GET", "/v1/internal/state")[2]["epoch"]
+    st, _, s = c.req("GET", GW_POLL)
+    check(st == 200 and s["epoch"] > e0, "a gateway's poll bumps the epoch: %d" % st)
+    check(s["gateways"] == [{"id": GW, "url": "http://127.0.0.1:9300",
+                             "s3_url": "http://127.0.0.1:9310", "up": True}],
+          "gateways %r" % s["gateways"])
+    check(s["tenants"] and all(t["gateway"] == GW for t in s["tenants"]),
+          "the poll's own answer shows the owners: %r" % [t["gateway"] for t in s["tenants"]])
+    st, _, s2 = c.req("GET", GW_POLL)
+    check(s2["epoch"] == s["epoch"], "a repeated poll changes nothing")
+    # A second gateway without S3; a tenant created now goes to it (it owns
+    # fewer), and the first keeps its own.
+    st, _, s = c.req("GET", "/v1/internal/state?gateway=gw-b&url=https://gw-b.example:9443")
+    check(st == 200 and [g["id"] for g in s["gateways"]] == [GW, "gw-b"] and
+          s["gateways"][1]["s3_url"] == "", "second gateway %r" % s["gateways"])
+    st, _, j = c.req("POST", "/v1/tenants", {"name": "owned"})
+    check(st == 201 and j["gateway"] == "gw-b", "owner at creation %r" % j)
+    st, _, j = c.req("GET", "/v1/tenants/owned")
+    check(j["gateway"] == "gw-b", "tenant show gateway %r" % j)
+    check([t["gateway"] for t in c.req("GET", "/v1/tenants")[2]["tenants"]] ==
+          [GW, GW, GW, "gw-b"], "tenant list gateways")
+    rc, out, _ = c.cli("tenant", "show", "owned")
+    check(rc == 0 and re.search(r"^gateway\s+gw-b$", out, re.M), "shoalctl show %r" % out)
+    st, _, j = c.req("GET", "/v1/nodes")
+    gws = {g["id"]: g for g in j["gateways"]}
+    check(gws[GW]["tenants"] == 3 and gws["gw-b"]["tenants"] == 1 and gws[GW]["up"] and
+          0 <= gws[GW]["seen_ms_ago"] < 5000, "nodes' gateways %r" % j["gateways"])
+    rc, out, _ = c.cli("node", "list")
+    check(rc == 0 and re.search(r"^gw-b\s+https://gw-b.example:9443\s+-\s+up\s+1\s", out, re.M),
+          "node list gateways %r" % out)
+    st, _, m = c.req("GET", "/metrics", token=None)
+    check('shoal_controller_gateways{state="up"} 2' in m and
+          'shoal_controller_gateways{state="down"} 0' in m, "gateway metrics")
+    c.req("DELETE", "/v1/tenants/owned")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="shoal-ctl-")
     c = Controller(tmp, free_port())
@@ -567,6 +621,7 @@ def main():
         test_tenants(c, keys)
         test_cli_exit_codes(c)
         placement = test_nodes_and_rates(c, keys)
+        test_gateways(c)
         before = c.req("GET", "/v1/internal/state")[2]
         tenants_before = c.req("GET", "/v1/tenants")[2]
 
@@ -585,6 +640,8 @@ def main():
             check(t["key_hashes"] == [sha(key)], "key of %s still valid" % name)
         check([t["placement"] for t in after["tenants"]] ==
               [t["placement"] for t in placement["tenants"]], "placement stable across restart")
+        check(after["gateways"] == [] and all(t["gateway"] == GW for t in after["tenants"]),
+              "owners persisted, the gateway registry not: %r" % after["gateways"])
         check([n["id"] for n in after["nodes"]] == list(range(7)) and
               all(n["state"] == "up" for n in after["nodes"]),
               "nodes remembered, presumed up after a controller restart")

@@ -120,8 +120,8 @@ test_store(void)
     CHECK_EQ_INT(ctl_store_open(dir, &store), 0);
     CHECK_EQ_INT(ctl_state_create(store, &scfg, &st), 0);
     /* Two tenants before any node: their rows are empty, made by hash. */
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "a", 1, 1, 1, 0, key, NULL), 0);
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "b", 1, 2, 1, 0, key, NULL), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "a", 1, 1, 1, 0, 0, key, NULL), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "b", 1, 2, 1, 0, 0, key, NULL), 0);
     CHECK_EQ_INT(ctl_pp_create(store, st, &c, &pp), 0);
     rows_now(pp, st, &r0);
     CHECK_EQ_INT((int)r0.n, 2);
@@ -145,7 +145,7 @@ test_store(void)
     CHECK_EQ_INT((int)r1.epoch, 2);
     ctl_pp_rows_fini(&r1);
     /* A new tenant: rows over the seven nodes, one epoch. */
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "c", 1, 1, 1, 0, key, NULL), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "c", 1, 1, 1, 0, 0, key, NULL), 0);
     rows_now(pp, st, &r1);
     CHECK_EQ_INT((int)r1.n, 3);
     CHECK_EQ_INT((int)r1.epoch, 3);
@@ -386,7 +386,7 @@ test_rebalance(const char *policy)
     for (uint32_t i = 0; i < 4; i++) {
         heartbeat(st, i, 100);
     }
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "a", 1, 1, 0, 0, key, NULL), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "a", 1, 1, 0, 0, 0, key, NULL), 0);
     CHECK_EQ_INT(ctl_pp_create(store, st, &c, &pp), 0);
     CHECK_EQ_INT(ctl_pp_start(pp), 0);
     rows_now(pp, st, &r0);
@@ -473,7 +473,7 @@ test_small_reads(void)
     for (uint32_t i = 0; i < 6; i++) {
         heartbeat(st, i, 100);
     }
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "a", 1, 4, 2, 0, key, NULL), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "a", 1, 4, 2, 0, 0, key, NULL), 0);
     CHECK_EQ_INT(ctl_pp_create(store, st, &c, &pp), 0);
     CHECK_EQ_INT(ctl_pp_start(pp), 0);
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {

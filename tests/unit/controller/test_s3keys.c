@@ -397,8 +397,8 @@ test_state(const char *dir)
     master_of(2, &other);
     st = open_state(dir, &m, &store, &rc);
     CHECK_EQ_INT(rc, 0);
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "alpha", 1.0, 0, -1, 1, tkey, &t), 0);
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "beta", 1.0, 0, -1, 1, tkey, &t), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "alpha", 1.0, 0, -1, 1, 0, tkey, &t), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "beta", 1.0, 0, -1, 1, 0, tkey, &t), 0);
     CHECK_EQ_INT(ctl_s3_create(st, "ghost", 5, &k, secret), CM_E_NOTFOUND);
 
     /* Up to the cap, one epoch per key; ids unique across tenants. */
@@ -510,7 +510,7 @@ test_state(const char *dir)
     CHECK_EQ_INT(x.n, 1);
     CHECK_EQ_STR(x.keys[0].id, k.id);
     ctl_s3_export_fini(&x);
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "alpha", 1.0, 0, -1, 1, tkey, &t), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "alpha", 1.0, 0, -1, 1, 0, tkey, &t), 0);
     CHECK_EQ_INT(ctl_s3_list(st, "alpha", &list, &n), 0);
     CHECK_EQ_INT(n, 0);
     free(list);
@@ -598,8 +598,8 @@ test_rotate(const char *dir)
     slurp(path, k0, sizeof(k0));
     st = open_state(dir, &m, &store, &rc);
     CHECK_EQ_INT(rc, 0);
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "alpha", 1.0, 0, -1, 1, tkey, &t), 0);
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "beta", 1.0, 0, -1, 1, tkey, &t), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "alpha", 1.0, 0, -1, 1, 0, tkey, &t), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "beta", 1.0, 0, -1, 1, 0, tkey, &t), 0);
     CHECK_EQ_INT(ctl_s3_create(st, "alpha", 1, &keys[0], secrets[0]), 0);
     CHECK_EQ_INT(ctl_s3_create(st, "alpha", 2, &keys[1], secrets[1]), 0);
     CHECK_EQ_INT(ctl_s3_create(st, "beta", 3, &keys[2], secrets[2]), 0);
@@ -667,7 +667,7 @@ test_no_master(const char *dir)
 
     st = open_state(dir, NULL, &store, &rc);
     CHECK_EQ_INT(rc, 0);
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "alpha", 1.0, 0, -1, 1, tkey, &t), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "alpha", 1.0, 0, -1, 1, 0, tkey, &t), 0);
     CHECK_EQ_INT(ctl_s3_create(st, "alpha", 1, &k, secret), CM_E_CONFIG);
     CHECK_EQ_INT(ctl_s3_export(st, NOON_20120215_MS, &x), 0);
     CHECK_EQ_INT(x.n, 0);

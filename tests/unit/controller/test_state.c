@@ -1,7 +1,9 @@
 /*
  * test_state.c - controller state over a real LMDB store: tenant life
  * cycle, uniqueness, ids never reused, epoch growth, persistence across a
- * reopen, node liveness and rates driven by a fake clock.
+ * reopen, node liveness and rates driven by a fake clock; gateways and the
+ * tenants they own (least-loaded up gateway, ties by id, never reassigned,
+ * kept across a reopen, old records without an owner).
  */
 #include "t_check.h"
 
@@ -9,6 +11,7 @@
 
 #include "cm_err.h"
 #include "cm_hash.h"
+#include "cm_kv.h"
 #include "cm_log.h"
 #include "ctl_state.h"
 #include "ctl_store.h"
@@ -72,6 +75,184 @@ heartbeat(struct ctl_state *st, uint32_t id, uint64_t now, uint64_t reqs, uint64
     CHECK_EQ_INT(ctl_state_heartbeat(st, &hb, now), 0);
 }
 
+/* Gateway id polls at now with url and s3_url. */
+static void
+gw_poll(struct ctl_state *st, const char *id, const char *url, const char *s3_url, uint64_t now)
+{
+    CHECK_EQ_INT(ctl_state_gateway_poll(st, id, url, s3_url, now), 0);
+}
+
+/* The owner of tenant name (a copy), "?" if there is no such tenant. */
+static const char *
+owner_of(struct ctl_state *st, const char *name, uint64_t now)
+{
+    static char gw[CTL_GW_ID_MAX + 1];
+    struct ctl_snapshot s;
+    const struct ctl_tenant_view *tv;
+
+    ctl_state_snapshot(st, now, &s);
+    tv = ctl_snapshot_tenant(&s, name);
+    snprintf(gw, sizeof(gw), "%s", tv != NULL ? tv->t.gateway : "?");
+    ctl_snapshot_fini(&s);
+    return gw;
+}
+
+/* Creates tenant name at now; returns its owner. */
+static const char *
+create_at(struct ctl_state *st, const char *name, uint64_t now)
+{
+    static char gw[CTL_GW_ID_MAX + 1];
+    char key[CTL_KEY_LEN + 1];
+    struct ctl_tenant t;
+
+    CHECK_EQ_INT(ctl_state_tenant_create(st, name, 1.0, 0, -1, 1, now, key, &t), 0);
+    snprintf(gw, sizeof(gw), "%s", t.gateway);
+    return gw;
+}
+
+/* Rewrites tenant id's record as a controller from before gateways wrote
+ * it: no "gateway". The store must be closed. */
+static void
+put_old_record(const char *dir, uint32_t id, const char *name)
+{
+    static const char *const tables[] = {"meta", "tenants", "nodes", "s3keys", "sms", "placement"};
+    unsigned char k[4] = {(unsigned char)(id >> 24), (unsigned char)(id >> 16),
+                          (unsigned char)(id >> 8), (unsigned char)id};
+    char rec[256];
+    struct cm_kv *kv;
+    struct cm_kv_txn *txn;
+
+    snprintf(rec, sizeof(rec),
+             "{\"name\":\"%s\",\"weight\":1.0,\"key_hashes\":[],\"ec_k\":4,\"ec_m\":2,"
+             "\"created_ms\":7}",
+             name);
+    CHECK_EQ_INT(cm_kv_open(dir, 0, tables, 6, 0, &kv), 0);
+    CHECK_EQ_INT(cm_kv_begin(kv, 1, &txn), 0);
+    CHECK_EQ_INT(cm_kv_put(txn, 1 /* tenants */, k, sizeof(k), rec, strlen(rec)), 0);
+    CHECK_EQ_INT(cm_kv_commit(txn), 0);
+    cm_kv_close(kv);
+}
+
+static void
+test_gateways(void)
+{
+    char *dir = t_tmpdir();
+    struct ctl_store *store;
+    struct ctl_state *st = open_state(dir, &store);
+    struct ctl_snapshot s;
+    uint64_t e;
+
+    /* No gateway known: a new tenant is unassigned. */
+    CHECK_EQ_STR(create_at(st, "t1", T0), "");
+    ctl_state_snapshot(st, T0, &s);
+    CHECK_EQ_INT(s.ngateways, 0);
+    e = s.epoch;
+    ctl_snapshot_fini(&s);
+
+    /* The first poll registers its gateway and hands it the unassigned
+     * tenant: the snapshot taken after it already shows the owner. */
+    gw_poll(st, "gw-b", "http://127.0.0.1:9301", "http://127.0.0.1:9311", T0);
+    ctl_state_snapshot(st, T0, &s);
+    CHECK(s.epoch == e + 2); /* the registration, the assignment */
+    CHECK_EQ_STR(s.tenants[0].t.gateway, "gw-b");
+    CHECK_EQ_INT(s.ngateways, 1);
+    CHECK_EQ_STR(s.gateways[0].id, "gw-b");
+    CHECK_EQ_STR(s.gateways[0].url, "http://127.0.0.1:9301");
+    CHECK_EQ_STR(s.gateways[0].s3_url, "http://127.0.0.1:9311");
+    CHECK(s.gateways[0].up && s.gateways[0].seen_ms_ago == 0);
+    CHECK_EQ_INT(s.gateways[0].tenants, 1);
+    e = s.epoch;
+    ctl_snapshot_fini(&s);
+    /* A poll that changes nothing changes no epoch. */
+    gw_poll(st, "gw-b", "http://127.0.0.1:9301", "http://127.0.0.1:9311", T0 + 100 * MS);
+    CHECK(epoch_of(st, T0 + 100 * MS) == e);
+    gw_poll(st, "gw-a", "http://127.0.0.1:9300", "", T0 + 100 * MS);
+    CHECK(epoch_of(st, T0 + 100 * MS) == e + 1);
+
+    /* Creation picks the up gateway owning the fewest, ties by id. */
+    CHECK_EQ_STR(create_at(st, "t2", T0 + 200 * MS), "gw-a"); /* 0 < 1 */
+    CHECK_EQ_STR(create_at(st, "t3", T0 + 200 * MS), "gw-a"); /* 1 = 1: a < b */
+    CHECK_EQ_STR(create_at(st, "t4", T0 + 200 * MS), "gw-b"); /* 1 < 2 */
+    CHECK_EQ_STR(create_at(st, "t5", T0 + 200 * MS), "gw-a"); /* 2 = 2 */
+    CHECK_EQ_STR(owner_of(st, "t5", T0 + 200 * MS), "gw-a");
+
+    /* A changed URL bumps the epoch and moves nothing. */
+    e = epoch_of(st, T0 + 1000 * MS);
+    gw_poll(st, "gw-b", "http://127.0.0.1:9302", "", T0 + 1000 * MS);
+    gw_poll(st, "gw-c", "https://gw-c.example:9303", "", T0 + 1000 * MS);
+    ctl_state_snapshot(st, T0 + 1000 * MS, &s);
+    CHECK(s.epoch == e + 2);
+    CHECK_EQ_INT(s.ngateways, 3);
+    CHECK_EQ_STR(s.gateways[0].id, "gw-a");
+    CHECK_EQ_STR(s.gateways[1].url, "http://127.0.0.1:9302");
+    CHECK_EQ_STR(s.gateways[1].s3_url, "");
+    CHECK_EQ_STR(s.gateways[2].id, "gw-c");
+    CHECK(s.gateways[0].tenants == 3 && s.gateways[1].tenants == 2 && s.gateways[2].tenants == 0);
+    ctl_snapshot_fini(&s);
+
+    /* Up means heard from within 5 s: gw-c (last seen at 1 s) is up at
+     * 6 s and down just after. */
+    ctl_state_snapshot(st, T0 + 6000 * MS, &s);
+    CHECK(s.gateways[2].up && !s.gateways[0].up);
+    ctl_snapshot_fini(&s);
+    ctl_state_snapshot(st, T0 + 6001 * MS, &s);
+    CHECK(!s.gateways[2].up && s.gateways[2].seen_ms_ago == 5001);
+    ctl_snapshot_fini(&s);
+    /* A down gateway gets nothing, though gw-c owns the fewest and gw-a
+     * has the smallest id. */
+    gw_poll(st, "gw-b", "http://127.0.0.1:9302", "", T0 + 6500 * MS);
+    CHECK_EQ_STR(create_at(st, "t6", T0 + 6500 * MS), "gw-b");
+    /* None up: a new tenant waits, unassigned. */
+    CHECK_EQ_STR(create_at(st, "t7", T0 + 20000 * MS), "");
+    /* Owners never change: not when their gateway is down. */
+    CHECK_EQ_STR(owner_of(st, "t2", T0 + 20000 * MS), "gw-a");
+    CHECK_EQ_STR(owner_of(st, "t4", T0 + 20000 * MS), "gw-b");
+    /* Invalid polls are refused and register nothing. */
+    CHECK_EQ_INT(ctl_state_gateway_poll(st, "bad id", "http://x", "", T0 + 20000 * MS),
+                 CM_E_BADARG);
+    CHECK_EQ_INT(ctl_state_gateway_poll(st, "gw-d", "ftp://x", "", T0 + 20000 * MS), CM_E_BADARG);
+    CHECK_EQ_INT(ctl_state_gateway_poll(st, "gw-d", "http://x", "x", T0 + 20000 * MS), CM_E_BADARG);
+    ctl_state_snapshot(st, T0 + 20000 * MS, &s);
+    CHECK_EQ_INT(s.ngateways, 3);
+    CHECK_EQ_STR(s.tenants[6].t.gateway, "");
+    ctl_snapshot_fini(&s);
+
+    /* Reopen: owners are stored, the registry is not. t7's record is
+     * rewritten the way an older controller wrote it, without "gateway". */
+    ctl_state_destroy(st);
+    ctl_store_close(store);
+    put_old_record(dir, 7, "t7");
+    st = open_state(dir, &store);
+    ctl_state_snapshot(st, T0, &s);
+    CHECK_EQ_INT(s.ngateways, 0);
+    CHECK_EQ_INT(s.ntenants, 7);
+    CHECK_EQ_STR(s.tenants[0].t.gateway, "gw-b");
+    CHECK_EQ_STR(s.tenants[1].t.gateway, "gw-a");
+    CHECK_EQ_STR(s.tenants[5].t.gateway, "gw-b");
+    CHECK_EQ_STR(s.tenants[6].t.name, "t7");
+    CHECK_EQ_STR(s.tenants[6].t.gateway, "");
+    e = s.epoch;
+    ctl_snapshot_fini(&s);
+    /* The first poll after the restart takes the unassigned tenant only:
+     * gw-a and gw-b keep theirs though neither is known any more. */
+    gw_poll(st, "gw-c", "http://127.0.0.1:9303", "", T0);
+    ctl_state_snapshot(st, T0, &s);
+    CHECK(s.epoch == e + 2);
+    CHECK_EQ_STR(s.tenants[6].t.gateway, "gw-c");
+    CHECK_EQ_STR(s.tenants[0].t.gateway, "gw-b");
+    CHECK_EQ_STR(s.tenants[2].t.gateway, "gw-a");
+    CHECK(s.ngateways == 1 && s.gateways[0].tenants == 1);
+    ctl_snapshot_fini(&s);
+    ctl_state_destroy(st);
+    ctl_store_close(store);
+    st = open_state(dir, &store);
+    CHECK_EQ_STR(owner_of(st, "t7", T0), "gw-c");
+    CHECK_EQ_STR(owner_of(st, "t3", T0), "gw-a");
+    ctl_state_destroy(st);
+    ctl_store_close(store);
+    t_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -86,14 +267,14 @@ main(void)
     cm_log_init("test", CM_LOG_WARN);
     st = open_state(dir, &store);
     e0 = epoch_of(st, T0);
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "alpha", 2.0, 0, -1, 123, key, &t), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "alpha", 2.0, 0, -1, 123, 0, key, &t), 0);
     CHECK_EQ_INT(t.id, 1);
     CHECK_EQ_INT(t.ec_k, 4);
     CHECK_EQ_INT(t.ec_m, 2);
     cm_sha256_hex(key, strlen(key), hash);
     CHECK_EQ_STR(t.key_hash[0], hash);
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "alpha", 1.0, 0, -1, 123, key2, NULL), CM_E_EXISTS);
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "beta", 1.0, 2, 1, 123, key2, &t), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "alpha", 1.0, 0, -1, 123, 0, key2, NULL), CM_E_EXISTS);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "beta", 1.0, 2, 1, 123, 0, key2, &t), 0);
     CHECK_EQ_INT(t.id, 2);
     CHECK_EQ_INT(t.ec_k, 2);
     e1 = epoch_of(st, T0);
@@ -198,11 +379,12 @@ main(void)
     ctl_state_snapshot(st, T0 + 4000 * MS, &s);
     CHECK(!s.nodes[0].up && !s.nodes[1].up);
     ctl_snapshot_fini(&s);
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "gamma", 1.0, 0, -1, 1, key, &t), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "gamma", 1.0, 0, -1, 1, 0, key, &t), 0);
     CHECK_EQ_INT(t.id, 3);
     ctl_state_destroy(st);
     ctl_store_close(store);
     t_rmtree(dir);
+    test_gateways();
     fprintf(stderr, "ok\n");
     return 0;
 }

@@ -294,8 +294,8 @@ test_loop(void)
     CHECK(wa == NULL);
     CHECK_EQ_INT(ctl_wa_create(st, &wcfg, &wa), 0);
     CHECK_EQ_STR(ctl_wa_policy(wa), "pisces");
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "hot", 1.0, 0, -1, 1, key, &hot), 0);
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "wide", 1.0, 0, -1, 1, key, &wide), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "hot", 1.0, 0, -1, 1, 0, key, &hot), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "wide", 1.0, 0, -1, 1, 0, key, &wide), 0);
     CHECK(hot.id == 1 && wide.id == 2);
 
     /* Before any step: every answer is the global weight. */
@@ -327,7 +327,7 @@ test_loop(void)
     ctl_wa_matrix_fini(&m);
 
     /* A tenant created: a projection takes it in at once. */
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "extra", 2.0, 0, -1, 1, key, &extra), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "extra", 2.0, 0, -1, 1, 0, key, &extra), 0);
     ctl_wa_step(wa, now, 0);
     check_invariants(wa, st, now, &m);
     CHECK_NEAR(weight_at(&m, extra.id, 2), 2.0, 0.5);
@@ -414,7 +414,7 @@ test_thread(void)
     CHECK_EQ_INT(ctl_wa_create(st, &wcfg, &wa), 0);
     ctl_wa_kick(wa); /* before start: nothing to wait for */
     CHECK_EQ_INT(ctl_wa_start(wa), 0);
-    CHECK_EQ_INT(ctl_state_tenant_create(st, "a", 3.0, 0, -1, 1, key, NULL), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "a", 3.0, 0, -1, 1, 0, key, NULL), 0);
     ctl_wa_kick(wa);
     ctl_wa_read(wa, T0, &m, &stats);
     /* One full step (at start; the interval is an hour): the tenant came in

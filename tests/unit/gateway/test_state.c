@@ -174,6 +174,67 @@ test_s3_keys(void)
 }
 
 /* With no controller listening, the cached state is what is served. */
+/* Owners and gateways: where a tenant's requests go, whose chunks the
+ * scrub judges. */
+static void
+test_owners(void)
+{
+    const char *json =
+        "{\"epoch\": 3, \"partitions\": 1,"
+        " \"gateways\": [{\"id\": \"gb\", \"url\": \"http://127.0.0.1:2\", \"s3_url\": \"\","
+        "                 \"up\": false},"
+        "                {\"id\": \"ga\", \"url\": \"http://127.0.0.1:1\","
+        "                 \"s3_url\": \"http://127.0.0.1:11\", \"up\": true}],"
+        " \"tenants\": [{\"id\": 1, \"gateway\": \"ga\"}, {\"id\": 2, \"gateway\": \"gb\"},"
+        "              {\"id\": 3, \"gateway\": \"gone\"}, {\"id\": 5, \"gateway\": \"\"}]}";
+    struct gw_snap *s = NULL;
+    const struct gw_peer *p = NULL;
+    const char *why = NULL;
+
+    CHECK_EQ_INT(gw_snap_parse(json, strlen(json), &s, &why), 0);
+    CHECK_EQ_INT(s->npeers, 2);
+    CHECK_EQ_STR(s->peers[0].id, "ga"); /* sorted */
+    CHECK(s->peers[0].up && !s->peers[1].up);
+    CHECK_EQ_INT(s->max_tenant, 5);
+    CHECK_EQ_INT(gw_snap_home(s, gw_snap_tenant(s, 1), "ga", &p), GW_HOME_HERE);
+    CHECK_EQ_INT(gw_snap_home(s, gw_snap_tenant(s, 2), "ga", &p), GW_HOME_PEER);
+    CHECK_EQ_STR(p->url, "http://127.0.0.1:2");
+    CHECK_EQ_STR(p->s3_url, "");
+    CHECK_EQ_INT(gw_snap_home(s, gw_snap_tenant(s, 1), "gb", &p), GW_HOME_PEER);
+    CHECK_EQ_STR(p->s3_url, "http://127.0.0.1:11");
+    CHECK_EQ_INT(gw_snap_home(s, gw_snap_tenant(s, 3), "ga", &p), GW_HOME_NONE);
+    CHECK_EQ_INT(gw_snap_home(s, gw_snap_tenant(s, 5), "gb", &p), GW_HOME_HERE);
+    /* The scrub: own tenants, and deleted ones (4: below the largest id);
+     * not another's, an unowned one beside another gateway, or a newer one. */
+    CHECK(gw_snap_collects(s, 1, "ga"));
+    CHECK(!gw_snap_collects(s, 2, "ga"));
+    CHECK(!gw_snap_collects(s, 3, "ga"));
+    CHECK(gw_snap_collects(s, 4, "ga"));
+    CHECK(!gw_snap_collects(s, 5, "ga"));
+    CHECK(!gw_snap_collects(s, 6, "ga"));
+    gw_snap_unref(s);
+
+    /* One gateway (or none listed): every unowned or unknown tenant is its. */
+    json = "{\"gateways\": [{\"id\": \"ga\", \"url\": \"http://h:1\"}],"
+           " \"tenants\": [{\"id\": 1, \"gateway\": \"\"}]}";
+    CHECK_EQ_INT(gw_snap_parse(json, strlen(json), &s, &why), 0);
+    CHECK(gw_snap_collects(s, 1, "ga") && gw_snap_collects(s, 9, "ga"));
+    gw_snap_unref(s);
+
+    const char *bad[] = {
+        "{\"gateways\": {}}",
+        "{\"gateways\": [{\"url\": \"http://h:1\"}]}",
+        "{\"gateways\": [{\"id\": \"a\"}, {\"id\": \"a\"}]}",
+        "{\"gateways\": [{\"id\": 7}]}",
+        "{\"tenants\": [{\"id\": 1, \"gateway\": 2}]}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        s = NULL;
+        CHECK_EQ_INT(gw_snap_parse(bad[i], strlen(bad[i]), &s, &why), CM_E_PROTO);
+        CHECK(s == NULL);
+    }
+}
+
 static void
 test_cached(void)
 {
@@ -182,7 +243,7 @@ test_cached(void)
     struct gw_state *st;
     struct gw_snap *s;
     char h[65], json[512];
-    struct gw_state_cfg cfg = {"127.0.0.1:13999", NULL, 50, 200};
+    struct gw_state_cfg cfg = {.controller = "127.0.0.1:13999", .poll_ms = 50, .timeout_ms = 200};
 
     cm_sha256_hex("k", 1, h);
     snprintf(json, sizeof(json),
@@ -265,7 +326,7 @@ test_refresh(void)
     struct gw_state *st;
     /* Periodic polls 4 s apart: far from the refreshes below, which come
      * within a second of the first poll even on a loaded machine. */
-    struct gw_state_cfg cfg = {addr, NULL, 4000, 2000};
+    struct gw_state_cfg cfg = {.controller = addr, .poll_ms = 4000, .timeout_ms = 2000};
     uint64_t t0;
 
     cm_log_init("test", CM_LOG_ERROR);
@@ -346,6 +407,7 @@ main(void)
     t_seed();
     test_parse();
     test_s3_keys();
+    test_owners();
     test_cached();
     test_refresh();
     printf("ok\n");
