@@ -28,6 +28,7 @@
 struct cm_http_req;
 struct cm_httpc_pause;
 struct gw_forward;
+struct gw_front;
 
 #define GW_FORWARDED_BY "X-Shoal-Forwarded-By"
 
@@ -45,6 +46,8 @@ struct gw_fwd_job {
      * 1 to wait for gw_forward_resume (exactly once; it may come before
      * this returns), a negative code to end with it. The forward thread. */
     int (*on_body)(struct gw_fwd_job *j, uint64_t length);
+    struct gw_front *front; /* on_body's (gw_front_forward) */
+    uint32_t tenant;
     /* the owner's answer, for done */
     int status;
     char ctype[128];    /* its Content-Type ("" if none) */

@@ -355,6 +355,44 @@ gw_front_forwarded(struct cm_http_req *r)
     return cm_http_header(r, GW_FORWARDED_BY) != NULL;
 }
 
+/* A large answer's admission came (the admission thread). */
+static void
+fwd_admitted(void *arg, struct gw_admit_ticket *t, int status)
+{
+    struct gw_fwd_job *j = arg;
+
+    if (status == 0) {
+        gw_front_admitted(j->r, t);
+    }
+    gw_forward_resume(j->front->forward, j, status == 0 ? 0 : CM_E_BUSY);
+}
+
+/* An answer of length bytes waits for its share of --inflight-bytes
+ * before it is taken in, as a GET's result does here (the forward
+ * thread). A request that holds a share already (a large PUT) answers
+ * with a few bytes. */
+static int
+fwd_body(struct gw_fwd_job *j, uint64_t length)
+{
+    struct gw_front *f = j->front;
+    int rc;
+
+    if (length == UINT64_MAX || !gw_front_admits(f, length) || cm_http_user(j->r) != NULL) {
+        return 0;
+    }
+    rc = gw_front_admit(f, j->r, j->tenant, length, GW_ADMIT_READ, fwd_admitted, j);
+    return rc > 0 ? 0 : rc == 0 ? 1 : -ENOMEM;
+}
+
+void
+gw_front_forward(struct gw_front *f, struct gw_fwd_job *j, uint32_t tenant)
+{
+    j->front = f;
+    j->tenant = tenant;
+    j->on_body = fwd_body;
+    gw_forward_submit(f->forward, j);
+}
+
 /* The answer for a request that cannot be sent to its tenant's owner. */
 static void
 fail_unowned(struct req *q, const char *msg)
@@ -396,36 +434,6 @@ forwarded(struct gw_fwd_job *j, int rc)
     free(w);
 }
 
-/* A large answer's admission came (the admission thread). */
-static void
-fwd_admitted(void *arg, struct gw_admit_ticket *t, int status)
-{
-    struct fwd *w = arg;
-
-    if (status == 0) {
-        gw_front_admitted(w->q->r, t);
-    }
-    gw_forward_resume(w->q->f->forward, &w->job, status == 0 ? 0 : CM_E_BUSY);
-}
-
-/* An answer of length bytes waits for its share of --inflight-bytes
- * before it is taken in, as a GET's result does here (the forward
- * thread). A request that holds a share already (a large PUT) answers
- * with a few bytes. */
-static int
-fwd_body(struct gw_fwd_job *j, uint64_t length)
-{
-    struct fwd *w = CM_CONTAINER_OF(j, struct fwd, job);
-    struct req *q = w->q;
-    int rc;
-
-    if (length == UINT64_MAX || !gw_front_admits(q->f, length) || cm_http_user(q->r) != NULL) {
-        return 0;
-    }
-    rc = gw_front_admit(q->f, q->r, q->tenant, length, GW_ADMIT_READ, fwd_admitted, w);
-    return rc > 0 ? 0 : rc == 0 ? 1 : -ENOMEM;
-}
-
 /* Sends q on to peer, the gateway that owns its tenant (NULL: not known). */
 static void
 forward(struct req *q, const struct gw_peer *peer)
@@ -449,9 +457,8 @@ forward(struct req *q, const struct gw_peer *peer)
     snprintf(w->job.base, sizeof(w->job.base), "%s", peer->url);
     w->job.reqid = q->id;
     w->job.done = forwarded;
-    w->job.on_body = fwd_body;
     gw_req_suspend(q);
-    gw_forward_submit(q->f->forward, &w->job);
+    gw_front_forward(q->f, &w->job, q->tenant);
 }
 
 static int

@@ -96,6 +96,11 @@ void gw_req_etag_version(struct req *q, const struct gw_layout *l);
  */
 int gw_front_elsewhere(const struct gw_front *f, const struct gw_snap *s, const struct gw_tenant *t,
                        const struct gw_peer **peer);
+/* gw_front.c: sends j (its request suspended, its base, reqid and done
+ * set) on to the gateway that owns tenant (gw_forward.h); a large answer
+ * first waits for its share of --inflight-bytes, or ends with CM_E_BUSY. */
+struct gw_fwd_job;
+void gw_front_forward(struct gw_front *f, struct gw_fwd_job *j, uint32_t tenant);
 /* gw_front.c: 1 when r came from another gateway (X-Shoal-Forwarded-By):
  * it is answered here or refused, never sent on again. */
 int gw_front_forwarded(struct cm_http_req *r);

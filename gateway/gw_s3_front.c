@@ -608,34 +608,6 @@ forwarded(struct gw_fwd_job *j, int rc)
     free(w);
 }
 
-/* A large answer's admission came (the admission thread). */
-static void
-fwd_admitted(void *arg, struct gw_admit_ticket *t, int status)
-{
-    struct s3_fwd *w = arg;
-
-    if (status == 0) {
-        gw_front_admitted(w->q->r, t);
-    }
-    gw_forward_resume(w->q->f->forward, &w->job, status == 0 ? 0 : CM_E_BUSY);
-}
-
-/* A large answer waits for its share of --inflight-bytes, as in the
- * tenant API (gw_front.c). */
-static int
-fwd_body(struct gw_fwd_job *j, uint64_t length)
-{
-    struct s3_fwd *w = CM_CONTAINER_OF(j, struct s3_fwd, job);
-    struct s3_req *q = w->q;
-    int rc;
-
-    if (length == UINT64_MAX || !gw_front_admits(q->f, length) || cm_http_user(q->r) != NULL) {
-        return 0;
-    }
-    rc = gw_front_admit(q->f, q->r, q->tenant, length, GW_ADMIT_READ, fwd_admitted, w);
-    return rc > 0 ? 0 : rc == 0 ? 1 : -ENOMEM;
-}
-
 /* Sends q on to peer, the gateway that owns its tenant (NULL: unknown). */
 static void
 forward(struct s3_req *q, const struct gw_peer *peer)
@@ -661,9 +633,8 @@ forward(struct s3_req *q, const struct gw_peer *peer)
     snprintf(w->job.base, sizeof(w->job.base), "%s", peer->s3_url);
     w->job.reqid = q->id;
     w->job.done = forwarded;
-    w->job.on_body = fwd_body;
     s3_suspend(q);
-    gw_forward_submit(q->f->forward, &w->job);
+    gw_front_forward(q->f, &w->job, q->tenant);
 }
 
 /* ---- routing ---- */

@@ -726,6 +726,15 @@ def write_random_file(path, size, seed=None):
     return h.hexdigest()
 
 
+def vm(pid, field):
+    """A /proc/PID/status memory field ("VmRSS", "VmHWM") in bytes."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise TestFailure("no %s for pid %d" % (field, pid))
+
+
 def wait_until(fn, timeout, what, interval=0.1):
     deadline = time.time() + timeout
     last = None

@@ -44,14 +44,6 @@ BOUND = 64 << 20  # the default --inflight-bytes
 CACHE = 64 << 20
 
 
-def vm(pid, field):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise st.TestFailure("no %s for pid %d" % (field, pid))
-
-
 def bench(t, c, tenants, conc, secs):
     specs = []
     for i, ten in enumerate(tenants):
@@ -84,9 +76,9 @@ def check_bound(t):
     for ten in tenants:
         t.status(c.gw(ten).put("admit/0", data), 201, "PUT 10 MiB")
     pid = c.pid("gateway")
-    idle = vm(pid, "VmRSS")
+    idle = st.vm(pid, "VmRSS")
     res = bench(t, c, tenants, 32, 6)
-    peak = vm(pid, "VmHWM")
+    peak = st.vm(pid, "VmHWM")
     limit = idle + CACHE + 2 * BOUND
     rates = [r["mb_per_s"] for r in res]
     st.log("64 x GET 10 MiB: %s MB/s, max %s ms, errors %s; RSS idle %d MiB, peak %d MiB "
@@ -190,7 +182,7 @@ class RssSampler:
 
     def _run(self):
         while not self._stop.is_set():
-            self.peak = max(self.peak, vm(self.pid, "VmRSS"))
+            self.peak = max(self.peak, st.vm(self.pid, "VmRSS"))
             self.n += 1
             if self.port is not None and self.n % 5 == 0:
                 m = st.parse_metrics(st.http_request(self.port, "GET", "/metrics").body.decode())
@@ -246,7 +238,7 @@ def check_put_curl(t):
         t.status(g.put("admit/warm", f.read()), 201, "warm-up PUT")
     pid = c.pid("gateway")
     reset_hwm(pid)
-    idle = vm(pid, "VmRSS")
+    idle = st.vm(pid, "VmRSS")
     m0 = st.parse_metrics(st.http_request(c.gw_port, "GET", "/metrics").body.decode())
     url = "http://127.0.0.1:%d/v1/objects/admit/curl%%d" % c.gw_port
     procs = []
@@ -268,7 +260,7 @@ def check_put_curl(t):
         answers.append((i, int(code), float(secs), "\r\nretry-after: 1\r\n" in heads))
     took = time.time() - t0
     peak_sampled = sampler.stop()
-    peak = vm(pid, "VmHWM")
+    peak = st.vm(pid, "VmHWM")
     limit = idle + CACHE + 2 * BOUND
     ok = [a for a in answers if a[1] == 201]
     busy = [a for a in answers if a[1] == 503]

@@ -110,20 +110,12 @@ def s3_through(t, c, ten_owner, port, rng):
         t.eq(e.response["ResponseMetadata"]["HTTPStatusCode"], 404, "S3 HeadObject of a deleted key")
 
 
-def vm(pid, field):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise st.TestFailure("no %s for pid %d" % (field, pid))
-
-
 def big_gets_forwarded(t, c, ten):
     """32 concurrent GETs of 10 MiB of ten (owned by gateway a) through gateway b."""
     t.status(st.Gateway(c.gw_port_of(0), ten["key"]).put("big/0", os.urandom(10 << 20)), 201,
              "PUT 10 MiB")
     pid = c.pid("gateway-1")
-    idle = vm(pid, "VmRSS")
+    idle = st.vm(pid, "VmRSS")
     out = subprocess.run([t.binary("shoal-bench"), "--gateway",
                           "http://127.0.0.1:%d" % c.gw_port_of(1), "--tenant",
                           "name=big,key=%s,conc=32,keys=1,size=10MiB,read=1,zipf=0" % ten["key"],
@@ -132,7 +124,7 @@ def big_gets_forwarded(t, c, ten):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     t.eq(out.returncode, 0, "shoal-bench exit (stderr %r)" % out.stderr[-300:])
     r = json.loads(out.stdout)["tenants"][0]
-    peak, limit = vm(pid, "VmHWM"), idle + CACHE + 2 * BOUND
+    peak, limit = st.vm(pid, "VmHWM"), idle + CACHE + 2 * BOUND
     st.log("32 x GET 10 MiB through gateway b: %.0f MB/s, statuses %s; RSS idle %d MiB, peak %d "
            "MiB (limit %d MiB)" % (r["mb_per_s"], r["status"], idle >> 20, peak >> 20,
                                    limit >> 20))
