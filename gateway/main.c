@@ -14,12 +14,14 @@
  *           the engine -> stop the committer -> close LMDB.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cm_buf.h"
@@ -84,7 +86,7 @@ static const struct cm_opt opts[] = {
     CM_OPT_STR(T, s3_listen, "127.0.0.1:9310", "address to serve the S3 API on (empty: none)"),
     CM_OPT_STR(T, gateway_id, NULL,
                "this gateway's id: the controller gives it tenants to own, by this id (default: "
-               "--listen; a gateway that takes over another's metadata keeps its id)"),
+               "the one kept in --data-dir since its first start, else --listen)"),
     CM_OPT_STR(T, advertise_url, NULL,
                "the URL other gateways send this gateway's tenants' requests to (default: "
                "http://<--listen>)"),
@@ -155,6 +157,54 @@ valid_gateway_id(const char *id)
 
     return n > 0 && n <= GW_ID_MAX &&
            strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-") == n;
+}
+
+/*
+ * This gateway's id into out: --gateway-id (flag), else the one stored in
+ * <dir>/gateway-id at an earlier start, else --listen; stored there when
+ * it is new, so the id stays with the metadata it names (a restart on
+ * another address still owns its tenants). 0, or a negative errno.
+ */
+static int
+gateway_id(const char *flag, const char *listen, const char *dir, char out[GW_ID_MAX + 1])
+{
+    char path[PATH_MAX], tmp[PATH_MAX], stored[GW_ID_MAX + 2] = "";
+    FILE *f;
+    int fd, rc = 0;
+
+    if ((size_t)snprintf(path, sizeof(path), "%s/gateway-id", dir) >= sizeof(path) ||
+        (size_t)snprintf(tmp, sizeof(tmp), "%s/gateway-id.tmp", dir) >= sizeof(tmp)) {
+        return -ENAMETOOLONG;
+    }
+    if ((f = fopen(path, "re")) != NULL) {
+        if (fgets(stored, sizeof(stored), f) == NULL) {
+            stored[0] = '\0';
+        }
+        fclose(f);
+        stored[strcspn(stored, "\r\n")] = '\0';
+    } else if (errno != ENOENT) {
+        return -errno;
+    }
+    snprintf(out, GW_ID_MAX + 1, "%s", flag != NULL ? flag : stored[0] != '\0' ? stored : listen);
+    if (strcmp(out, stored) == 0) {
+        return 0;
+    }
+    if (stored[0] != '\0') {
+        CM_WARN("gateway id changed was=%s id=%s: the tenants the old id owns stay its own, and "
+                "this store's objects of them are not served here",
+                stored, out);
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        return -errno;
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || dprintf(fd, "%s\n", out) < 0 || fsync(fd) != 0 || rename(tmp, path) != 0) {
+        rc = -errno;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return rc;
 }
 
 /* url, or http://<addr> when url is NULL, into out, without trailing
@@ -287,8 +337,7 @@ main(int argc, char **argv)
     struct gw_s3 *s3 = NULL;
     enum cm_log_level level;
     char metadir[PATH_MAX];
-    char self_url[GW_URL_MAX], self_s3_url[GW_URL_MAX];
-    const char *self;
+    char self_url[GW_URL_MAX], self_s3_url[GW_URL_MAX], self[GW_ID_MAX + 1];
     sigset_t sigs;
     int rc, sig = 0;
 
@@ -303,10 +352,9 @@ main(int argc, char **argv)
         fprintf(stderr, "shoal-gateway: bad --log-level '%s'\n", cfg.log_level);
         return 2;
     }
-    self = cfg.gateway_id != NULL ? cfg.gateway_id : cfg.listen;
-    if (!valid_gateway_id(self)) {
+    if (cfg.gateway_id != NULL && !valid_gateway_id(cfg.gateway_id)) {
         fprintf(stderr, "shoal-gateway: bad --gateway-id '%s' (1 to %d of A-Z a-z 0-9 . _ : -)\n",
-                self, GW_ID_MAX);
+                cfg.gateway_id, GW_ID_MAX);
         return 2;
     }
     if (advertised(cfg.advertise_url, cfg.listen, self_url) != 0 ||
@@ -331,6 +379,12 @@ main(int argc, char **argv)
     }
     rebuild_check(&cfg);
     cm_log_init("gateway", level);
+    rc = gateway_id(cfg.gateway_id, cfg.listen, cfg.data_dir, self);
+    if (rc != 0 || !valid_gateway_id(self)) {
+        fprintf(stderr, "shoal-gateway: no usable gateway id (%s/gateway-id: %s)\n", cfg.data_dir,
+                rc != 0 ? cm_strerror(rc) : "not 1 to 64 of A-Z a-z 0-9 . _ : -");
+        return 2;
+    }
     if ((size_t)snprintf(metadir, sizeof(metadir), "%s/meta", cfg.data_dir) >= sizeof(metadir)) {
         fprintf(stderr, "shoal-gateway: --data-dir too long\n");
         return 2;

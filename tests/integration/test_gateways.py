@@ -19,6 +19,9 @@ sends the requests for the others' tenants on to their owner.
    503 with Retry-After, the other tenants' are served as before; restarted
    on its store, its objects read back through both gateways. A request that
    says it was forwarded already is never sent on again (503).
+5. The owner restarted on other ports, without --gateway-id: its id stays
+   with its store (DIR/gateway-id), so it still owns its tenants and the
+   other gateway sends their requests to its new address.
 """
 import json
 import os
@@ -207,6 +210,36 @@ def main(t):
     r = st.Gateway(c.gw_port_of(0), b_ten[0]["key"]).get("k/01",
                                                           headers={"X-Shoal-Forwarded-By": "x"})
     t.status(r, 503, "a request already forwarded is not sent on again")
+
+    # --- 5: the owner moved to other ports keeps its tenants -------------------
+    c.stop(only=["gateway-1"])
+    port, s3 = st.free_port(), st.free_port()
+    log = open(os.path.join(c.dir, "logs", "gateway-1-moved.log"), "ab")
+    p = subprocess.Popen([t.binary("shoal-gateway"), "--listen", "127.0.0.1:%d" % port,
+                          "--s3-listen", "127.0.0.1:%d" % s3,
+                          "--controller", "127.0.0.1:%d" % c.ctl_port,
+                          "--admin-token-file", os.path.join(c.dir, "admin.token"),
+                          "--data-dir", os.path.join(c.dir, "gateway-1")] + st.GATEWAY_ARGS.split(),
+                         stdout=log, stderr=subprocess.STDOUT)
+    t.after_clusters.append(lambda: p.poll() is None and st.stop_process(p))
+    def healthy():
+        try:
+            return st.http_request(port, "GET", "/healthz", timeout=2).status == 200
+        except OSError:
+            return False
+
+    try:
+        st.wait_until(healthy, 30, "gateway b healthy at its new port")
+        st.wait_until(lambda: any(g["id"] == b_id and g["url"] == "http://127.0.0.1:%d" % port
+                                  for g in owners(c)[1]), 20, "gateway b registered at its new URL")
+        t.eq(owners(c)[0][b_ten[0]["id"]], b_id, "gateway b still owns its tenant")
+        for (tid, key), (tkey, sha, _) in acked.items():
+            if tid == b_ten[0]["id"]:
+                for name, gport in (("a", c.gw_port_of(0)), ("b at its new port", port)):
+                    got = st.get_retrying_503(st.Gateway(gport, tkey), key, within=10)
+                    t.eq(st.sha256(got.body), sha, "%s via %s after the move" % (key, name))
+    finally:
+        st.stop_process(p)
     st.log("ok: %d objects over %d tenants, served through both gateways" % (len(acked), len(tens)))
 
 
