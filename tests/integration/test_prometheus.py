@@ -134,7 +134,7 @@ def check_server(t, c, tenants):
                 "rules loaded: %r" % names)
         ops = {x["name"]: x.get("state") for g in r.json()["data"]["groups"]
                if g["name"] == "shoal-operations-alerts" for x in g["rules"]}
-        t.check(len(ops) == 6 and set(ops.values()) == {"inactive"},
+        t.check(len(ops) == 7 and set(ops.values()) == {"inactive"},
                 "a healthy cluster raises no operations alert: %r" % ops)
     finally:
         st.stop_process(prom)
