@@ -59,6 +59,7 @@ struct rebuild {
     size_t nkeys;
     struct gw_rebuild_stats st;
     int err;
+    const struct gw_rebuild_filter *filter; /* may be NULL */
 };
 
 static int
@@ -180,6 +181,10 @@ read_batch(struct rebuild *r, const char *name)
             r->st.records++;
             if (gw_mrec_decode(rec.data, rec.data_len, &m) != 0 || !usable(&m)) {
                 r->st.bad_records++;
+                continue;
+            }
+            if (r->filter != NULL && !r->filter->keep(r->filter->arg, m.tenant)) {
+                r->st.others++;
                 continue;
             }
             fold_locked(r, &m);
@@ -417,9 +422,9 @@ free_one(void *arg, struct cm_hnode *n)
 
 int
 gw_rebuild_meta(struct cm_cos *cos, struct gw_meta *meta, int nthreads,
-                struct gw_rebuild_stats *out)
+                const struct gw_rebuild_filter *filter, struct gw_rebuild_stats *out)
 {
-    struct rebuild r = {.cos = cos};
+    struct rebuild r = {.cos = cos, .filter = filter};
     pthread_t th[GW_REBUILD_THREADS_MAX];
     int started = 0, rc;
 

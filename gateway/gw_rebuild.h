@@ -24,7 +24,8 @@
  * delete whose tombstone was not logged (the deleted version comes back);
  * what nodes that keep no log refused (shoal_gateway_meta_unlogged_total).
  * Objects of tenants deleted since come back and are purged at the first
- * state poll.
+ * state poll. With several gateways, a filter keeps the records of the
+ * tenants this one owns.
  *
  * Threads: runs on its caller's thread, which waits for the nthreads COS
  * readers it starts; call it before anything else uses meta.
@@ -46,14 +47,23 @@ struct gw_rebuild_stats {
     uint64_t tombstones;   /* deleted keys written */
     uint64_t broken;       /* multipart objects left out: their parts were not all logged */
     uint64_t orphan_parts; /* parts left out: no live upload or multipart object names them */
+    uint64_t others;       /* records of tenants the filter left to another gateway */
     uint64_t read_ns;     /* listing and reading the logs */
     uint64_t store_ns;    /* writing the store */
 };
 
+/* Which tenants' records to take: keep(arg, tenant) is 1 for this
+ * gateway's (called from the reader threads, under the rebuild's lock).
+ * NULL: every tenant's. */
+struct gw_rebuild_filter {
+    int (*keep)(void *arg, uint32_t tenant);
+    void *arg;
+};
+
 /* cos and meta borrowed; meta should be empty (what it holds for a key the
- * logs name is replaced). 0, or the first COS or store error (the store is
- * then incomplete). */
+ * logs name is replaced); filter may be NULL. 0, or the first COS or store
+ * error (the store is then incomplete). */
 int gw_rebuild_meta(struct cm_cos *cos, struct gw_meta *meta, int nthreads,
-                    struct gw_rebuild_stats *out);
+                    const struct gw_rebuild_filter *filter, struct gw_rebuild_stats *out);
 
 #endif

@@ -29,8 +29,10 @@
 #include "cm_cos.h"
 #include "cm_err.h"
 #include "cm_http.h"
+#include "cm_httpc.h"
 #include "cm_log.h"
 #include "cm_time.h"
+#include "cm_token.h"
 #include "gw_demand.h"
 #include "gw_engine.h"
 #include "gw_front.h"
@@ -267,9 +269,54 @@ rebuild_check(const struct gw_cfg *cfg)
  * its files are removed and it starts empty), rebuilds it from the logs in
  * --cos, and reports what it found. *meta may be reopened.
  */
-static void
-rebuild(const struct gw_cfg *cfg, const char *metadir, struct gw_meta **meta)
+/* --rebuild-meta keeps the records of the tenants this gateway owns, and
+ * of those the controller does not list (deleted: purged at the first
+ * poll), not those another gateway owns. */
+struct rebuild_owners {
+    struct gw_snap *snap;
+    const char *self;
+};
+
+static int
+rebuild_keep(void *arg, uint32_t tenant)
 {
+    struct rebuild_owners *o = arg;
+    const struct gw_tenant *t = gw_snap_tenant(o->snap, tenant);
+    const struct gw_peer *peer;
+
+    return t == NULL || gw_snap_home(o->snap, t, o->self, &peer) == GW_HOME_HERE;
+}
+
+/* The controller's state, once, for rebuild_keep; NULL (with a warning:
+ * every tenant's records are kept) when it cannot be had. */
+static struct gw_snap *
+rebuild_state(const struct gw_cfg *cfg)
+{
+    char url[512], token[256];
+    struct cm_httpc_resp resp = {0};
+    struct gw_snap *s = NULL;
+    const char *why = "";
+    int have_token = cfg->admin_token_file != NULL &&
+                     cm_token_load(cfg->admin_token_file, 0, token, sizeof(token)) == 0;
+    int rc;
+
+    gw_controller_url(cfg->controller, "/v1/internal/state", url, sizeof(url));
+    rc = cm_httpc_request("GET", url, have_token ? token : NULL, NULL, 5000, &resp);
+    if (rc != 0 || resp.status != 200 || gw_snap_parse(resp.body, resp.len, &s, &why) != 0) {
+        CM_WARN("rebuild-meta keeps every tenant's records: no controller state to tell which "
+                "other gateways own url=%s err=%s status=%d %s",
+                url, rc != 0 ? cm_errname(rc) : "-", rc != 0 ? 0 : resp.status, why);
+        s = NULL;
+    }
+    cm_httpc_resp_fini(&resp);
+    return s;
+}
+
+static void
+rebuild(const struct gw_cfg *cfg, const char *self, const char *metadir, struct gw_meta **meta)
+{
+    struct rebuild_owners owners = {rebuild_state(cfg), self};
+    struct gw_rebuild_filter filter = {rebuild_keep, &owners};
     static const char *const files[] = {"data.mdb", "lock.mdb", "redo.log"};
     struct gw_rebuild_stats st;
     struct cm_cos *cos = NULL;
@@ -307,19 +354,22 @@ rebuild(const struct gw_cfg *cfg, const char *metadir, struct gw_meta **meta)
         die("cannot open the COS", rc);
     }
     t0 = cm_now_ns();
-    rc = gw_rebuild_meta(cos, *meta, cfg->rebuild_threads, &st);
+    rc = gw_rebuild_meta(cos, *meta, cfg->rebuild_threads, owners.snap != NULL ? &filter : NULL,
+                         &st);
     cm_cos_close(cos);
+    gw_snap_unref(owners.snap);
     if (rc != 0) {
         die("cannot rebuild the metadata store (it is incomplete: run again)", rc);
     }
     CM_INFO("rebuild-meta done versions=%llu tombstones=%llu multipart_left_out=%llu "
-            "parts_left_out=%llu records=%llu batches=%llu "
+            "parts_left_out=%llu records=%llu other_gateways_records=%llu batches=%llu "
             "bad_records=%llu bad_batches=%llu seconds=%.3f read_seconds=%.3f store_seconds=%.3f",
             (unsigned long long)st.versions, (unsigned long long)st.tombstones,
             (unsigned long long)st.broken, (unsigned long long)st.orphan_parts,
-            (unsigned long long)st.records, (unsigned long long)st.batches,
-            (unsigned long long)st.bad_records, (unsigned long long)st.bad_batches,
-            (double)(cm_now_ns() - t0) / 1e9, (double)st.read_ns / 1e9, (double)st.store_ns / 1e9);
+            (unsigned long long)st.records, (unsigned long long)st.others,
+            (unsigned long long)st.batches, (unsigned long long)st.bad_records,
+            (unsigned long long)st.bad_batches, (double)(cm_now_ns() - t0) / 1e9,
+            (double)st.read_ns / 1e9, (double)st.store_ns / 1e9);
 }
 
 int
@@ -404,7 +454,7 @@ main(int argc, char **argv)
         die("cannot open the metadata store", rc);
     }
     if (cfg.rebuild_meta) {
-        rebuild(&cfg, metadir, &meta);
+        rebuild(&cfg, self, metadir, &meta);
     }
     struct gw_front_cfg fcfg = {
         .self = self,

@@ -22,10 +22,15 @@ sends the requests for the others' tenants on to their owner.
 5. The owner restarted on other ports, without --gateway-id: its id stays
    with its store (DIR/gateway-id), so it still owns its tenants and the
    other gateway sends their requests to its new address.
+6. The owner's metadata store lost: --rebuild-meta brings back its
+   tenants' objects from the nodes' logs, and leaves the other gateway's
+   tenants' records alone.
 """
 import json
 import os
 import random
+import re
+import shutil
 import subprocess
 import time
 
@@ -240,6 +245,24 @@ def main(t):
                     t.eq(st.sha256(got.body), sha, "%s via %s after the move" % (key, name))
     finally:
         st.stop_process(p)
+
+    # --- 6: the owner's store lost and rebuilt from the nodes' logs ------------
+    for g in (0, 1):
+        if g == 1:
+            c.start(only=["gateway-1"])
+        st.wait_until(lambda: c.gw_metrics(g).get("shoal_gateway_meta_waiting", -1) == 0 and
+                      c.gw_metrics(g).get("shoal_gateway_buffered_objects", -1) == 0, 30,
+                      "every META record of gateway %d logged" % g)
+    c.stop(only=["gateway-1"])
+    shutil.rmtree(os.path.join(c.dir, "gateway-1", "meta"))
+    c.cluster_cmd("start", "--only", "gateway-1", "--gateway-args",
+                  "--rebuild-meta --cos %s" % os.path.join(c.dir, "cos"))
+    with open(os.path.join(c.dir, "logs", "gateway-1.log"), errors="replace") as f:
+        done = [ln for ln in f if "rebuild-meta done" in ln]
+    t.check(done, "gateway b logged its rebuild")
+    m = re.search(r"other_gateways_records=(\d+)", done[-1] if done else "")
+    t.check(m and int(m.group(1)) > 0, "the other gateway's records left alone: %r" % done[-1:])
+    check_all(t, c, acked, "after gateway b's store was rebuilt")
     st.log("ok: %d objects over %d tenants, served through both gateways" % (len(acked), len(tens)))
 
 

@@ -153,7 +153,7 @@ main(void)
         snprintf(path, sizeof(path), "%s/meta%d", dir, threads);
         CHECK_EQ_INT(gw_meta_open(path, 4ull << 30, &m), 0);
         t0 = cm_now_ns();
-        CHECK_EQ_INT(gw_rebuild_meta(tcos, m, threads, &st), 0);
+        CHECK_EQ_INT(gw_rebuild_meta(tcos, m, threads, NULL, &st), 0);
         s = (double)(cm_now_ns() - t0) / 1e9;
         gw_meta_close(m);
         CHECK_EQ_INT(st.versions + st.tombstones, n);

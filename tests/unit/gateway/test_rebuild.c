@@ -97,6 +97,13 @@ put_batch(struct cm_buf *b, size_t cut)
     CHECK_EQ_INT(cm_cos_put(tcos, name, b->p, b->len - cut), 0);
 }
 
+static int
+keep_tenant_1(void *arg, uint32_t tenant)
+{
+    (void)arg;
+    return tenant == 1;
+}
+
 static struct gw_meta *
 fresh_meta(const char *root, const char *name)
 {
@@ -196,7 +203,7 @@ test_cases(const char *root)
     cm_buf_fini(&b);
 
     m = fresh_meta(root, "cases");
-    CHECK_EQ_INT(gw_rebuild_meta(tcos, m, 2, &st), 0);
+    CHECK_EQ_INT(gw_rebuild_meta(tcos, m, 2, NULL, &st), 0);
     CHECK_EQ_INT(st.batches, 3);
     CHECK_EQ_INT(st.bad_batches, 1);
     CHECK_EQ_INT(st.records, 13);
@@ -223,6 +230,19 @@ test_cases(const char *root)
         CHECK(!empty);
     }
     gw_meta_close(m);
+
+    /* Only tenant 1's: tenant 2's records are another gateway's. */
+    {
+        struct gw_rebuild_filter only1 = {keep_tenant_1, NULL};
+
+        m = fresh_meta(root, "cases-filtered");
+        CHECK_EQ_INT(gw_rebuild_meta(tcos, m, 2, &only1, &st), 0);
+        CHECK_EQ_INT(st.others, 1);
+        CHECK_EQ_INT(st.versions, 3); /* a, c, e */
+        CHECK_EQ_INT(live(m, 1, "a", &v), 103);
+        CHECK_EQ_INT(live(m, 2, "a", &v), 0);
+        gw_meta_close(m);
+    }
     printf("ok cases\n");
 }
 
@@ -296,7 +316,7 @@ test_random(const char *root)
         struct gw_meta *m;
         snprintf(sub, sizeof(sub), "random%d", threads);
         m = fresh_meta(root, sub);
-        CHECK_EQ_INT(gw_rebuild_meta(tcos, m, threads, &st), 0);
+        CHECK_EQ_INT(gw_rebuild_meta(tcos, m, threads, NULL, &st), 0);
         CHECK_EQ_INT(st.bad_records, 0);
         for (int k = 0; k < NKEYS; k++) {
             struct rrec best = {0};
@@ -477,7 +497,7 @@ test_s3(const char *root)
     cm_buf_fini(&b);
 
     m = fresh_meta(root, "s3");
-    CHECK_EQ_INT(gw_rebuild_meta(tcos, m, 2, &st), 0);
+    CHECK_EQ_INT(gw_rebuild_meta(tcos, m, 2, NULL, &st), 0);
     CHECK_EQ_INT(st.bad_records, 0);
     CHECK_EQ_INT(st.broken, 2);       /* photos/broken, photos/stale */
     CHECK_EQ_INT(st.orphan_parts, 4); /* U2/2, U3/1, U4/1, U5/1 */
