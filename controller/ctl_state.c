@@ -10,16 +10,12 @@
  * means the node restarted: the baseline is reset, the rates kept. Only up
  * nodes count towards tenant rates, node load and the capacity.
  *
- * Gateways: each tenant is owned by one gateway (its metadata lives
- * there; the others forward to it). The registry of gateways that polled
- * is memory only; ownership is stored with the tenant and never changes,
- * because moving a tenant would need its metadata handed over, which
- * nothing does. A gateway that is down therefore keeps its tenants; it
- * only gets no new ones.
+ * Gateways and the tenants they own: ctl_state_gw.c.
  *
  * Naming: do_x() expects st->mu held; x() takes it.
  */
 #include "ctl_state.h"
+#include "ctl_state_impl.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -58,30 +54,6 @@ struct node_rec {
     double cap_ops, cap_bytes;
     size_t nstats;
     struct ntstat *stats;
-};
-
-struct gw_rec {
-    char id[CTL_GW_ID_MAX + 1];
-    char url[CTL_GW_URL_MAX + 1];
-    char s3_url[CTL_GW_URL_MAX + 1];
-    uint64_t last_seen_ns;
-};
-
-struct ctl_state {
-    pthread_mutex_t mu;
-    struct ctl_store *store; /* borrowed */
-    struct ctl_state_cfg cfg;
-    uint64_t epoch;
-    uint32_t partitions;
-    uint32_t next_tenant_id;
-    size_t ntenants;
-    struct ctl_tenant *tenants; /* id order */
-    size_t nnodes;
-    struct node_rec *nodes; /* id order */
-    size_t ngws;
-    struct gw_rec *gws;     /* id order (strcmp) */
-    uint64_t now_ns;        /* latest time any caller passed in; never goes back */
-    struct ctl_s3set *s3;   /* tenants' S3 keys (ctl_s3keys.h) */
 };
 
 int
@@ -169,8 +141,8 @@ do_find_tenant(struct ctl_state *st, const char *name)
  * tick that then runs after it. Time inside the state never goes back, or
  * now - last_seen would wrap and call a live node silent for 584 years.
  */
-static uint64_t
-do_clock(struct ctl_state *st, uint64_t now_ns)
+uint64_t
+ctl_do_clock(struct ctl_state *st, uint64_t now_ns)
 {
     if (now_ns > st->now_ns) {
         st->now_ns = now_ns;
@@ -180,189 +152,13 @@ do_clock(struct ctl_state *st, uint64_t now_ns)
 
 /* Persists the epoch after an in-memory-only change (liveness, the gateway
  * registry). */
-static void
-do_bump_epoch(struct ctl_state *st)
+void
+ctl_do_bump_epoch(struct ctl_state *st)
 {
     st->epoch++;
     if (ctl_store_put_meta(st->store, st->epoch, st->partitions) < 0) {
         CM_WARN("epoch not persisted epoch=%llu", (unsigned long long)st->epoch);
     }
-}
-
-/* ---- gateways and tenant ownership ---- */
-
-static struct gw_rec *
-do_find_gw(struct ctl_state *st, const char *id)
-{
-    size_t lo = 0, hi = st->ngws;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(st->gws[mid].id, id);
-
-        if (c == 0) {
-            return &st->gws[mid];
-        }
-        if (c < 0) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return NULL;
-}
-
-static int
-gw_up(const struct gw_rec *g, uint64_t now_ns)
-{
-    return now_ns - g->last_seen_ns <= CTL_GW_UP_NS;
-}
-
-/* Tenants each registered gateway owns, in st->gws order (caller frees). */
-static size_t *
-do_owned_counts(struct ctl_state *st)
-{
-    size_t *n = cm_calloc(st->ngws + 1, sizeof(*n));
-
-    for (size_t i = 0; i < st->ntenants; i++) {
-        const struct gw_rec *g =
-            st->tenants[i].gateway[0] != '\0' ? do_find_gw(st, st->tenants[i].gateway) : NULL;
-
-        if (g != NULL) {
-            n[g - st->gws]++;
-        }
-    }
-    return n;
-}
-
-/* The up gateway that owns the fewest tenants, the smallest id among equals
- * (gws is in id order), or NULL when none is up. */
-static struct gw_rec *
-do_least_loaded(struct ctl_state *st, const size_t *owned, uint64_t now_ns)
-{
-    struct gw_rec *best = NULL;
-
-    for (size_t i = 0; i < st->ngws; i++) {
-        if (gw_up(&st->gws[i], now_ns) && (best == NULL || owned[i] < owned[best - st->gws])) {
-            best = &st->gws[i];
-        }
-    }
-    return best;
-}
-
-/* Gives every unassigned tenant an owner (do_least_loaded, counting each
- * assignment as it goes), all in one store write and one epoch bump. */
-static int
-do_assign_tenants(struct ctl_state *st, uint64_t now_ns)
-{
-    struct ctl_tenant *nt;
-    size_t *owned, *idx, n = 0, first = 0;
-    int rc = 0;
-
-    /* Every poll comes here: the usual answer is that all have an owner. */
-    while (first < st->ntenants && st->tenants[first].gateway[0] != '\0') {
-        first++;
-    }
-    if (first == st->ntenants) {
-        return 0;
-    }
-    owned = do_owned_counts(st);
-    nt = cm_calloc(st->ntenants, sizeof(*nt));
-    idx = cm_calloc(st->ntenants, sizeof(*idx));
-    for (size_t i = first; i < st->ntenants; i++) {
-        struct gw_rec *g;
-
-        if (st->tenants[i].gateway[0] != '\0' || (g = do_least_loaded(st, owned, now_ns)) == NULL) {
-            continue;
-        }
-        nt[n] = st->tenants[i];
-        memcpy(nt[n].gateway, g->id, sizeof(g->id));
-        owned[g - st->gws]++;
-        idx[n++] = i;
-    }
-    if (n > 0) {
-        rc = ctl_store_put_tenants(st->store, nt, n, st->epoch + 1, st->next_tenant_id);
-    }
-    if (n > 0 && rc == 0) {
-        st->epoch++;
-        for (size_t k = 0; k < n; k++) {
-            st->tenants[idx[k]] = nt[k];
-            CM_INFO("tenant assigned tenant=%u gateway=%s epoch=%llu", nt[k].id, nt[k].gateway,
-                    (unsigned long long)st->epoch);
-        }
-    }
-    free(owned);
-    free(nt);
-    free(idx);
-    return rc;
-}
-
-/* The record of gateway id, inserted (id order, zeroed but for the id) if
- * new; NULL when new and the registry is full. */
-static struct gw_rec *
-do_gw_entry(struct ctl_state *st, const char *id, int *created)
-{
-    size_t i = 0;
-
-    while (i < st->ngws && strcmp(st->gws[i].id, id) < 0) {
-        i++;
-    }
-    *created = !(i < st->ngws && strcmp(st->gws[i].id, id) == 0);
-    if (*created) {
-        if (st->ngws >= CTL_GW_REGISTRY_MAX) {
-            return NULL;
-        }
-        st->gws = cm_realloc(st->gws, (st->ngws + 1) * sizeof(*st->gws));
-        memmove(&st->gws[i + 1], &st->gws[i], (st->ngws - i) * sizeof(*st->gws));
-        memset(&st->gws[i], 0, sizeof(st->gws[i]));
-        snprintf(st->gws[i].id, sizeof(st->gws[i].id), "%s", id);
-        st->ngws++;
-    }
-    return &st->gws[i];
-}
-
-int
-ctl_state_gateway_poll(struct ctl_state *st, const char *id, const char *url, const char *s3_url,
-                       uint64_t now_ns)
-{
-    struct gw_rec *g;
-    int created, rc = 0;
-
-    s3_url = s3_url != NULL ? s3_url : "";
-    if (id == NULL || !ctl_valid_gateway_id(id, strlen(id)) || url == NULL ||
-        !ctl_valid_gateway_url(url, strlen(url)) ||
-        (s3_url[0] != '\0' && !ctl_valid_gateway_url(s3_url, strlen(s3_url)))) {
-        return CM_E_BADARG;
-    }
-    pthread_mutex_lock(&st->mu);
-    now_ns = do_clock(st, now_ns);
-    g = do_gw_entry(st, id, &created);
-    if (g == NULL) {
-        rc = -ENOSPC;
-        goto out;
-    }
-    if (created || strcmp(g->url, url) != 0 || strcmp(g->s3_url, s3_url) != 0) {
-        if (!created && gw_up(g, now_ns)) {
-            /* A restart on another address looks the same, once. */
-            CM_WARN("gateway polled from a new URL while up gateway=%s url=%s was=%s: if two "
-                    "gateways share this id, each takes the other's tenants for its own; give "
-                    "each its own --gateway-id",
-                    id, url, g->url);
-        }
-        snprintf(g->url, sizeof(g->url), "%s", url);
-        snprintf(g->s3_url, sizeof(g->s3_url), "%s", s3_url);
-        do_bump_epoch(st);
-        CM_INFO("gateway %s gateway=%s url=%s s3_url=%s epoch=%llu",
-                created ? "registered" : "updated", g->id, g->url, g->s3_url,
-                (unsigned long long)st->epoch);
-    }
-    g->last_seen_ns = now_ns;
-    if (do_assign_tenants(st, now_ns) < 0) {
-        CM_WARN("tenants not assigned, retried at the next poll gateway=%s", id);
-    }
-out:
-    pthread_mutex_unlock(&st->mu);
-    return rc;
 }
 
 /* ---- tenants ---- */
@@ -372,8 +168,6 @@ ctl_state_tenant_create(struct ctl_state *st, const char *name, double weight, i
                         uint64_t now_wall_ms, uint64_t now_ns, char *key, struct ctl_tenant *out)
 {
     struct ctl_tenant t;
-    const struct gw_rec *g;
-    size_t *owned;
     int rc;
 
     memset(&t, 0, sizeof(t));
@@ -397,12 +191,7 @@ ctl_state_tenant_create(struct ctl_state *st, const char *name, double weight, i
         goto out;
     }
     t.id = st->next_tenant_id;
-    owned = do_owned_counts(st);
-    g = do_least_loaded(st, owned, do_clock(st, now_ns));
-    free(owned);
-    if (g != NULL) {
-        memcpy(t.gateway, g->id, sizeof(g->id));
-    }
+    ctl_do_pick_owner(st, ctl_do_clock(st, now_ns), t.gateway);
     rc = ctl_store_put_tenant(st->store, &t, st->epoch + 1, t.id + 1);
     if (rc < 0) {
         goto out;
@@ -550,7 +339,7 @@ ctl_state_with_s3(struct ctl_state *st, const char *name,
     if (rc == CTL_STATE_STORED) {
         st->epoch++;
     } else if (rc == CTL_STATE_BUMP) {
-        do_bump_epoch(st);
+        ctl_do_bump_epoch(st);
     }
     rc = rc < 0 ? rc : 0;
 out:
@@ -569,7 +358,7 @@ do_tick(struct ctl_state *st, uint64_t now_ns)
         }
         if (nr->up && now_ns - nr->last_seen_ns > st->cfg.node_timeout_ns) {
             nr->up = 0;
-            do_bump_epoch(st);
+            ctl_do_bump_epoch(st);
             CM_WARN("node down node=%u addr=%s silent_ms=%llu epoch=%llu", nr->n.id, nr->n.addr,
                     (unsigned long long)((now_ns - nr->last_seen_ns) / 1000000),
                     (unsigned long long)st->epoch);
@@ -581,7 +370,7 @@ void
 ctl_state_tick(struct ctl_state *st, uint64_t now_ns)
 {
     pthread_mutex_lock(&st->mu);
-    do_tick(st, do_clock(st, now_ns));
+    do_tick(st, ctl_do_clock(st, now_ns));
     pthread_mutex_unlock(&st->mu);
 }
 
@@ -666,7 +455,7 @@ ctl_state_heartbeat(struct ctl_state *st, const struct ctl_hb *hb, uint64_t now_
     int created, changed, rc = 0;
 
     pthread_mutex_lock(&st->mu);
-    now_ns = do_clock(st, now_ns);
+    now_ns = ctl_do_clock(st, now_ns);
     do_tick(st, now_ns);
     nr = do_node_entry(st, hb->node.id, &created);
     changed = created || strcmp(nr->n.addr, hb->node.addr) != 0 ||
@@ -694,7 +483,7 @@ ctl_state_heartbeat(struct ctl_state *st, const struct ctl_hb *hb, uint64_t now_
     if (!nr->up) {
         nr->up = 1;
         if (!changed) {
-            do_bump_epoch(st);
+            ctl_do_bump_epoch(st);
         }
         CM_INFO("node up node=%u addr=%s epoch=%llu", nr->n.id, nr->n.addr,
                 (unsigned long long)st->epoch);
@@ -776,27 +565,6 @@ do_snapshot_node(const struct node_rec *nr, struct ctl_node_view *nv, struct ctl
     out->capacity += nv->capacity;
 }
 
-static void
-do_snapshot_gateways(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *out)
-{
-    size_t *owned = do_owned_counts(st);
-
-    out->ngateways = st->ngws;
-    out->gateways = cm_calloc(st->ngws + 1, sizeof(*out->gateways));
-    for (size_t i = 0; i < st->ngws; i++) {
-        const struct gw_rec *g = &st->gws[i];
-        struct ctl_gateway_view *gv = &out->gateways[i];
-
-        memcpy(gv->id, g->id, sizeof(gv->id));
-        memcpy(gv->url, g->url, sizeof(gv->url));
-        memcpy(gv->s3_url, g->s3_url, sizeof(gv->s3_url));
-        gv->up = gw_up(g, now_ns);
-        gv->seen_ms_ago = (int64_t)((now_ns - g->last_seen_ns) / 1000000);
-        gv->tenants = owned[i];
-    }
-    free(owned);
-}
-
 /* Node, then tenant order. */
 static int
 cmp_node_tenant(uint32_t xn, uint32_t xt, uint32_t yn, uint32_t yt)
@@ -823,7 +591,7 @@ ctl_state_snapshot(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *o
 
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&st->mu);
-    now_ns = do_clock(st, now_ns);
+    now_ns = ctl_do_clock(st, now_ns);
     do_tick(st, now_ns);
     out->epoch = st->epoch;
     out->partitions = st->partitions;
@@ -855,7 +623,7 @@ ctl_state_snapshot(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *o
             do_snapshot_node(nr, nv, out, qw);
         }
     }
-    do_snapshot_gateways(st, now_ns, out);
+    ctl_do_snapshot_gateways(st, now_ns, out);
     pthread_mutex_unlock(&st->mu);
     qsort(out->local, out->nlocal, sizeof(*out->local), cmp_local);
     for (size_t i = 0; i < out->ntenants; i++) {

@@ -339,128 +339,6 @@ authenticate(struct req *q, struct gw_snap **snap, const struct gw_tenant **tena
     return 0;
 }
 
-/* ---- requests for tenants another gateway owns ---- */
-
-int
-gw_front_elsewhere(const struct gw_front *f, const struct gw_snap *s, const struct gw_tenant *t,
-                   const struct gw_peer **peer)
-{
-    *peer = NULL;
-    return gw_snap_home(s, t, f->cfg.self, peer) != GW_HOME_HERE;
-}
-
-int
-gw_front_forwarded(struct cm_http_req *r)
-{
-    return cm_http_header(r, GW_FORWARDED_BY) != NULL;
-}
-
-/* A large answer's admission came (the admission thread). */
-static void
-fwd_admitted(void *arg, struct gw_admit_ticket *t, int status)
-{
-    struct gw_fwd_job *j = arg;
-
-    if (status == 0) {
-        gw_front_admitted(j->r, t);
-    }
-    gw_forward_resume(j->front->forward, j, status == 0 ? 0 : CM_E_BUSY);
-}
-
-/* An answer of length bytes waits for its share of --inflight-bytes
- * before it is taken in, as a GET's result does here (the forward
- * thread). A request that holds a share already (a large PUT) answers
- * with a few bytes. */
-static int
-fwd_body(struct gw_fwd_job *j, uint64_t length)
-{
-    struct gw_front *f = j->front;
-    int rc;
-
-    if (length == UINT64_MAX || !gw_front_admits(f, length) || cm_http_user(j->r) != NULL) {
-        return 0;
-    }
-    rc = gw_front_admit(f, j->r, j->tenant, length, GW_ADMIT_READ, fwd_admitted, j);
-    return rc > 0 ? 0 : rc == 0 ? 1 : -ENOMEM;
-}
-
-void
-gw_front_forward(struct gw_front *f, struct gw_fwd_job *j, uint32_t tenant)
-{
-    j->front = f;
-    j->tenant = tenant;
-    j->on_body = fwd_body;
-    gw_forward_submit(f->forward, j);
-}
-
-/* The answer for a request that cannot be sent to its tenant's owner. */
-static void
-fail_unowned(struct req *q, const char *msg)
-{
-    cm_http_add_header(q->r, "Retry-After", "1");
-    gw_req_fail(q, 503, "unavailable", msg);
-}
-
-struct fwd {
-    struct gw_fwd_job job;
-    struct req *q;
-};
-
-/* The owner answered, or could not be asked (a forward thread). */
-static void
-forwarded(struct gw_fwd_job *j, int rc)
-{
-    struct fwd *w = CM_CONTAINER_OF(j, struct fwd, job);
-    struct req *q = w->q;
-    const char *ctype = j->ctype[0] != '\0' ? j->ctype : NULL;
-
-    if (rc == -ECANCELED) {
-        fail_unowned(q, "gateway is shutting down");
-    } else if (rc == CM_E_BUSY) {
-        fail_unowned(q, "too many large requests in flight, retry later");
-    } else if (rc != 0) {
-        fail_unowned(q, "the gateway that owns this tenant did not answer");
-    } else {
-        gw_fwd_job_pass_headers(j);
-        q->bytes = j->len;
-        if (strcmp(q->method, "HEAD") == 0) {
-            gw_req_reply_head(q, j->status, ctype, j->clen);
-        } else {
-            gw_req_reply(q, j->status, ctype, j->body, j->len, CM_HTTP_FREE);
-            j->body = NULL;
-        }
-    }
-    gw_fwd_job_fini(j);
-    free(w);
-}
-
-/* Sends q on to peer, the gateway that owns its tenant (NULL: not known). */
-static void
-forward(struct req *q, const struct gw_peer *peer)
-{
-    struct fwd *w;
-
-    if (peer == NULL) {
-        fail_unowned(q, "the gateway that owns this tenant is not known yet");
-        return;
-    }
-    if (gw_front_forwarded(q->r)) {
-        fail_unowned(q, "forwarded to a gateway that does not own this tenant");
-        return;
-    }
-    if ((w = calloc(1, sizeof(*w))) == NULL) {
-        fail_unowned(q, "gateway out of memory, retry later");
-        return;
-    }
-    w->q = q;
-    w->job.r = q->r;
-    snprintf(w->job.base, sizeof(w->job.base), "%s", peer->url);
-    w->job.reqid = q->id;
-    w->job.done = forwarded;
-    gw_req_suspend(q);
-    gw_front_forward(q->f, &w->job, q->tenant);
-}
-
 static int
 parse_key(struct req *q)
 {
@@ -687,7 +565,7 @@ dispatch(struct req *q)
         return;
     }
     if (gw_front_elsewhere(q->f, s, t, &peer)) {
-        forward(q, peer); /* peer's URL copied before s goes */
+        gw_req_forward(q, peer); /* peer's URL copied before s goes */
         gw_snap_unref(s);
         return;
     }

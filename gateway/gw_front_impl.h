@@ -4,6 +4,7 @@
  *   gw_front.c    routing, auth, the request's life and answers, metrics
  *   gw_objects.c  the object handlers: GET/HEAD, PUT, DELETE, LIST, and the
  *                 committer's answers
+ *   gw_front_fwd.c  requests for other gateways' tenants (both fronts)
  *
  * A struct req lives from routing to its answer (gw_req_* frees it once
  * answered); while suspended it is counted in the front's inflight.
@@ -90,18 +91,21 @@ void gw_req_proceed(struct req *q);
 void gw_req_etag_version(struct req *q, const struct gw_layout *l);
 
 /*
- * gw_front.c: 1 when tenant t is another gateway's (gw_snap_home), with
+ * gw_front_fwd.c: 1 when tenant t is another gateway's (gw_snap_home), with
  * *peer that gateway (borrowed from s), or NULL when its address is not
  * known; 0 when t's requests are served here.
  */
 int gw_front_elsewhere(const struct gw_front *f, const struct gw_snap *s, const struct gw_tenant *t,
                        const struct gw_peer **peer);
-/* gw_front.c: sends j (its request suspended, its base, reqid and done
+/* gw_front_fwd.c: sends q on to peer, the gateway that owns its tenant
+ * (NULL: not known: 503), and answers it with what comes back. */
+void gw_req_forward(struct req *q, const struct gw_peer *peer);
+/* gw_front_fwd.c: sends j (its request suspended, its base, reqid and done
  * set) on to the gateway that owns tenant (gw_forward.h); a large answer
  * first waits for its share of --inflight-bytes, or ends with CM_E_BUSY. */
 struct gw_fwd_job;
 void gw_front_forward(struct gw_front *f, struct gw_fwd_job *j, uint32_t tenant);
-/* gw_front.c: 1 when r came from another gateway (X-Shoal-Forwarded-By):
+/* gw_front_fwd.c: 1 when r came from another gateway (X-Shoal-Forwarded-By):
  * it is answered here or refused, never sent on again. */
 int gw_front_forwarded(struct cm_http_req *r);
 

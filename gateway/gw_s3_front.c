@@ -35,7 +35,6 @@
 #include "cm_log.h"
 #include "cm_metrics.h"
 #include "cm_time.h"
-#include "gw_forward.h"
 #include "gw_grace.h"
 #include "gw_s3_chunked.h"
 #include "gw_s3_impl.h"
@@ -572,71 +571,6 @@ authenticate(struct s3_req *q)
     return -1;
 }
 
-/* ---- requests for tenants another gateway owns ---- */
-
-struct s3_fwd {
-    struct gw_fwd_job job;
-    struct s3_req *q;
-};
-
-/* The owner answered, or could not be asked (a forward thread). */
-static void
-forwarded(struct gw_fwd_job *j, int rc)
-{
-    struct s3_fwd *w = CM_CONTAINER_OF(j, struct s3_fwd, job);
-    struct s3_req *q = w->q;
-    const char *ctype = j->ctype[0] != '\0' ? j->ctype : NULL;
-
-    if (rc == -ECANCELED) {
-        s3_fail(q, GW_S3_E_SERVICE_UNAVAILABLE, "the gateway is shutting down");
-    } else if (rc == CM_E_BUSY) {
-        s3_fail(q, GW_S3_E_SLOW_DOWN, "too many large requests in flight: retry later");
-    } else if (rc != 0) {
-        s3_fail(q, GW_S3_E_SERVICE_UNAVAILABLE,
-                "the gateway that owns this access key's tenant did not answer");
-    } else {
-        gw_fwd_job_pass_headers(j);
-        q->bytes = j->len;
-        if (strcmp(q->method, "HEAD") == 0) {
-            s3_reply_head(q, j->status, ctype, j->clen);
-        } else {
-            s3_reply(q, j->status, ctype, j->body, j->len, CM_HTTP_FREE);
-            j->body = NULL;
-        }
-    }
-    gw_fwd_job_fini(j);
-    free(w);
-}
-
-/* Sends q on to peer, the gateway that owns its tenant (NULL: unknown). */
-static void
-forward(struct s3_req *q, const struct gw_peer *peer)
-{
-    struct s3_fwd *w;
-
-    if (peer == NULL || peer->s3_url[0] == '\0') {
-        s3_fail(q, GW_S3_E_SERVICE_UNAVAILABLE,
-                "the gateway that owns this access key's tenant is not known yet");
-        return;
-    }
-    if (gw_front_forwarded(q->r)) {
-        s3_fail(q, GW_S3_E_SERVICE_UNAVAILABLE,
-                "forwarded to a gateway that does not own this access key's tenant");
-        return;
-    }
-    if ((w = calloc(1, sizeof(*w))) == NULL) {
-        s3_fail(q, GW_S3_E_SLOW_DOWN, "gateway out of memory, retry later");
-        return;
-    }
-    w->q = q;
-    w->job.r = q->r;
-    snprintf(w->job.base, sizeof(w->job.base), "%s", peer->s3_url);
-    w->job.reqid = q->id;
-    w->job.done = forwarded;
-    s3_suspend(q);
-    gw_front_forward(q->f, &w->job, q->tenant);
-}
-
 /* ---- routing ---- */
 
 static int
@@ -767,7 +701,7 @@ dispatch(struct s3_req *q)
         return;
     }
     if (gw_front_elsewhere(q->f, q->snap, q->t, &peer)) {
-        forward(q, peer);
+        s3_forward(q, peer);
         return;
     }
     switch (q->rt.op) {

@@ -113,6 +113,11 @@ void s3_fail(struct s3_req *q, enum gw_s3_err e, const char *msg);
 void s3_fail_rc(struct s3_req *q, int rc);
 /* q is answered later, from another thread. */
 void s3_suspend(struct s3_req *q);
+/* gw_front_fwd.c: sends q on to peer, the gateway that owns its tenant
+ * (NULL, or one without an S3 API: ServiceUnavailable), and answers it
+ * with what comes back. */
+struct gw_peer;
+void s3_forward(struct s3_req *q, const struct gw_peer *peer);
 /* The header callback of the SigV4 and body checks (arg: the cm_http_req). */
 const char *s3_hdr(void *arg, const char *lname);
 /* A query parameter of q (decoded as SigV4 does) into out[cap]: 1, 0 absent, -1 too long. */

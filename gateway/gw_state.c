@@ -249,7 +249,6 @@ build_url(struct gw_state *st)
             cm_httpc_escape(&b, st->cfg.s3_url);
         }
     }
-    cm_buf_append(&b, "", 1);
     st->url = cm_buf_take(&b, NULL);
 }
 
