@@ -44,7 +44,9 @@
  * window of chunk GETs, an RTT estimate and a base RTT, fed by on_done:
  *   RTT      EWMA of the samples (gain 1/8; deviation gain 1/4): every
  *            answer's rtt, and a failed or cancelled GET's when it is above
- *            the estimate (it took at least that long)
+ *            the estimate or there is none yet (it took at least that
+ *            long); an answer to a GET sent after 1 s without a sample
+ *            starts the estimate again (it was stale)
  *   baseRTT  the least sample of the last 5-10 s, so it can rise again
  *   window   every 2 RTTs w <- min(2w, (1-g)w + g(baseRTT/RTT * w + a)),
  *            g = 1/2, within [1, 64], 8 to start: at the fixed point
@@ -70,17 +72,16 @@
  *            samples, never grow again); stripes: the wanted
  *            data chunks, unless as few GETs of other positions rebuild them
  *            and a wanted one has no free window or an RTT above twice
- *            another candidate's (then, by rank: not that slow, wanted, other
- *            data, parity, least filled window). Only those with a free slot
- *            are asked (the rest when the read is offered again); -EAGAIN
- *            when none has one and some GET is outstanding, else it asks
- *            anyway
- *   overdue  a holder is slow RTT + 4 deviations after it was asked, within
- *            [5 ms, slow_ns]; slow_ns before its first sample
- * Entries are in a hash table; one idle (nothing outstanding) for 60 s is
- * dropped when the table would grow, so memory follows the pairs in use.
- * "uniform" (the strawman: data chunks first, a random copy, more holders
- * on an error or after a fixed delay; no state).
+ *            another candidate's and above 5 ms (then, by rank: not that
+ *            slow, wanted, other data, parity, least filled window); a node
+ *            that slow, with nothing outstanding for 1 s, is asked as if it
+ *            were not (a probe: its answer restarts the stale estimate). Only those with a free
+ * slot are asked (the rest when the read is offered again); -EAGAIN when none has one and some GET
+ * is outstanding, else it asks anyway overdue  a holder is slow RTT + 4 deviations after it was
+ * asked, within [5 ms, slow_ns]; slow_ns before its first sample Entries are in a hash table; one
+ * idle (nothing outstanding) for 60 s is dropped when the table would grow, so memory follows the
+ * pairs in use. "uniform" (the strawman: data chunks first, a random copy, more holders on an error
+ * or after a fixed delay; no state).
  */
 #ifndef POL_RS_H
 #define POL_RS_H

@@ -7,7 +7,8 @@
  *                                └─▶ at most every 2 RTTs: the window law, whose
  *                                    alpha follows weight and GET size
  *   choose  ──▶ the tenant's weight into its records (made if need be);
- *               free window fraction ((floor(w) - out) / floor(w)), RTT, data before parity
+ *               free window fraction ((floor(w) - out) / floor(w)), RTT, data before parity;
+ *               a slow node quiet for FAST_PROBE_NS is asked again (a probe)
  *   overdue ──▶ each asked holder: asked + RTT + 4 deviations, in [floor, slow_ns]
  *
  * State: peer records keyed by (tenant, node) in an open-addressing table
@@ -37,10 +38,11 @@
 #define FAST_W0 8.0
 #define FAST_WMIN 1.0
 #define FAST_WMAX 64.0
-#define FAST_MARGIN 2.0 /* "clearly slower": an RTT above twice another's */
-#define FAST_FLOOR_NS 5000000ull
+#define FAST_MARGIN 2.0 /* "clearly slower": an RTT above twice another's, and above the floor */
+#define FAST_FLOOR_NS 5000000ull        /* never overdue before, never slow below */
 #define FAST_BASE_HALF_NS 5000000000ull /* base RTT: least sample of the last 5-10 s */
 #define FAST_IDLE_NS 60000000000ull
+#define FAST_PROBE_NS 1000000000ull /* a slow node is asked again after this quiet */
 #define FAST_NONE UINT64_MAX
 
 /* The least value noted in this half window and in the one before it:
@@ -59,6 +61,7 @@ struct fast_peer {
     struct fast_min base; /* base RTT */
     uint64_t next_update; /* the window law applies from then on */
     uint64_t last_ns;     /* last send or end */
+    uint64_t sampled_ns;  /* last RTT sample */
     uint32_t out;
     int used;
 };
@@ -249,6 +252,7 @@ fast_sample(const struct fast *f, struct fast_peer *p, uint64_t rtt, int is_base
 {
     double s = rtt > 0 ? (double)rtt : 1;
 
+    p->sampled_ns = now;
     if (p->srtt == 0) {
         p->srtt = s;
         p->rttvar = s / 2;
@@ -297,11 +301,23 @@ fast_mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
+/* A slow node is asked nothing, so nothing would tell when it is fast
+ * again: once quiet (nothing outstanding) for FAST_PROBE_NS it is asked
+ * as if it were not slow, one probe a second at most, since a probe is
+ * hedged like any GET (overdue) and its end makes the node busy again. */
+static int
+fast_probe_due(const struct fast_peer *p, uint64_t now)
+{
+    return p != NULL && p->out == 0 && now >= p->last_ns + FAST_PROBE_NS;
+}
+
 /* Fills x[j] for the positions of set, and gives their records (made if
  * need be: a window's alpha needs the weight before its first sample) the
  * view's weight. Stripes: an RTT more than FAST_MARGIN times the least one
- * among those with room is slow; copies are told apart by how full their
- * windows are alone. */
+ * among those with room, and over FAST_FLOOR_NS, is slow (below a few ms
+ * the RTT of a chunk is noise: the first answer after a pause, in TCP slow
+ * start again, takes 3-6 times the others'); copies are told apart by how
+ * full their windows are alone. */
 static void
 fast_positions(struct fast *f, const struct pol_rs_view *v, uint64_t set, uint64_t rand,
                uint64_t now, struct fast_pos *x)
@@ -326,7 +342,9 @@ fast_positions(struct fast *f, const struct pol_rs_view *v, uint64_t set, uint64
     }
     for (s = set; s != 0; s &= s - 1) {
         unsigned j = (unsigned)__builtin_ctzll(s);
-        x[j].slow = v->k > 1 && least > 0 && x[j].srtt > FAST_MARGIN * least;
+        x[j].slow = v->k > 1 && least > 0 && x[j].srtt > FAST_MARGIN * least &&
+                    x[j].srtt > (double)FAST_FLOOR_NS &&
+                    !fast_probe_due(fast_find(f, fast_key(v->tenant, v->holders[j])), now);
     }
 }
 
@@ -453,8 +471,21 @@ fast_on_done(struct pol_rs *rs, uint32_t tenant, uint32_t node, uint32_t bytes, 
         p->w = p->w / 2 < FAST_WMIN ? FAST_WMIN : p->w / 2;
     }
     if (outcome == POL_RS_ANSWERED) {
+        /* An estimate with no sample for FAST_PROBE_NS before this GET
+         * was sent (a probe, a node read again after a pause) is stale:
+         * this answer starts it again rather than being 1/8 of it, so a
+         * node fast again is told from one probe, not thirty. */
+        if (p->srtt > 0 && now_ns >= rtt_ns && now_ns - rtt_ns >= p->sampled_ns + FAST_PROBE_NS) {
+            p->srtt = 0;
+        }
         fast_sample(f, p, rtt_ns, 1, now_ns);
-    } else if (p->srtt > 0 && (double)rtt_ns > p->srtt) {
+    } else if (p->srtt == 0 || (double)rtt_ns > p->srtt) {
+        /* A GET ended unanswered took at least rtt_ns: it raises the
+         * estimate, or starts it. Without the start, a node whose every
+         * GET is hedged and canceled (a slow link: each answer longer than
+         * the hedge's wait) would never get an estimate, never count slow,
+         * and be asked for every read, its link ever fuller with answers
+         * no one waits for. */
         fast_sample(f, p, rtt_ns, 0, now_ns);
     }
 }

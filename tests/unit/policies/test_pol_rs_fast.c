@@ -381,8 +381,8 @@ test_copies_windows(void)
 }
 
 /* Stripes: the wanted data chunks, unless one is clearly slower (RTT over
- * twice another's) or has no free window and a rebuild costs no more
- * GETs; then not that one, data before parity. */
+ * twice another's and over 5 ms) or has no free window and a rebuild costs
+ * no more GETs; then not that one, data before parity. */
 static void
 test_stripes(void)
 {
@@ -396,12 +396,15 @@ test_stripes(void)
     CHECK_EQ_INT(choose(rs, &v, now, 1), 0xf);
     v.want = B(1) | B(2);
     CHECK_EQ_INT(choose(rs, &v, now, 1), B(1) | B(2));
-    /* Position 1's holder at 1.5x: not clearly slower; at 3x: parity. */
+    /* Position 1's holder at 1.5x: not clearly slower; at 3x, 3 ms: not
+     * either (under the floor); at 12x, 12 ms: parity. */
     uint64_t t = now;
     feed(rs, 7, 11, 1500 * US, 1 * MS, 100 * MS, &t);
     v.want = 0xf;
     CHECK_EQ_INT(choose(rs, &v, now, 1), 0xf);
     feed(rs, 7, 11, 3 * MS, 1 * MS, 100 * MS, &t);
+    CHECK_EQ_INT(choose(rs, &v, now, 1), 0xf);
+    feed(rs, 7, 11, 12 * MS, 1 * MS, 100 * MS, &t);
     for (uint64_t r = 0; r < 50; r++) {
         long long a = choose(rs, &v, now, r);
         CHECK(a == (long long)(B(0) | B(2) | B(3) | B(4)) ||
@@ -453,6 +456,72 @@ test_stripes(void)
     }
     a = choose(rs, &v, now, 1);
     CHECK(a == (long long)(B(0) | B(2)) || a == (long long)(B(1) | B(2)));
+    ops->destroy(rs);
+}
+
+/* A node none of whose GETs was ever answered (each canceled once a
+ * hedge served the read) counts slow from its first cancel: its GETs
+ * took at least that long. */
+static void
+test_never_answered(void)
+{
+    struct pol_rs *rs = new_rs();
+    struct pol_rs_view v = view(4, 2, 0xf);
+    uint64_t now = 1 * SEC;
+
+    for (uint32_t node = 10; node < 16; node++) {
+        if (node != 11) {
+            feed(rs, 7, node, 1 * MS, 1 * MS, 100 * MS, &now);
+        }
+    }
+    CHECK_EQ_INT(choose(rs, &v, now, 1), 0xf); /* 11 unknown: asked */
+    send(rs, 7, 11, now);
+    done(rs, 7, 11, SLOW, POL_RS_CANCELED, now + SLOW);
+    now += SLOW;
+    CHECK(peer(rs, 7, 11).rtt_ns >= SLOW);
+    for (uint64_t r = 0; r < 50; r++) {
+        long long a = choose(rs, &v, now, r);
+        CHECK(!(a & B(1)) && __builtin_popcountll((uint64_t)a) == 4);
+    }
+    ops->destroy(rs);
+}
+
+/* A slow node quiet for a second is asked again (a probe), one at a
+ * time; one quick answer after the pause makes it a node like the others. */
+static void
+test_probe(void)
+{
+    struct pol_rs *rs = new_rs();
+    struct pol_rs_view v = view(4, 2, 0xf);
+    uint64_t now = 1 * SEC;
+
+    for (uint32_t node = 10; node < 16; node++) {
+        if (node != 11) {
+            feed(rs, 7, node, 1 * MS, 1 * MS, 100 * MS, &now);
+        }
+    }
+    feed(rs, 7, 11, 50 * MS, 1 * MS, 100 * MS, &now);
+    CHECK(!(choose(rs, &v, now, 1) & B(1)));
+    CHECK(!(choose(rs, &v, now + 900 * MS, 1) & B(1)));
+    now += 1 * SEC;
+    CHECK(choose(rs, &v, now, 1) & B(1)); /* the probe */
+    send(rs, 7, 11, now);
+    for (uint64_t r = 0; r < 20; r++) {
+        CHECK(!(choose(rs, &v, now + 2 * SEC, r) & B(1))); /* while it is out */
+    }
+    done(rs, 7, 11, 1 * MS, POL_RS_ANSWERED, now + 1 * MS);
+    now += 1 * MS;
+    CHECK(peer(rs, 7, 11).rtt_ns == 1 * MS);
+    CHECK_EQ_INT(choose(rs, &v, now, 1), 0xf);
+    /* Still slow: the probe's answer says so, and the next waits a second. */
+    feed(rs, 7, 11, 50 * MS, 1 * MS, 100 * MS, &now);
+    for (uint32_t node = 10; node < 16; node++) {
+        if (node != 11) {
+            uint64_t t = now;
+            feed(rs, 7, node, 1 * MS, 1 * MS, 10 * MS, &t);
+        }
+    }
+    CHECK(!(choose(rs, &v, now + 10 * MS, 1) & B(1)));
     ops->destroy(rs);
 }
 
@@ -726,6 +795,8 @@ main(void)
     test_copies_windows();
     test_copies_fill();
     test_stripes();
+    test_never_answered();
+    test_probe();
     test_overdue();
     test_bounded();
     test_random_views(0);
