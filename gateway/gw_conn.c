@@ -726,7 +726,9 @@ gw_conn_maintain(struct gw_conn *c, uint64_t now)
     } else if (c->state == C_CONNECTING && now > c->connect_deadline) {
         gw_conn_fail(c, CM_E_TIMEOUT);
     } else if (c->state == C_OPEN &&
-               (c->broken || (c->inflight.head && now - c->inflight.head->sent_ns > timeout_ns))) {
+               (c->broken || (c->inflight.head && now > c->inflight.head->sent_ns + timeout_ns))) {
+        /* Not now - sent_ns: a request moved here from a connection failed
+         * earlier in this pass was sent after now was read. */
         c->broken = 0;
         gw_conn_fail(c, CM_E_TIMEOUT);
     } else {

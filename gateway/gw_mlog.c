@@ -393,7 +393,7 @@ mjob_step(struct gw_mjob *j)
         struct gw_mtarget *t = &j->t[i];
         uint64_t since = gw_net_node_down_since(e->net, t->node);
         uint32_t other;
-        if (t->state == T_TODO && since && now - since >= redrive_ns &&
+        if (t->state == T_TODO && since && now >= since + redrive_ns &&
             pick(j, dir, ndir, &other) == 0) {
             CM_INFO("gateway meta record moves tenant=%u object=%016llx from=%u to=%u",
                     j->lay.tenant, (unsigned long long)j->lay.object, t->node, other);

@@ -674,7 +674,7 @@ gw_pbuf_poll(void *arg)
                 continue;
             }
             uint64_t since = gw_net_node_down_since(e->net, l->holders[j]);
-            if (since && now - since >= redrive_ns) {
+            if (since && now >= since + redrive_ns) {
                 pos_cancel(o, j);
                 p->need_move = 1;
                 continue;
