@@ -161,9 +161,10 @@ def http_request(port, method, path, body=None, headers=None, timeout=60, host="
 class Gateway:
     """Tenant view of a gateway: every call carries the tenant's key."""
 
-    def __init__(self, port, key):
+    def __init__(self, port, key, host="127.0.0.1"):
         self.port = port
         self.key = key
+        self.host = host
 
     def auth(self, extra=None):
         h = {}
@@ -173,7 +174,8 @@ class Gateway:
         return h
 
     def request(self, method, path, body=None, headers=None, timeout=120):
-        return http_request(self.port, method, path, body, self.auth(headers), timeout)
+        return http_request(self.port, method, path, body, self.auth(headers), timeout,
+                            self.host)
 
     def put(self, key, data, headers=None, timeout=120):
         return self.request("PUT", "/v1/objects/" + qkey(key), data, headers, timeout)
@@ -223,8 +225,11 @@ class Cluster:
     PROCS_FIXED = ("controller", "gateway")
 
     def __init__(self, test, nodes=6, controller_args="", gateway_args="", fnstore_args="",
-                 name="c", cos=None, gateways=1):
+                 name="c", cos=None, gateways=1, netns=False):
         self.test = test
+        # shoal-cluster --netns: every process on a host (network namespace) of its own;
+        # this process then joins the tools' host, NAME-client.
+        self.netns = "shoal%06x" % random.randrange(1 << 24) if netns else None
         self.gateways = gateways  # shoal-cluster --gateways: gateway, gateway-1, ...
         self.cos = cos  # every node's --cos URL (None: shoal-cluster's directory COS)
         self.build = test.build
@@ -271,6 +276,25 @@ class Cluster:
         p += [9500 + i + offset for i in range(self.nodes)]
         p += [9600 + i + offset for i in range(self.nodes)]
         return p
+
+    def host(self, proc):
+        """The address proc listens on (shoal-cluster's host_ip)."""
+        if self.netns is None:
+            return "127.0.0.1"
+        if proc == "controller":
+            return "10.88.0.2"
+        if proc.startswith("gateway"):
+            return "10.88.0.%d" % (10 + int(proc[len("gateway-"):] or 0))
+        return "10.88.0.%d" % (100 + int(proc[len("fnstore-"):]))
+
+    def gw_host(self, g=0):
+        return self.host("gateway-%d" % g if g else "gateway")
+
+    def link(self, proc, what):
+        """--netns: plug proc's host in (up), cut it off (down), or limit its cable
+        (a tc rate such as 20mbit; unlimited)."""
+        log("link %s %s" % (proc, what))
+        self.cluster_cmd("link", proc, what)
 
     def procs(self):
         return (["controller"] + ["fnstore-%d" % i for i in range(self.nodes)] + ["gateway"] +
@@ -322,11 +346,15 @@ class Cluster:
                     "--fnstore-args", self.fnstore_args]
             if self.cos:
                 args += ["--cos", self.cos]
+            if self.netns:
+                args += ["--netns", self.netns]
             self.started = True
             t0 = time.time()
             rc, out = self.cluster_cmd(*args, check=False, timeout=timeout * 3 + 30)
             if rc == 0:
                 log("cluster start: %.1fs (offset %d)" % (time.time() - t0, self.offset))
+                if self.netns:
+                    enter_netns(self.netns + "-client")
                 return out
             if "port taken" not in out or n == tries - 1:
                 raise TestFailure("%s failed (exit %d):\n%s" % (" ".join(args), rc, out))
@@ -388,7 +416,8 @@ class Cluster:
         return self.test.binary("shoalctl")
 
     def shoalctl(self, *args, check=True, timeout=30):
-        cmd = [self.shoalctl_path(), "--controller", "http://127.0.0.1:%d" % self.ctl_port,
+        cmd = [self.shoalctl_path(), "--controller",
+               "http://%s:%d" % (self.host("controller"), self.ctl_port),
                "--token-file", os.path.join(self.dir, "admin.token")] + list(args)
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
         if check and p.returncode != 0:
@@ -404,7 +433,8 @@ class Cluster:
         if body is not None and not isinstance(body, (bytes, str)):
             body = json.dumps(body)
             h.setdefault("Content-Type", "application/json")
-        return http_request(self.ctl_port, method, path, body, h, timeout=30)
+        return http_request(self.ctl_port, method, path, body, h, timeout=30,
+                            host=self.host("controller"))
 
     def nodes_up(self):
         """Number of nodes the controller reports up (GET /v1/nodes)."""
@@ -456,7 +486,7 @@ class Cluster:
 
     def wait_tenant_known(self, key, timeout=20):
         """The gateway learns tenants from the controller: wait until it accepts the key."""
-        g = Gateway(self.gw_port, key)
+        g = Gateway(self.gw_port, key, self.gw_host())
         deadline = time.time() + timeout
         r = None
         while time.time() < deadline:
@@ -471,17 +501,18 @@ class Cluster:
 
     def gw(self, tenant_or_key):
         key = tenant_or_key["key"] if isinstance(tenant_or_key, dict) else tenant_or_key
-        return Gateway(self.gw_port, key)
+        return Gateway(self.gw_port, key, self.gw_host())
 
     def metrics(self, node):
-        r = http_request(self.metrics_port(node), "GET", "/metrics", timeout=10)
+        r = http_request(self.metrics_port(node), "GET", "/metrics", timeout=10,
+                         host=self.host("fnstore-%d" % node))
         if r.status != 200:
             raise TestFailure("metrics of node %d: %r" % (node, r))
         return parse_metrics(r.body.decode("utf-8", "replace"))
 
     def gw_metrics(self, g=0):
         """Gateway g's /metrics, parsed (parse_metrics)."""
-        r = http_request(self.gw_port_of(g), "GET", "/metrics", timeout=10)
+        r = http_request(self.gw_port_of(g), "GET", "/metrics", timeout=10, host=self.gw_host(g))
         if r.status != 200:
             raise TestFailure("gateway /metrics: %r" % r)
         return parse_metrics(r.body.decode("utf-8", "replace"))
@@ -543,6 +574,35 @@ class Cluster:
             print("cluster dir kept: %s" % self.dir)
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def netns_usable():
+    """Can this process make network namespaces (root, `ip netns`)? Tests of
+    several hosts need them."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        return False
+    name = "shoalprobe%d" % os.getpid()
+    p = subprocess.run(["ip", "netns", "add", name], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    if p.returncode != 0:
+        return False
+    subprocess.run(["ip", "netns", "del", name], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return True
+
+
+def enter_netns(name):
+    """Moves this thread, and the threads and processes it starts from now on, into
+    network namespace name (/run/netns/name)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open("/run/netns/" + name, os.O_RDONLY)
+    try:
+        if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+            e = ctypes.get_errno()
+            raise OSError(e, "setns %s: %s" % (name, os.strerror(e)))
+    finally:
+        os.close(fd)
 
 
 def parse_metrics(text):

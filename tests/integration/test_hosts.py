@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""integ.hosts: the cluster spread over hosts, every process in a network
+namespace of its own cabled to one switch (shoal-cluster --netns), and the
+network between them failing in ways a killed process does not show: a
+node cut off while it runs, a node behind a slow link.
+
+1. Addresses: the controller lists every node and both gateways at their
+   hosts' addresses, and objects written through either gateway read back
+   through both (the requests for the other gateway's tenant cross hosts).
+2. A node cut off (its cable down, its process alive): PUTs go on (the
+   first with a chunk for it waits out --io-timeout-ms, once), no other
+   node's connection is failed for it, every acknowledged object reads
+   back by SHA-256 without waiting for the timeout, and the controller
+   says the node is down. Cabled again, it is up, serves reads, and every
+   object still reads back.
+3. A node behind a slow link (20 Mbit/s each way): reads stop asking it
+   after the first (its GETs are hedged and canceled, which is enough to
+   call it slow) but for a probe a second, so the reads stay fast; the
+   link at full speed again, the next probe finds it fast and it serves
+   its share of reads again.
+"""
+import os
+import random
+import sys
+import time
+
+import shoaltest as st
+
+IO_TIMEOUT_MS = 2000
+OBJ = 3 << 20  # an RS(4+2) stripe: a 768 KiB chunk on every node
+
+
+def nodes(c):
+    r = c.admin("GET", "/v1/nodes")
+    if r.status != 200:
+        raise st.TestFailure("GET /v1/nodes: %r" % r)
+    j = r.json()
+    return {n["id"]: n for n in (j.get("nodes", j) if isinstance(j, dict) else j)}
+
+
+def wait_node(c, node, state, timeout):
+    st.wait_until(lambda: str(nodes(c)[node].get("state")).lower() == state, timeout,
+                  "node %d %s at the controller" % (node, state))
+
+
+def node_gets(c, node, tenant):
+    """Chunk GETs node has served for tenant."""
+    m = c.metrics(node)
+    return sum(v for k, v in m.items()
+               if k.startswith('shoal_fnstore_requests_total{tenant="%d",op="get"' % tenant))
+
+
+def read_all(t, g, acked, what, limit_s):
+    """GETs every acknowledged object; each whole, and none slower than limit_s."""
+    slowest = 0.0
+    for key, sha in sorted(acked.items()):
+        t0 = time.time()
+        r = g.get(key)
+        took = time.time() - t0
+        slowest = max(slowest, took)
+        t.status(r, 200, "%s: GET %s" % (what, key))
+        t.eq(st.sha256(r.body), sha, "%s: SHA-256 of %s" % (what, key))
+        t.check(took < limit_s, "%s: GET %s took %.2f s (limit %.1f s)" % (what, key, took, limit_s))
+    return slowest
+
+
+def put(t, g, key, data, acked, what, limit_s=None):
+    t0 = time.time()
+    r = g.put(key, data)
+    took = time.time() - t0
+    t.status(r, 201, "%s: PUT %s" % (what, key))
+    if limit_s is not None:
+        t.check(took < limit_s, "%s: PUT %s took %.2f s (limit %.1f s)" % (what, key, took,
+                                                                         limit_s))
+    acked[key] = st.sha256(data)
+    return took
+
+
+def addresses(t, c, rng):
+    ns = nodes(c)
+    t.eq(len(ns), 6, "nodes listed")
+    for i in range(6):
+        t.eq(ns[i]["addr"].split(":")[0], c.host("fnstore-%d" % i), "node %d's address" % i)
+    r = c.admin("GET", "/v1/internal/state")
+    t.status(r, 200, "internal state")
+    urls = sorted(g["url"] for g in r.json()["gateways"])
+    t.eq(urls, ["http://%s:%d" % (c.gw_host(g), c.gw_port_of(g)) for g in range(2)],
+         "the gateways' URLs")
+    for n in range(4):  # tenants spread over both gateways
+        ten = c.create_tenant()
+        ga = st.Gateway(c.gw_port_of(0), ten["key"], c.gw_host(0))
+        gb = st.Gateway(c.gw_port_of(1), ten["key"], c.gw_host(1))
+        acked = {}
+        for i, size in enumerate((1000, OBJ)):
+            put(t, (ga, gb)[i], "k%d" % i, rng.randbytes(size), acked, "tenant %d" % n)
+        read_all(t, ga, acked, "tenant %d through gateway 0" % n, 30)
+        read_all(t, gb, acked, "tenant %d through gateway 1" % n, 30)
+    fwd = sum(st.parse_metrics(st.http_request(c.gw_port_of(g), "GET", "/metrics",
+                                               host=c.gw_host(g)).body.decode())
+              .get("shoal_gateway_forwarded_requests_total", 0) for g in range(2))
+    t.check(fwd >= 4, "requests forwarded between the gateways' hosts: %d" % fwd)
+
+
+def conn_downs(c):
+    """The gateways' "conn down" log lines (each has its time)."""
+    return {ln for text in c.logs("gateway").values() for ln in text.splitlines()
+            if "conn down" in ln}
+
+
+def partition(t, c, rng):
+    ten = c.create_tenant()
+    g = c.gw(ten)
+    acked = {}
+    for i in range(8):
+        put(t, g, "before/%d" % i, rng.randbytes(rng.choice([1000, OBJ])), acked, "before")
+    downs_before = conn_downs(c)
+
+    c.link("fnstore-2", "down")
+    t0 = time.time()
+    waited = 0
+    for i in range(6):
+        took = put(t, g, "cut/%d" % i, rng.randbytes(OBJ), acked, "node 2 cut off",
+                   IO_TIMEOUT_MS / 1000 + 3)
+        waited += took > IO_TIMEOUT_MS / 1000 / 2
+    t.check(waited <= 1, "PUTs that waited for node 2's timeout: %d, want at most 1" % waited)
+    others = sorted(ln for ln in conn_downs(c) - downs_before if "node=2 " not in ln)
+    t.check(not others, "connections failed for node 2's silence: %s" % others)
+    read_all(t, g, acked, "node 2 cut off", IO_TIMEOUT_MS / 1000)
+    wait_node(c, 2, "down", 15)
+    t.check(c.alive("fnstore-2"), "node 2's process runs on")
+    read_all(t, g, acked, "node 2 down", IO_TIMEOUT_MS / 1000)
+    st.log("node 2 cut off for %.1f s" % (time.time() - t0))
+
+    c.link("fnstore-2", "up")
+    wait_node(c, 2, "up", 15)
+    for i in range(4):
+        put(t, g, "after/%d" % i, rng.randbytes(OBJ), acked, "node 2 back")
+    before = node_gets(c, 2, ten["id"])
+
+    def serves():
+        read_all(t, g, acked, "node 2 back", IO_TIMEOUT_MS / 1000)
+        return node_gets(c, 2, ten["id"]) > before
+    st.wait_until(serves, 20, "node 2 serving reads again")
+
+
+def slow_link(t, c, rng):
+    # Two tenants (RS estimates are per tenant and node): "known" reads at full
+    # speed first, "new" reads nothing before the link is slow.
+    tens = [c.create_tenant(), c.create_tenant()]
+    gws = [c.gw(x) for x in tens]
+    acked = [{}, {}]
+    for g, a in zip(gws, acked):
+        for i in range(12):
+            put(t, g, "s/%d" % i, rng.randbytes(OBJ), a, "full speed")
+
+    def asked(who):
+        return node_gets(c, 3, tens[who]["id"])
+    before = asked(0)
+    for _ in range(3):
+        read_all(t, gws[0], acked[0], "full speed", 10)
+    share = asked(0) - before
+    st.log("node 3 at full speed: asked %d times in 36 reads" % share)
+    t.check(share >= 3, "node 3 asked %d times in 36 reads at full speed" % share)
+
+    c.link("fnstore-3", "20mbit")
+    before = [asked(0), asked(1)]
+    t0 = time.time()
+    slowest = 0
+    for _ in range(6):
+        for who in (0, 1):
+            slowest = max(slowest, read_all(t, gws[who], acked[who], "node 3 slow", 5))
+        time.sleep(0.5)
+    secs = time.time() - t0
+    for who, name in ((0, "known"), (1, "new")):
+        n = asked(who) - before[who]
+        st.log("node 3 at 20 Mbit/s: asked %d times in 72 reads of the %s tenant over %.1f s" %
+               (n, name, secs))
+        # Until its RTT estimate is over the floor (each GET hedged after 5 ms and
+        # canceled raises it), then a probe a second. Asked for every read it could
+        # serve, it would be about half of them, each a 300 ms answer.
+        t.check(n <= 6 + int(secs), "node 3 asked %d times in %.1f s of the %s tenant's reads" %
+                (n, secs, name))
+    st.log("slowest read with node 3 slow: %.2f s" % slowest)
+    t.check(slowest < 0.5, "slowest read with node 3 slow: %.2f s" % slowest)
+
+    c.link("fnstore-3", "unlimited")
+    time.sleep(1.2)  # a probe is due
+    before = asked(0)
+    for _ in range(3):
+        read_all(t, gws[0], acked[0], "node 3 fast again", 5)
+    back = asked(0) - before
+    st.log("node 3 at full speed again: asked %d times in 36 reads" % back)
+    t.check(back >= share // 2, "node 3 asked %d times in 36 reads once fast again, %d before "
+            "its link was slow" % (back, share))
+
+
+def main(t):
+    rng = random.Random(7)
+    c = t.cluster(netns=True, gateways=2,
+                  gateway_args="--io-timeout-ms %d" % IO_TIMEOUT_MS)
+    t.section(addresses, c, rng)
+    t.section(partition, c, rng)
+    t.section(slow_link, c, rng)
+
+
+if __name__ == "__main__":
+    if not st.netns_usable():
+        print("SKIP integ.hosts: network namespaces need root and iproute2 (ip netns)")
+        sys.exit(77)
+    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    st.run(main, timeout=230)
