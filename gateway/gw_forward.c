@@ -19,6 +19,7 @@
 
 #define FORWARD_CONNECT_MS 2000
 #define FORWARD_TIMEOUT_MS 120000 /* the whole exchange: a large object both ways */
+#define FORWARD_DEAD_MS 3000      /* an owner whose host acknowledges nothing this long is gone */
 #define FORWARD_MAX_HEADERS 128
 
 struct gw_forward {
@@ -239,6 +240,7 @@ gw_forward_submit(struct gw_forward *fw, struct gw_fwd_job *j)
         .body_len = blen,
         .connect_timeout_ms = FORWARD_CONNECT_MS,
         .timeout_ms = FORWARD_TIMEOUT_MS,
+        .dead_peer_ms = FORWARD_DEAD_MS,
         .max_body = fw->max_body,
         .on_header = on_answer_header,
         .on_body = on_answer_body,

@@ -37,6 +37,12 @@ struct cm_httpc_req {
     const char *aws_sigv4;
     const char *user, *secret;
     int connect_timeout_ms, timeout_ms; /* 0: none */
+    /* > 0: a peer whose kernel acknowledges nothing for about this long
+     * (what is sent, or keepalive probes while the answer is awaited) is
+     * gone: the request fails then (-EIO), however long a live peer may
+     * take to answer. A host cut off sends no reset, so without this a
+     * request on a kept-alive connection waits out timeout_ms. */
+    int dead_peer_ms;
     size_t max_body; /* an answer body past this fails with CM_E_TOOBIG; 0: 64 MiB */
     /* Non-NULL: called for each header line of the answer, name and value
      * trimmed (borrowed for the call; not NUL-terminated). */

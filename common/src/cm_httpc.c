@@ -13,6 +13,8 @@
  * from using SIGALRM for DNS timeouts in threaded daemons.
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +180,26 @@ slist_add(struct curl_slist *l, const char *line)
     return h != NULL ? h : l;
 }
 
+/* A new connection of a request with dead_peer_ms: keepalive probes every
+ * second while it waits, and a peer that acknowledges neither them nor
+ * data for dead_peer_ms is given up (TCP_USER_TIMEOUT rules both). */
+static int
+on_socket(void *arg, curl_socket_t fd, curlsocktype purpose)
+{
+    const struct cm_httpc_req *req = arg;
+    int one = 1, cnt = req->dead_peer_ms / 1000 + 1;
+    unsigned int ms = (unsigned int)req->dead_peer_ms;
+
+    if (purpose == CURLSOCKTYPE_IPCXN) {
+        (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &one, sizeof(one));
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &one, sizeof(one));
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+    }
+    return CURL_SOCKOPT_OK;
+}
+
 /* Sets c up for req, answers into sink; returns the header list to free
  * once the transfer is done (after unhooking it from c). */
 static struct curl_slist *
@@ -226,6 +248,10 @@ setup(CURL *c, const struct cm_httpc_req *req, struct httpc_sink *sink)
     }
     if (req->connect_timeout_ms > 0) {
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)req->connect_timeout_ms);
+    }
+    if (req->dead_peer_ms > 0) {
+        curl_easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, on_socket);
+        curl_easy_setopt(c, CURLOPT_SOCKOPTDATA, (void *)req);
     }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, sink);

@@ -43,6 +43,7 @@
 #define FAST_BASE_HALF_NS 5000000000ull /* base RTT: least sample of the last 5-10 s */
 #define FAST_IDLE_NS 60000000000ull
 #define FAST_PROBE_NS 1000000000ull /* a slow node is asked again after this quiet */
+#define FAST_TRIAL 4 /* answers a node probed back to speed gets before it may count slow */
 #define FAST_NONE UINT64_MAX
 
 /* The least value noted in this half window and in the one before it:
@@ -62,6 +63,7 @@ struct fast_peer {
     uint64_t next_update; /* the window law applies from then on */
     uint64_t last_ns;     /* last send or end */
     uint64_t sampled_ns;  /* last RTT sample */
+    uint32_t trial;       /* answers left of a trial: never slow, RTT gain 1/2 */
     uint32_t out;
     int used;
 };
@@ -80,6 +82,7 @@ struct fast_pos {
     long win;    /* floor(window), >= 1 */
     double srtt; /* 0: unknown */
     int slow;    /* RTT above FAST_MARGIN times another candidate's */
+    int exempt;  /* never slow: its probe is due, or it is on trial */
     int cls;     /* 0 wanted (or any copy), 1 other data, 2 parity */
     uint64_t tie;
 };
@@ -259,7 +262,7 @@ fast_sample(const struct fast *f, struct fast_peer *p, uint64_t rtt, int is_base
         p->next_update = now + 2 * rtt;
     } else {
         p->rttvar += (fabs(s - p->srtt) - p->rttvar) / 4;
-        p->srtt += (s - p->srtt) / 8;
+        p->srtt += (s - p->srtt) / (p->trial > 0 ? 2 : 8);
     }
     if (is_base) {
         fast_min_note(&p->base, rtt, now);
@@ -304,11 +307,15 @@ fast_mix(uint64_t z)
 /* A slow node is asked nothing, so nothing would tell when it is fast
  * again: once quiet (nothing outstanding) for FAST_PROBE_NS it is asked
  * as if it were not slow, one probe a second at most, since a probe is
- * hedged like any GET (overdue) and its end makes the node busy again. */
+ * hedged like any GET (overdue) and its end makes the node busy again.
+ * A probe answered in less than 1/FAST_MARGIN of the estimate starts a
+ * trial (fast_on_done): the first answer after a pause is in TCP slow
+ * start again, 3-6 times slower than the next, and alone it would call
+ * the node slow for another second. */
 static int
-fast_probe_due(const struct fast_peer *p, uint64_t now)
+fast_exempt(const struct fast_peer *p, uint64_t now)
 {
-    return p != NULL && p->out == 0 && now >= p->last_ns + FAST_PROBE_NS;
+    return p != NULL && (p->trial > 0 || (p->out == 0 && now >= p->last_ns + FAST_PROBE_NS));
 }
 
 /* Fills x[j] for the positions of set, and gives their records (made if
@@ -336,6 +343,7 @@ fast_positions(struct fast *f, const struct pol_rs_view *v, uint64_t set, uint64
         x[j].srtt = p != NULL ? p->srtt : 0;
         x[j].cls = v->k == 1 || (v->want >> j & 1) ? 0 : j < v->k ? 1 : 2;
         x[j].tie = fast_mix(rand + (j + 1) * 0x9e3779b97f4a7c15ull);
+        x[j].exempt = fast_exempt(p, now);
         if (x[j].free >= 1 && x[j].srtt > 0 && (least == 0 || x[j].srtt < least)) {
             least = x[j].srtt;
         }
@@ -343,8 +351,7 @@ fast_positions(struct fast *f, const struct pol_rs_view *v, uint64_t set, uint64
     for (s = set; s != 0; s &= s - 1) {
         unsigned j = (unsigned)__builtin_ctzll(s);
         x[j].slow = v->k > 1 && least > 0 && x[j].srtt > FAST_MARGIN * least &&
-                    x[j].srtt > (double)FAST_FLOOR_NS &&
-                    !fast_probe_due(fast_find(f, fast_key(v->tenant, v->holders[j])), now);
+                    x[j].srtt > (double)FAST_FLOOR_NS && !x[j].exempt;
     }
 }
 
@@ -474,11 +481,18 @@ fast_on_done(struct pol_rs *rs, uint32_t tenant, uint32_t node, uint32_t bytes, 
         /* An estimate with no sample for FAST_PROBE_NS before this GET
          * was sent (a probe, a node read again after a pause) is stale:
          * this answer starts it again rather than being 1/8 of it, so a
-         * node fast again is told from one probe, not thirty. */
-        if (p->srtt > 0 && now_ns >= rtt_ns && now_ns - rtt_ns >= p->sampled_ns + FAST_PROBE_NS) {
+         * node fast again is told from one probe, not thirty; if under
+         * 1/FAST_MARGIN of it, a trial starts too (fast_exempt). */
+        int starts = p->srtt == 0;
+        if (!starts && now_ns >= rtt_ns && now_ns - rtt_ns >= p->sampled_ns + FAST_PROBE_NS) {
+            p->trial = (double)rtt_ns * FAST_MARGIN < p->srtt ? FAST_TRIAL : 0;
             p->srtt = 0;
+            starts = 1;
         }
         fast_sample(f, p, rtt_ns, 1, now_ns);
+        if (!starts && p->trial > 0) {
+            p->trial--;
+        }
     } else if (p->srtt == 0 || (double)rtt_ns > p->srtt) {
         /* A GET ended unanswered took at least rtt_ns: it raises the
          * estimate, or starts it. Without the start, a node whose every

@@ -2,7 +2,7 @@
 """integ.hosts: the cluster spread over hosts, every process in a network
 namespace of its own cabled to one switch (shoal-cluster --netns), and the
 network between them failing in ways a killed process does not show: a
-node cut off while it runs, a node behind a slow link.
+host cut off while its process runs (silence, no reset), a slow link.
 
 1. Addresses: the controller lists every node and both gateways at their
    hosts' addresses, and objects written through either gateway read back
@@ -13,11 +13,16 @@ node cut off while it runs, a node behind a slow link.
    back by SHA-256 without waiting for the timeout, and the controller
    says the node is down. Cabled again, it is up, serves reads, and every
    object still reads back.
-3. A node behind a slow link (20 Mbit/s each way): reads stop asking it
-   after the first (its GETs are hedged and canceled, which is enough to
-   call it slow) but for a probe a second, so the reads stay fast; the
-   link at full speed again, the next probe finds it fast and it serves
-   its share of reads again.
+3. A node behind a slow link (20 Mbit/s each way): reads ask it a few
+   times until its RTT estimate says slow (its GETs hedged and canceled
+   count), then once a second (a probe), so the reads stay fast, also for
+   a tenant that had never read from it; the link at full speed again, the
+   next probe finds it fast and it serves its share of reads again.
+4. A gateway cut off: the requests for its tenants through the other
+   gateway get 503 with Retry-After within seconds (the forward gives up
+   on a host that acknowledges nothing), not after the forward's two
+   minutes; the other gateway's own tenants are served; cabled again, the
+   owner serves its tenants through the other gateway again.
 """
 import os
 import random
@@ -194,6 +199,47 @@ def slow_link(t, c, rng):
             "its link was slow" % (back, share))
 
 
+def owner_of(c, ten):
+    """The index g of the gateway that owns tenant ten (the controller's state)."""
+    j = c.admin("GET", "/v1/internal/state").json()
+    gid = [x.get("gateway", "") for x in j["tenants"] if x["id"] == ten["id"]][0]
+    url = [x["url"] for x in j["gateways"] if x["id"] == gid][0]
+    return [g for g in range(2) if url == "http://%s:%d" % (c.gw_host(g), c.gw_port_of(g))][0]
+
+
+def gateway_cut(t, c, rng):
+    tens = [c.create_tenant() for _ in range(2)]
+    own = [owner_of(c, x) for x in tens]
+    t.check(sorted(own) == [0, 1], "two new tenants, one on each gateway: %s" % own)
+    cut = tens[own.index(0)]  # owned by the gateway about to be cut off
+    other = tens[own.index(1)]
+    via = st.Gateway(c.gw_port_of(1), cut["key"], c.gw_host(1))
+    acked = {}
+    put(t, via, "cut/a", rng.randbytes(OBJ), acked, "owner cabled")  # a kept-alive connection
+    read_all(t, via, acked, "owner cabled", 10)
+    failed0 = c.gw_metrics(1).get("shoal_gateway_forward_failures_total", 0)
+
+    c.link("gateway", "down")
+    for i in range(2):
+        t0 = time.time()
+        r = via.get("cut/a", timeout=60)
+        took = time.time() - t0
+        st.log("GET through the other gateway, its owner cut off: %d in %.1f s" % (r.status, took))
+        t.status(r, 503, "GET %d of a tenant whose gateway is cut off" % i)
+        t.check(r.header("Retry-After"), "503 without Retry-After")
+        t.check(took < 10, "GET %d of a tenant whose gateway is cut off took %.1f s" % (i, took))
+    g1 = st.Gateway(c.gw_port_of(1), other["key"], c.gw_host(1))
+    mine = {}
+    put(t, g1, "served", rng.randbytes(1000), mine, "the other gateway's tenant")
+    read_all(t, g1, mine, "the other gateway's tenant", 5)
+    t.check(c.gw_metrics(1).get("shoal_gateway_forward_failures_total", 0) >= failed0 + 2,
+            "forward failures counted")
+
+    c.link("gateway", "up")
+    st.wait_until(lambda: via.get("cut/a").status == 200, 20, "the owner served again")
+    read_all(t, via, acked, "owner cabled again", 10)
+
+
 def main(t):
     rng = random.Random(7)
     c = t.cluster(netns=True, gateways=2,
@@ -201,6 +247,7 @@ def main(t):
     t.section(addresses, c, rng)
     t.section(partition, c, rng)
     t.section(slow_link, c, rng)
+    t.section(gateway_cut, c, rng)
 
 
 if __name__ == "__main__":

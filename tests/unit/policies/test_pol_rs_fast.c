@@ -487,7 +487,10 @@ test_never_answered(void)
 }
 
 /* A slow node quiet for a second is asked again (a probe), one at a
- * time; one quick answer after the pause makes it a node like the others. */
+ * time. An answer in under half its estimate restarts the estimate and
+ * starts a trial: four answers in which it is never slow and its RTT
+ * moves by halves, so a first answer slowed by the pause (TCP slow start)
+ * does not call it slow again; a probe no faster keeps it slow. */
 static void
 test_probe(void)
 {
@@ -509,19 +512,31 @@ test_probe(void)
     for (uint64_t r = 0; r < 20; r++) {
         CHECK(!(choose(rs, &v, now + 2 * SEC, r) & B(1))); /* while it is out */
     }
-    done(rs, 7, 11, 1 * MS, POL_RS_ANSWERED, now + 1 * MS);
-    now += 1 * MS;
-    CHECK(peer(rs, 7, 11).rtt_ns == 1 * MS);
+    /* 12 ms: over the floor and 12x the others, but a quarter of 50. */
+    done(rs, 7, 11, 12 * MS, POL_RS_ANSWERED, now + 12 * MS);
+    now += 12 * MS;
+    CHECK_EQ_INT(peer(rs, 7, 11).rtt_ns, 12 * MS);
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ_INT(choose(rs, &v, now, 1), 0xf); /* on trial */
+        sample(rs, 7, 11, 1 * MS, now += 1 * MS);
+    }
+    CHECK(peer(rs, 7, 11).rtt_ns < 2 * MS); /* 12, 6.5, 3.75, 2.38, 1.69 */
     CHECK_EQ_INT(choose(rs, &v, now, 1), 0xf);
-    /* Still slow: the probe's answer says so, and the next waits a second. */
+    /* Slow again: once its estimate is, with no trial left. */
     feed(rs, 7, 11, 50 * MS, 1 * MS, 100 * MS, &now);
+    CHECK(!(choose(rs, &v, now, 1) & B(1)));
+    /* A probe no faster (40 ms, not under 25): still slow. */
     for (uint32_t node = 10; node < 16; node++) {
         if (node != 11) {
-            uint64_t t = now;
+            uint64_t t = now + 1 * SEC;
             feed(rs, 7, node, 1 * MS, 1 * MS, 10 * MS, &t);
         }
     }
-    CHECK(!(choose(rs, &v, now + 10 * MS, 1) & B(1)));
+    now += 1 * SEC;
+    CHECK(choose(rs, &v, now, 1) & B(1));
+    send(rs, 7, 11, now);
+    done(rs, 7, 11, 40 * MS, POL_RS_ANSWERED, now + 40 * MS);
+    CHECK(!(choose(rs, &v, now + 50 * MS, 1) & B(1)));
     ops->destroy(rs);
 }
 
