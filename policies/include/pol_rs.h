@@ -75,7 +75,9 @@
  *            another candidate's and above 5 ms (then, by rank: not that
  *            slow, wanted, other data, parity, least filled window); a node
  *            that slow, with nothing outstanding for 1 s, is asked as if it
- *            were not (a probe: its answer restarts the stale estimate). Only those with a free
+ *            were not (a probe: its answer restarts the stale estimate,
+ *            and one under half of it starts a trial: 4 answers in which
+ *            the node is never slow and its RTT moves by halves). Only those with a free
  * slot are asked (the rest when the read is offered again); -EAGAIN when none has one and some GET
  * is outstanding, else it asks anyway overdue  a holder is slow RTT + 4 deviations after it was
  * asked, within [5 ms, slow_ns]; slow_ns before its first sample Entries are in a hash table; one
