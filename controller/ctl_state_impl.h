@@ -38,6 +38,10 @@ struct ctl_state {
     size_t ngws;
     struct gw_rec *gws;   /* id order (strcmp) */
     uint64_t now_ns;      /* latest time any caller passed in; never goes back */
+    /* The last heartbeat of any node, and the start of the run of them
+     * with no gap over the node timeout (do_tick judges only within one). */
+    uint64_t heard_ns, hearing_since_ns;
+    int deaf; /* no node heard for the node timeout: logged once */
     struct ctl_s3set *s3; /* tenants' S3 keys (ctl_s3keys.h) */
 };
 

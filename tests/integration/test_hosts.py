@@ -23,10 +23,16 @@ host cut off while its process runs (silence, no reset), a slow link.
    on a host that acknowledges nothing), not after the forward's two
    minutes; the other gateway's own tenants are served; cabled again, the
    owner serves its tenants through the other gateway again.
+5. The controller cut off for 8 s under PUTs and GETs: no request fails or
+   takes over 2 s, during the cut nor once it is heard again; the
+   controller says it hears no node and calls none down (it would have
+   called every one down, and the gateways would have written around
+   them for half a second when it came back).
 """
 import os
 import random
 import sys
+import threading
 import time
 
 import shoaltest as st
@@ -240,6 +246,53 @@ def gateway_cut(t, c, rng):
     read_all(t, via, acked, "owner cabled again", 10)
 
 
+def controller_cut(t, c, rng):
+    ten = c.create_tenant()
+    g = c.gw(ten)
+    data = rng.randbytes(300000)
+    acked, bad = {}, []
+    stop = threading.Event()
+
+    def load():
+        n = 0
+        while not stop.is_set():
+            key = "c/%d" % (n % 40)
+            for m in ("PUT", "GET"):
+                t0 = time.time()
+                try:
+                    r = g.put(key, data, timeout=30) if m == "PUT" else g.get(key, timeout=30)
+                    st_ = r.status
+                except OSError as e:
+                    st_ = str(e)
+                took = time.time() - t0
+                if st_ not in (200, 201) or took > 2:
+                    bad.append((round(t0, 2), m, key, st_, round(took, 2)))
+                elif m == "PUT":
+                    acked[key] = st.sha256(data)
+            n += 1
+
+    th = threading.Thread(target=load)
+    th.start()
+    try:
+        time.sleep(2)
+        c.link("controller", "down")
+        time.sleep(8)  # every node's timeout runs out twice over
+        c.link("controller", "up")
+        time.sleep(5)
+    finally:
+        stop.set()
+        th.join()
+    t.check(not bad, "requests failed or over 2 s around the controller's cut: %d, first %s" %
+            (len(bad), bad[:5]))
+    log = c.logs("controller")["controller.log"]
+    t.check("hears no node" in log, "the controller said it heard no node")
+    cut = log[log.rindex("hears no node"):]
+    t.check("node down" not in cut, "a node called down by a controller that heard none: %s" %
+            [ln for ln in cut.splitlines() if "node down" in ln])
+    t.eq(c.nodes_up(), 6, "nodes up after the controller is heard again")
+    read_all(t, g, acked, "after the controller's cut", 5)
+
+
 def main(t):
     rng = random.Random(7)
     c = t.cluster(netns=True, gateways=2,
@@ -248,6 +301,7 @@ def main(t):
     t.section(partition, c, rng)
     t.section(slow_link, c, rng)
     t.section(gateway_cut, c, rng)
+    t.section(controller_cut, c, rng)
 
 
 if __name__ == "__main__":

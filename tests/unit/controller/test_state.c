@@ -253,6 +253,21 @@ test_gateways(void)
     t_rmtree(dir);
 }
 
+/* Bit i: the i-th node (id order) is up. */
+static unsigned
+up_mask(struct ctl_state *st, uint64_t now)
+{
+    struct ctl_snapshot s;
+    unsigned m = 0;
+
+    ctl_state_snapshot(st, now, &s);
+    for (size_t i = 0; i < s.nnodes; i++) {
+        m |= (unsigned)s.nodes[i].up << i;
+    }
+    ctl_snapshot_fini(&s);
+    return m;
+}
+
 int
 main(void)
 {
@@ -324,8 +339,12 @@ main(void)
     CHECK(s.local[0].node == 1 && s.local[0].tenant == 1 && s.local[0].weight == 1.5);
     CHECK(s.local[1].node == 3);
     ctl_snapshot_fini(&s);
-    /* Node 1 falls silent; node 3 keeps reporting. */
+    /* Node 1 falls silent; node 3 keeps reporting: node 1 is down once
+     * node 3 is heard after node 1's timeout ran out, not before. */
     heartbeat(st, 3, T0 + 3500 * MS, 0, 0);
+    ctl_state_tick(st, T0 + 4001 * MS);
+    CHECK(up_mask(st, T0 + 4001 * MS) == 3);
+    heartbeat(st, 3, T0 + 4001 * MS, 0, 0);
     ctl_state_tick(st, T0 + 4001 * MS);
     ctl_state_snapshot(st, T0 + 4001 * MS, &s);
     CHECK(!s.nodes[0].up && s.nodes[1].up);
@@ -369,16 +388,45 @@ main(void)
     CHECK(s.nodes[0].up && s.nodes[1].up); /* presumed up after a restart */
     CHECK_EQ_STR(s.nodes[1].n.addr, "127.0.0.1:9503");
     ctl_snapshot_fini(&s);
-    /* ... until silent for the node timeout counted from the first tick. */
+    /* ... and while no node is heard at all, kept so: a controller that hears
+     * none judges none. */
     ctl_state_tick(st, T0);
     ctl_state_tick(st, T0 + 2000 * MS);
-    ctl_state_snapshot(st, T0 + 2000 * MS, &s);
-    CHECK(s.nodes[0].up && s.nodes[1].up);
-    ctl_snapshot_fini(&s);
-    ctl_state_tick(st, T0 + 4000 * MS);
-    ctl_state_snapshot(st, T0 + 4000 * MS, &s);
-    CHECK(!s.nodes[0].up && !s.nodes[1].up);
-    ctl_snapshot_fini(&s);
+    ctl_state_tick(st, T0 + 9000 * MS);
+    CHECK(up_mask(st, T0 + 9000 * MS) == 3);
+    /* Node 3 heard from 10 s on: node 1, silent since the first tick, is down
+     * once node 3 has been heard for a node timeout, not before. */
+    heartbeat(st, 3, T0 + 10000 * MS, 0, 0);
+    heartbeat(st, 3, T0 + 12000 * MS, 0, 0);
+    ctl_state_tick(st, T0 + 12500 * MS);
+    CHECK(up_mask(st, T0 + 12500 * MS) == 3);
+    ctl_state_tick(st, T0 + 13001 * MS);
+    CHECK(up_mask(st, T0 + 13001 * MS) == 2);
+    /* Both heard, then neither for 10 s (the controller cut off): no
+     * verdict, and none when the first is heard again, before the other's
+     * next heartbeat. */
+    heartbeat(st, 1, T0 + 13500 * MS, 0, 0);
+    heartbeat(st, 3, T0 + 13500 * MS, 0, 0);
+    ctl_state_tick(st, T0 + 23500 * MS);
+    heartbeat(st, 3, T0 + 23600 * MS, 0, 0);
+    ctl_state_tick(st, T0 + 24000 * MS);
+    CHECK(up_mask(st, T0 + 24000 * MS) == 3);
+    heartbeat(st, 1, T0 + 24400 * MS, 0, 0);
+    heartbeat(st, 3, T0 + 25600 * MS, 0, 0);
+    ctl_state_tick(st, T0 + 26700 * MS);
+    CHECK(up_mask(st, T0 + 26700 * MS) == 3);
+    /* Judged again: node 1 silent past the timeout while node 3 is heard. */
+    heartbeat(st, 3, T0 + 27500 * MS, 0, 0);
+    ctl_state_tick(st, T0 + 27500 * MS);
+    CHECK(up_mask(st, T0 + 27500 * MS) == 2);
+    /* Heartbeats a second apart, then none (the controller cut off): the
+     * first to fall silent is not down before the other's timeout runs out
+     * too, since none is heard after its own. */
+    heartbeat(st, 1, T0 + 28000 * MS, 0, 0);
+    heartbeat(st, 3, T0 + 28900 * MS, 0, 0);
+    ctl_state_tick(st, T0 + 31500 * MS);
+    ctl_state_tick(st, T0 + 32200 * MS);
+    CHECK(up_mask(st, T0 + 32200 * MS) == 3);
     CHECK_EQ_INT(ctl_state_tenant_create(st, "gamma", 1.0, 0, -1, 1, 0, key, &t), 0);
     CHECK_EQ_INT(t.id, 3);
     ctl_state_destroy(st);
