@@ -229,7 +229,7 @@ class Cluster:
         self.test = test
         # shoal-cluster --netns: every process on a host (network namespace) of its own;
         # this process then joins the tools' host, NAME-client.
-        self.netns = "shoal%06x" % random.randrange(1 << 24) if netns else None
+        self.netns = "shoal%d-%d" % (os.getpid(), len(test.clusters)) if netns else None
         self.gateways = gateways  # shoal-cluster --gateways: gateway, gateway-1, ...
         self.cos = cos  # every node's --cos URL (None: shoal-cluster's directory COS)
         self.build = test.build
