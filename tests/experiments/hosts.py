@@ -104,7 +104,7 @@ def plot(rows, path):
     fig, ax = plt.subplots(figsize=(10, 4.2))
     for a, b, _, _, label in FAULTS:
         ax.axvspan(a, b, color="0.88")
-        ax.text((a + b) / 2, 7.5, label, ha="center", va="bottom", fontsize=8)
+        ax.text((a + b) / 2, 6000, label, ha="center", va="bottom", fontsize=9)
     for op, color in (("PUT", "tab:blue"), ("GET", "tab:green")):
         ok = [(t, lat * 1000) for t, o, s, lat in rows if o == op and s in (200, 201)]
         ax.scatter([x[0] for x in ok], [x[1] for x in ok], s=3, color=color, label=op)
