@@ -11,9 +11,7 @@ import re
 import shlex
 import signal
 import subprocess
-import tempfile
 import threading
-import time
 
 import shoaltest as st
 

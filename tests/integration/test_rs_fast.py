@@ -24,7 +24,6 @@ import os
 import re
 import statistics
 import subprocess
-import time
 
 import shoaltest as st
 

@@ -42,8 +42,6 @@ import shutil
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import shoaltest as st
 
@@ -970,7 +968,7 @@ def slow_down(t, x):
     """A tenant's queue full at the nodes: SlowDown (503) on S3, 429 natively."""
     c2 = t.cluster(nodes=2, controller_args="--ec-k 1 --ec-m 1",
                    fnstore_args="--queue-limit 2 --cap-ops 40", name="slow")
-    ten = c2.create_tenant("slow")
+    c2.create_tenant("slow")
     key = json.loads(c2.shoalctl("--json", "tenant", "s3-key", "create", "slow").stdout)
     y = Ctx.__new__(Ctx)
     y.c, y.akid, y.secret = c2, key["access_key_id"], key["secret_access_key"]
