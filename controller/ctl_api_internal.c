@@ -264,18 +264,18 @@ state_gateway(struct ctl_call *c)
     if (id == NULL) {
         return 0;
     }
-    if (!ctl_valid_gateway_id(id, strlen(id))) {
+    if (!cm_gateway_id_valid(id, strlen(id))) {
         ctl_reply_error(c, 400, "bad_request", "gateway must be 1 to %d of [A-Za-z0-9._:-]",
                         CTL_GW_ID_MAX);
         return -1;
     }
-    if (url == NULL || !ctl_valid_gateway_url(url, strlen(url))) {
+    if (url == NULL || !cm_gateway_url_valid(url, strlen(url))) {
         ctl_reply_error(c, 400, "bad_request",
                         "url must be an http:// or https:// URL of at most %d characters",
                         CTL_GW_URL_MAX);
         return -1;
     }
-    if (s3 != NULL && s3[0] != '\0' && !ctl_valid_gateway_url(s3, strlen(s3))) {
+    if (s3 != NULL && s3[0] != '\0' && !cm_gateway_url_valid(s3, strlen(s3))) {
         ctl_reply_error(c, 400, "bad_request",
                         "s3_url must be empty or an http:// or https:// URL of at most %d "
                         "characters",

@@ -61,50 +61,6 @@ ctl_valid_addr(const char *s, size_t len)
 }
 
 int
-ctl_valid_gateway_id(const char *s, size_t len)
-{
-    if (s == NULL || len == 0 || len > CTL_GW_ID_MAX) {
-        return 0;
-    }
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == ':' || c == '-')) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-int
-ctl_valid_gateway_url(const char *s, size_t len)
-{
-    size_t scheme;
-
-    if (s == NULL || len > CTL_GW_URL_MAX) {
-        return 0;
-    }
-    if (len > 7 && strncmp(s, "http://", 7) == 0) {
-        scheme = 7;
-    } else if (len > 8 && strncmp(s, "https://", 8) == 0) {
-        scheme = 8;
-    } else {
-        return 0;
-    }
-    /* Printable ASCII only: the URL is rendered into JSON, logs and tables
-     * as it is, and JSON strings must be valid UTF-8. */
-    for (size_t i = scheme; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        if (c <= ' ' || c >= 0x7f || c == '"' || c == '\'' || c == '\\') {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-int
 ctl_key_new(char *key, char *hash)
 {
     char hex[CTL_KEY_HEX + 1];

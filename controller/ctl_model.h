@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cm_ec.h"
+#include "cm_gateway.h"
 
 #define CTL_NAME_MAX 63        /* [a-z0-9][a-z0-9-]{0,62} */
 #define CTL_WEIGHT_MAX 10000.0 /* weights are finite, > 0, <= this */
@@ -19,8 +20,8 @@
 #define CTL_ADDR_MAX 128
 #define CTL_KEY_HEX 48 /* random hex chars after "sk_" */
 #define CTL_KEY_LEN (3 + CTL_KEY_HEX)
-#define CTL_GW_ID_MAX 64   /* a gateway id: [A-Za-z0-9._:-]{1,64} */
-#define CTL_GW_URL_MAX 127 /* a gateway's URL */
+#define CTL_GW_ID_MAX CM_GATEWAY_ID_MAX
+#define CTL_GW_URL_MAX CM_GATEWAY_URL_MAX
 
 struct ctl_tenant {
     uint32_t id; /* 1, 2, ...; never reused */
@@ -53,13 +54,7 @@ int ctl_valid_ec(long k, long m);
 /* 1 if s is a plausible "host:port" node address (no spaces or quotes). */
 int ctl_valid_addr(const char *s, size_t len);
 
-/* 1 if s (len bytes) is a valid gateway id: 1 to CTL_GW_ID_MAX of
- * [A-Za-z0-9._:-] (it is a JSON string, a log field and a table cell). */
-int ctl_valid_gateway_id(const char *s, size_t len);
-/* 1 if s (len bytes) is a valid gateway URL: "http://" or "https://" and at
- * least one more character, at most CTL_GW_URL_MAX in all, printable ASCII
- * without spaces, quotes or backslashes. */
-int ctl_valid_gateway_url(const char *s, size_t len);
+/* Gateway ids and URLs: cm_gateway_id_valid, cm_gateway_url_valid. */
 
 /* Makes a new tenant key "sk_<48 hex>" (key: CTL_KEY_LEN + 1 bytes) and its
  * hash (65 bytes). 0 or a negative code. */

@@ -370,7 +370,7 @@ do_tick(struct ctl_state *st, uint64_t now_ns)
             st->nodes[i].last_seen_ns = now_ns; /* presumed up since our start */
         }
     }
-    if (st->heard_ns != 0 && now_ns > st->heard_ns + t && !st->deaf && st->nnodes > 0) {
+    if (st->heard_ns != 0 && now_ns > st->heard_ns + t && !st->deaf) {
         st->deaf = 1;
         CM_WARN("controller hears no node silent_ms=%llu: nodes are not judged until "
                 "they are heard again (this controller's network?)",

@@ -171,7 +171,7 @@ void ctl_state_tick(struct ctl_state *st, uint64_t now_ns);
  * epoch. Then, under the same lock, every unassigned tenant gets an owner:
  * the up gateway that owns the fewest tenants (ties: the smallest id by
  * strcmp), all of them in one store write with one epoch bump. Strings
- * borrowed; they must pass ctl_valid_gateway_id / _url (else CM_E_BADARG).
+ * borrowed; they must pass cm_gateway_id_valid / cm_gateway_url_valid (else CM_E_BADARG).
  * -ENOSPC when CTL_GW_REGISTRY_MAX other gateways are known (nothing
  * changed). An assignment the store refuses is logged and its tenants stay
  * unassigned until a later poll; the poll still returns 0.

@@ -162,9 +162,9 @@ ctl_state_gateway_poll(struct ctl_state *st, const char *id, const char *url, co
     int created, rc = 0;
 
     s3_url = s3_url != NULL ? s3_url : "";
-    if (id == NULL || !ctl_valid_gateway_id(id, strlen(id)) || url == NULL ||
-        !ctl_valid_gateway_url(url, strlen(url)) ||
-        (s3_url[0] != '\0' && !ctl_valid_gateway_url(s3_url, strlen(s3_url)))) {
+    if (id == NULL || !cm_gateway_id_valid(id, strlen(id)) || url == NULL ||
+        !cm_gateway_url_valid(url, strlen(url)) ||
+        (s3_url[0] != '\0' && !cm_gateway_url_valid(s3_url, strlen(s3_url)))) {
         return CM_E_BADARG;
     }
     pthread_mutex_lock(&st->mu);

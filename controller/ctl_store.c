@@ -160,7 +160,7 @@ tenant_from_json(uint32_t id, const char *text, size_t len, struct ctl_tenant *t
     gw = json_object_get(j, "gateway");
     if (gw != NULL && (!json_is_string(gw) ||
                        (json_string_length(gw) > 0 &&
-                        !ctl_valid_gateway_id(json_string_value(gw), json_string_length(gw))))) {
+                        !cm_gateway_id_valid(json_string_value(gw), json_string_length(gw))))) {
         goto out;
     }
     if (gw != NULL) {

@@ -26,12 +26,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cm_gateway.h"
 #include "gw_engine.h"
 
 struct gw_meta;
 
-#define GW_ID_MAX 64   /* a gateway's id (--gateway-id) */
-#define GW_URL_MAX 128 /* a gateway's advertised URLs */
+#define GW_ID_MAX CM_GATEWAY_ID_MAX         /* a gateway's id (--gateway-id) */
+#define GW_URL_MAX (CM_GATEWAY_URL_MAX + 1) /* a buffer for a gateway's advertised URL */
 
 struct gw_tenant {
     uint32_t id;

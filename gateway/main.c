@@ -150,17 +150,6 @@ static const struct cm_opt opts[] = {
 };
 #undef T
 
-/* 1 when id is a gateway id the controller takes: 1 to GW_ID_MAX of
- * [A-Za-z0-9._:-]. */
-static int
-valid_gateway_id(const char *id)
-{
-    size_t n = strlen(id);
-
-    return n > 0 && n <= GW_ID_MAX &&
-           strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-") == n;
-}
-
 /*
  * This gateway's id into out: --gateway-id (flag), else the one stored in
  * <dir>/gateway-id at an earlier start, else --listen; stored there when
@@ -210,28 +199,23 @@ gateway_id(const char *flag, const char *listen, const char *dir, char out[GW_ID
 }
 
 /* url, or http://<addr> when url is NULL, into out, without trailing
- * slashes; 0, or -1 when it is not a URL the controller takes: http:// or
- * https:// and a host, printable ASCII without spaces, quotes or
- * backslashes, shorter than GW_URL_MAX. */
+ * slashes; 0, or -1 when it is not a URL the controller takes
+ * (cm_gateway_url_valid). */
 static int
 advertised(const char *url, const char *addr, char out[GW_URL_MAX])
 {
     int n = url != NULL ? snprintf(out, GW_URL_MAX, "%s", url)
                         : snprintf(out, GW_URL_MAX, "http://%s", addr);
-    int scheme = strncmp(out, "http://", 7) == 0 ? 7 : strncmp(out, "https://", 8) == 0 ? 8 : 0;
+    const char *sep = strstr(out, "://");
+    int keep = sep != NULL ? (int)(sep - out) + 3 : 0;
 
-    if (n < 0 || n >= GW_URL_MAX || scheme == 0) {
+    if (n < 0 || n >= GW_URL_MAX) {
         return -1;
     }
-    while (n > scheme && out[n - 1] == '/') {
+    while (n > keep && out[n - 1] == '/') {
         out[--n] = '\0';
     }
-    for (const char *c = out; *c != '\0'; c++) {
-        if ((unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f || strchr("\"'\\", *c) != NULL) {
-            return -1;
-        }
-    }
-    return n > scheme ? 0 : -1;
+    return cm_gateway_url_valid(out, (size_t)n) ? 0 : -1;
 }
 
 static void
@@ -264,11 +248,6 @@ rebuild_check(const struct gw_cfg *cfg)
     }
 }
 
-/*
- * --rebuild-meta: refuses a store that holds metadata unless --force (then
- * its files are removed and it starts empty), rebuilds it from the logs in
- * --cos, and reports what it found. *meta may be reopened.
- */
 /* --rebuild-meta keeps the records of the tenants this gateway owns, and
  * of those the controller does not list (deleted: purged at the first
  * poll), not those another gateway owns. */
@@ -312,6 +291,11 @@ rebuild_state(const struct gw_cfg *cfg)
     return s;
 }
 
+/*
+ * --rebuild-meta: refuses a store that holds metadata unless --force (then
+ * its files are removed and it starts empty), rebuilds it from the logs in
+ * --cos, and reports what it found. *meta may be reopened.
+ */
 static void
 rebuild(const struct gw_cfg *cfg, const char *self, const char *metadir, struct gw_meta **meta)
 {
@@ -402,7 +386,7 @@ main(int argc, char **argv)
         fprintf(stderr, "shoal-gateway: bad --log-level '%s'\n", cfg.log_level);
         return 2;
     }
-    if (cfg.gateway_id != NULL && !valid_gateway_id(cfg.gateway_id)) {
+    if (cfg.gateway_id != NULL && !cm_gateway_id_valid(cfg.gateway_id, strlen(cfg.gateway_id))) {
         fprintf(stderr, "shoal-gateway: bad --gateway-id '%s' (1 to %d of A-Z a-z 0-9 . _ : -)\n",
                 cfg.gateway_id, GW_ID_MAX);
         return 2;
@@ -430,7 +414,7 @@ main(int argc, char **argv)
     rebuild_check(&cfg);
     cm_log_init("gateway", level);
     rc = gateway_id(cfg.gateway_id, cfg.listen, cfg.data_dir, self);
-    if (rc != 0 || !valid_gateway_id(self)) {
+    if (rc != 0 || !cm_gateway_id_valid(self, strlen(self))) {
         fprintf(stderr, "shoal-gateway: no usable gateway id (%s/gateway-id: %s)\n", cfg.data_dir,
                 rc != 0 ? cm_strerror(rc) : "not 1 to 64 of A-Z a-z 0-9 . _ : -");
         return 2;

@@ -182,19 +182,19 @@ slist_add(struct curl_slist *l, const char *line)
 
 /* A new connection of a request with dead_peer_ms: keepalive probes every
  * second while it waits, and a peer that acknowledges neither them nor
- * data for dead_peer_ms is given up (TCP_USER_TIMEOUT rules both). */
+ * data for dead_peer_ms is given up (TCP_USER_TIMEOUT rules both: with it
+ * set, the kernel ignores the keepalive probe count). */
 static int
 on_socket(void *arg, curl_socket_t fd, curlsocktype purpose)
 {
     const struct cm_httpc_req *req = arg;
-    int one = 1, cnt = req->dead_peer_ms / 1000 + 1;
+    int one = 1;
     unsigned int ms = (unsigned int)req->dead_peer_ms;
 
     if (purpose == CURLSOCKTYPE_IPCXN) {
         (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
         (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &one, sizeof(one));
         (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &one, sizeof(one));
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
         (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
     }
     return CURL_SOCKOPT_OK;

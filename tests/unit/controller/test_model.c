@@ -1,5 +1,4 @@
-/* test_model.c - tenant-name, weight, EC, address and gateway checks; key
- * minting. */
+/* test_model.c - tenant-name, weight, EC and address checks; key minting. */
 #include "t_check.h"
 
 #include <math.h>
@@ -78,65 +77,6 @@ test_ec_addr(void)
     CHECK(!ctl_valid_addr("a\"b:1", 5));
 }
 
-static int
-gw_ok(const char *s)
-{
-    return ctl_valid_gateway_id(s, strlen(s));
-}
-
-static int
-url_ok(const char *s)
-{
-    return ctl_valid_gateway_url(s, strlen(s));
-}
-
-static void
-test_gateway(void)
-{
-    char id[66], url[130];
-
-    memset(id, 'g', 64);
-    id[64] = '\0';
-    CHECK(gw_ok("127.0.0.1:9300"));
-    CHECK(gw_ok("gw-1.example_A"));
-    CHECK(gw_ok(id));
-    id[64] = 'g';
-    id[65] = '\0';
-    CHECK(!gw_ok(id));
-    CHECK(!gw_ok(""));
-    CHECK(!gw_ok("a b"));
-    CHECK(!gw_ok("a/b"));
-    CHECK(!gw_ok("a\"b"));
-    CHECK(!gw_ok("\xc3\xa9"));
-    CHECK(!ctl_valid_gateway_id("ab\0c", 4));
-    CHECK(!ctl_valid_gateway_id(NULL, 0));
-
-    CHECK(url_ok("http://127.0.0.1:9300"));
-    CHECK(url_ok("https://gw.example/s3?x=1"));
-    CHECK(url_ok("http://[::1]:9300"));
-    CHECK(!url_ok(""));
-    CHECK(!url_ok("http://"));
-    CHECK(!url_ok("https://"));
-    CHECK(!url_ok("ftp://x"));
-    CHECK(!url_ok("HTTP://x"));
-    CHECK(!url_ok("127.0.0.1:9300"));
-    CHECK(!url_ok("http://a b"));
-    CHECK(!url_ok("http://a\"b"));
-    CHECK(!url_ok("http://a'b"));
-    CHECK(!url_ok("http://a\\b"));
-    CHECK(!url_ok("http://a\tb"));
-    CHECK(!url_ok("http://a\x7f"));
-    CHECK(!url_ok("http://\xc3\xa9"));
-    CHECK(!ctl_valid_gateway_url("http://a\0b", 10));
-    memcpy(url, "http://", 7);
-    memset(url + 7, 'u', 120);
-    url[127] = '\0';
-    CHECK(url_ok(url)); /* 127 characters */
-    url[127] = 'u';
-    url[128] = '\0';
-    CHECK(!url_ok(url));
-}
-
 static void
 test_keys(void)
 {
@@ -161,7 +101,6 @@ main(void)
     test_names();
     test_weights();
     test_ec_addr();
-    test_gateway();
     test_keys();
     fprintf(stderr, "ok\n");
     return 0;
