@@ -402,7 +402,7 @@ fns_heartbeat_main(void *arg)
         pthread_mutex_unlock(&c->mu);
         fns_heartbeat_beat(c);
         pthread_mutex_lock(&c->mu);
-        ts = cm_deadline(CLOCK_REALTIME, (uint64_t)c->interval_ms * 1000000u);
+        ts = cm_deadline(CLOCK_MONOTONIC, (uint64_t)c->interval_ms * 1000000u);
         while (!c->stop && pthread_cond_timedwait(&c->cond, &c->mu, &ts) != ETIMEDOUT) {
         }
     }
@@ -428,6 +428,7 @@ fns_heartbeat_create(const struct fns_heartbeat_cfg *cfg, struct fns_node *node,
 {
     struct fns_heartbeat *c;
     struct cm_buf url;
+    pthread_condattr_t ca;
     int rc;
 
     *out = NULL;
@@ -455,7 +456,10 @@ fns_heartbeat_create(const struct fns_heartbeat_cfg *cfg, struct fns_node *node,
     c->interval_ms = cfg->interval_ms > 0 ? cfg->interval_ms : 1000;
     c->reachable = -1;
     pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cond, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* a wall clock step must not stop beats */
+    pthread_cond_init(&c->cond, &ca);
+    pthread_condattr_destroy(&ca);
     rc = pthread_create(&c->thread, NULL, fns_heartbeat_main, c);
     if (rc != 0) {
         fns_heartbeat_free(c);

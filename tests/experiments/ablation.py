@@ -106,7 +106,7 @@ def placement_status(c):
 def rebalance(c, out):
     """shoalctl placement rebalance, then waits for the migration to finish;
     what it did goes into out."""
-    t0 = time.time()
+    t0 = time.monotonic()
     p = c.shoalctl("--json", "placement", "rebalance", check=False, timeout=60)
     try:
         rb = json.loads(p.stdout.decode())
@@ -114,13 +114,13 @@ def rebalance(c, out):
         rb = {"error": (p.stdout + p.stderr).decode(errors="replace")[-300:]}
     out["rebalance"] = rb
     sx.log("rebalance: %s" % rb)
-    end = time.time() + 180
-    while time.time() < end:
+    end = time.monotonic() + 180
+    while time.monotonic() < end:
         s = placement_status(c)
         if s["moving_partitions"] == 0 and not s["migrating"]:
             break
         time.sleep(0.5)
-    out["migrated_s"] = time.time() - t0
+    out["migrated_s"] = time.monotonic() - t0
     out["status"] = s
 
 
@@ -166,7 +166,7 @@ def settle(c, loads, run, rebalance_at, info):
     migration's reads are charged to the shares of the tenants whose
     partitions move, so one still running in the measured window counts as
     their loss."""
-    t0 = time.time()
+    t0 = time.monotonic()
     done = threading.Event()
 
     def rb():
@@ -181,7 +181,7 @@ def settle(c, loads, run, rebalance_at, info):
         sx.bench(c, loads, warmup=0, duration=2, prefix=prefix(run),
                  extra=["--seed", str(run + 1)], allow_errors=True)
     th.join()
-    info["at"] = time.time() - t0
+    info["at"] = time.monotonic() - t0
 
 
 def run_case(c, a, loads, pp, warmup, duration, run=0, rebalance_at=6.0):
@@ -734,7 +734,7 @@ def exp_o(a):
         def snap():
             cpu = c.cpu_seconds()
             gets = sx.metric(c.metrics_of("gateway"), "shoal_gateway_requests_total", op="get")
-            return time.time(), cpu, gets
+            return time.monotonic(), cpu, gets
 
         for r in range(runs):
             for cf in (configs if r % 2 == 0 else configs[::-1]):

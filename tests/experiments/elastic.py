@@ -212,11 +212,11 @@ def run_day(work):
                         "usd": {t: cost_of(c, t)["usd"] for t in tenants},
                         "cache": sum(n.get("cache_bytes", 0)
                                      for n in c.admin_json("GET", "/v1/nodes")["nodes"])}
-            t0 = time.time()
+            t0 = time.monotonic()
             r = replay(c, day, tenants, sample)
             runs[name] = {"bench": r.json, "series": r.series, "samples": r.samples,
                           "cost": {t: cost_of(c, t) for t in tenants}, "counters": counters(c)}
-            log("%s: replay done in %.0f s" % (name, time.time() - t0))
+            log("%s: replay done in %.0f s" % (name, time.monotonic() - t0))
         except Exception as e:  # noqa: BLE001 - reported once both ran
             errors.append("%s: %s" % (name, e))
             traceback.print_exc()
@@ -339,8 +339,8 @@ class Checker:
         self.th = threading.Thread(target=self.loop, daemon=True)
 
     def loop(self):
-        nxt = time.time()
-        while not self.stop_ev.wait(max(0.0, nxt - time.time())):
+        nxt = time.monotonic()
+        while not self.stop_ev.wait(max(0.0, nxt - time.monotonic())):
             nxt += 1.0 / self.rate
             try:
                 self.step()
@@ -445,10 +445,10 @@ def run_reclaim(work):
         r = replay(c, day, tenants, sample)
         checker.finish()
         cnt = counters(c)
-        t0 = time.time()
+        t0 = time.monotonic()
         nobj, nbytes, errs = read_back(c, tenants, day.puts)
         log("read back %d objects (%.0f MB) in %.0f s: %d wrong" % (
-            nobj, nbytes / 1e6, time.time() - t0, len(errs)))
+            nobj, nbytes / 1e6, time.monotonic() - t0, len(errs)))
         b = {x["name"]: x for x in r.json["tenants"]}
         return {"day": day.day, "rate": RECLAIM_RATE, "summary": day.summary,
                 "bench_errors": sum(x["errors"] for x in b.values()),
@@ -748,10 +748,10 @@ def main():
             for part, fn in (("day", run_day), ("recovery", run_recovery),
                              ("reclaim", run_reclaim)):
                 if part in ARGS.only.split(","):
-                    t0 = time.time()
+                    t0 = time.monotonic()
                     res[part] = fn(work)
-                    res["meta"][part] = {"wall_s": time.time() - t0, "machine": sx.machine()}
-                    log("%s done in %.0f s" % (part, time.time() - t0))
+                    res["meta"][part] = {"wall_s": time.monotonic() - t0, "machine": sx.machine()}
+                    log("%s done in %.0f s" % (part, time.monotonic() - t0))
         finally:
             subprocess.run(["rm", "-rf", work])
         if ARGS.out:

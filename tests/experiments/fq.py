@@ -630,12 +630,12 @@ def exp_d(a):
         done = {}
 
         def reweight(t0):
-            time.sleep(max(0.0, t0 + change_at - time.time()))
-            done["at"] = time.time() - t0
+            time.sleep(max(0.0, t0 + change_at - time.monotonic()))
+            done["at"] = time.monotonic() - t0
             c.set_weight("reweighted", new_w)
-            done["cmd_s"] = time.time() - t0 - done["at"]
+            done["cmd_s"] = time.monotonic() - t0 - done["at"]
 
-        t0 = time.time()
+        t0 = time.monotonic()
         th = threading.Thread(target=reweight, args=(t0,), daemon=True)
         th.start()
         r = sx.bench(c, loads, warmup=warmup, duration=duration,
@@ -812,7 +812,7 @@ def exp_e(a):
             served = sum(sx.metric(c.metrics_of(i), "shoal_fnstore_tenant_served_requests_total")
                          for i in range(NODES))
             gets = sx.metric(c.metrics_of("gateway"), "shoal_gateway_requests_total", op="get")
-            return time.time(), cpu, served, gets
+            return time.monotonic(), cpu, served, gets
 
         for r, (sched, rs) in order(configs, a.runs):
             c.args["gateway"]["rs"] = rs
@@ -1001,10 +1001,10 @@ def main():
     ok, raw = True, {}
     for w in sorted(EXPS) if a.which == "all" else [a.which]:
         a.runs = runs_arg if runs_arg is not None else (5 if w == "e" else 3)
-        t0 = time.time()
+        t0 = time.monotonic()
         good, raw[w] = EXPS[w](a)
         sx.log("experiment %s: target %s (%.0f s)" % (w, "met" if good else "NOT met",
-                                                     time.time() - t0))
+                                                     time.monotonic() - t0))
         ok = ok and good
     if a.out:
         with open(a.out, "w") as f:

@@ -62,7 +62,7 @@ def load(g, t0, rows, stop, seed, data):
     while not stop.is_set():
         key = "h/%d" % rng.randrange(KEYS)
         op = "GET" if key in written and rng.random() < 0.5 else "PUT"
-        ts = time.time()
+        ts = time.monotonic()
         try:
             if conn is None:
                 conn = http.client.HTTPConnection(g.host, g.port, timeout=60)
@@ -79,7 +79,7 @@ def load(g, t0, rows, stop, seed, data):
             conn = None
         if op == "PUT" and status == 201:
             written.add(key)
-        rows.append((ts - t0, op, status, time.time() - ts))
+        rows.append((ts - t0, op, status, time.monotonic() - ts))
     if conn is not None:
         conn.close()
 
@@ -144,18 +144,18 @@ def main():
         ten = c.create_tenant()
         g = c.gw(ten)
         stop = threading.Event()
-        t0 = time.time()
+        t0 = time.monotonic()
         data = random.Random(99).randbytes(SIZE)
         threads = [threading.Thread(target=load, args=(g, t0, rows, stop, i, data))
                    for i in range(CLIENTS)]
         for th in threads:
             th.start()
         for a, b, proc, setting, _ in FAULTS:
-            time.sleep(max(0, t0 + a - time.time()))
+            time.sleep(max(0, t0 + a - time.monotonic()))
             c.link(proc, setting)
-            time.sleep(max(0, t0 + b - time.time()))
+            time.sleep(max(0, t0 + b - time.monotonic()))
             c.link(proc, "up" if setting == "down" else "unlimited")
-        time.sleep(max(0, t0 + END - time.time()))
+        time.sleep(max(0, t0 + END - time.monotonic()))
         stop.set()
         for th in threads:
             th.join()

@@ -347,14 +347,14 @@ def _run(cmd, timeout):
 
 def load_keys(c, loads, conc=8, prefix="exp/"):
     """PUTs every key of every load once (sizes from the load's size=)."""
-    t0 = time.time()
+    t0 = time.monotonic()
     res = _run(_bench_cmd(c, [ld.spec(load_conc=conc) for ld in loads],
                           ["--load", "--warmup", "0", "--duration", "0.1", "--threads", "1",
                            "--prefix", prefix]), 3600)
     bad = {t["name"]: t["status"] for t in res["load"]["tenants"] if t["errors"]}
     if bad:
         raise RuntimeError("load errors: %r" % bad)
-    log("loaded %d keys in %.1fs" % (sum(ld.keys for ld in loads), time.time() - t0))
+    log("loaded %d keys in %.1fs" % (sum(ld.keys for ld in loads), time.monotonic() - t0))
 
 
 def bench(c, loads, warmup=5, duration=25, threads=1, prefix="exp/", sample=None,
@@ -372,14 +372,14 @@ def bench(c, loads, warmup=5, duration=25, threads=1, prefix="exp/", sample=None
                      + (["--trace", trace] if trace else []))
     samples = []
     stop = threading.Event()
-    t0 = time.time()
+    t0 = time.monotonic()
 
     def sampler():
         at = list(sample_at) if sample_at is not None else None
-        nxt = t0 + at.pop(0) if at else time.time()
-        while not stop.wait(max(0.0, nxt - time.time())):
+        nxt = t0 + at.pop(0) if at else time.monotonic()
+        while not stop.wait(max(0.0, nxt - time.monotonic())):
             try:
-                samples.append((time.time() - t0, sample()))
+                samples.append((time.monotonic() - t0, sample()))
             except (OSError, RuntimeError, ValueError, KeyError, http.client.HTTPException) as e:
                 log("sample failed: %s" % e)
             if at is None:
@@ -441,7 +441,7 @@ def fairness_sampler(c, nodes=True, gateway=False):
     the migration {"migration": {"running", "moved_versions"}}; every
     process's CPU seconds."""
     def sample():
-        d = {"t": time.time(), "fairness": c.fairness()}
+        d = {"t": time.monotonic(), "fairness": c.fairness()}
         cm = c.metrics_of("controller")
         d["node_dominant_load"] = by_label(cm, "shoal_node_dominant_load", "node")
         if nodes:
@@ -653,10 +653,10 @@ def run_experiments(exps, which, args, out=""):
     ok, raw = True, {}
     pyplot()  # matplotlib missing fails here, not after the measurements
     for w in which:
-        t0 = time.time()
+        t0 = time.monotonic()
         good, raw[w] = exps[w](args)
         log("experiment %s: target %s (%.0f s)" % (w, "met" if good else "NOT met",
-                                                  time.time() - t0))
+                                                  time.monotonic() - t0))
         ok = ok and good
     if out:
         with open(out, "w") as f:

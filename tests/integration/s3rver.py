@@ -96,7 +96,7 @@ class S3rver:
              "--configure-bucket", BUCKET, "--silent"]
             + (["--allow-mismatched-signatures"] if self.proxy is not None else []),
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
-        deadline = time.time() + timeout
+        deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError("s3rver exited with %d; see %s" % (
@@ -108,7 +108,7 @@ class S3rver:
                 c.close()
                 break
             except OSError:
-                if time.time() > deadline:
+                if time.monotonic() > deadline:
                     self.kill()
                     raise RuntimeError("s3rver did not answer on port %d" % self.port)
                 time.sleep(0.1)
@@ -341,9 +341,9 @@ def main():
         s.start()
         env = dict(os.environ, SHOAL_TEST_COS_URL=s.url(a.sig), **S3rver.env())
         print("s3rver on port %d: %s" % (s.port, s.url(a.sig)), flush=True)
-        t0 = time.time()
+        t0 = time.monotonic()
         rc = subprocess.call(cmd, env=env)
-        print("%s: exit %d in %.1fs" % (os.path.basename(cmd[0]), rc, time.time() - t0))
+        print("%s: exit %d in %.1fs" % (os.path.basename(cmd[0]), rc, time.monotonic() - t0))
         if s.proxy is not None:
             print("signatures checked: %d, refused: %d" % (s.proxy.checked,
                                                            len(s.proxy.problems)))

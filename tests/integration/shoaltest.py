@@ -326,10 +326,10 @@ class Cluster:
         if only:
             args += ["--only", ",".join(only)]
         self.started = True
-        t0 = time.time()
+        t0 = time.monotonic()
         _, out = self.cluster_cmd(*args, timeout=timeout * 3 + 30)
         log("cluster start%s: %.1fs (offset %d)" % (" " + ",".join(only) if only else "",
-                                                   time.time() - t0, self.offset))
+                                                   time.monotonic() - t0, self.offset))
         return out
 
     def _create(self, timeout, tries=3):
@@ -349,10 +349,10 @@ class Cluster:
             if self.netns:
                 args += ["--netns", self.netns]
             self.started = True
-            t0 = time.time()
+            t0 = time.monotonic()
             rc, out = self.cluster_cmd(*args, check=False, timeout=timeout * 3 + 30)
             if rc == 0:
-                log("cluster start: %.1fs (offset %d)" % (time.time() - t0, self.offset))
+                log("cluster start: %.1fs (offset %d)" % (time.monotonic() - t0, self.offset))
                 if self.netns:
                     enter_netns(self.netns + "-client")
                 return out
@@ -401,9 +401,9 @@ class Cluster:
         log("kill -%d %s (pid %d)" % (sig, proc, pid))
         os.kill(pid, sig)
         if wait:
-            deadline = time.time() + 30
+            deadline = time.monotonic() + 30
             while self.alive(proc):
-                if time.time() > deadline:
+                if time.monotonic() > deadline:
                     raise TestFailure("%s (pid %d) did not die after signal %d" % (proc, pid, sig))
                 time.sleep(0.05)
 
@@ -452,9 +452,9 @@ class Cluster:
 
     def wait_nodes_up(self, n=None, timeout=30):
         n = self.nodes if n is None else n
-        deadline = time.time() + timeout
+        deadline = time.monotonic() + timeout
         last = None
-        while time.time() < deadline:
+        while time.monotonic() < deadline:
             try:
                 last = self.nodes_up()
                 if last >= n:
@@ -487,9 +487,9 @@ class Cluster:
     def wait_tenant_known(self, key, timeout=20):
         """The gateway learns tenants from the controller: wait until it accepts the key."""
         g = Gateway(self.gw_port, key, self.gw_host())
-        deadline = time.time() + timeout
+        deadline = time.monotonic() + timeout
         r = None
-        while time.time() < deadline:
+        while time.monotonic() < deadline:
             try:
                 r = g.list(limit=1)
                 if r.status != 401:
@@ -730,7 +730,7 @@ def run(main, timeout=None):
             Deadline("internal deadline of %ds passed" % timeout)))
         signal.alarm(timeout)
     failed = True
-    t0 = time.time()
+    t0 = time.monotonic()
     try:
         main(t)
         if t.failures:
@@ -759,7 +759,7 @@ def run(main, timeout=None):
                 print("cleanup failed: %s" % e)
         shutil.rmtree(t.tmp, ignore_errors=True)
     print("%s %s: %d checks in %.1fs" % ("FAILED" if failed else "PASSED", name, t.checks,
-                                         time.time() - t0))
+                                         time.monotonic() - t0))
     sys.exit(1 if failed else 0)
 
 
@@ -796,9 +796,9 @@ def vm(pid, field):
 
 
 def wait_until(fn, timeout, what, interval=0.1):
-    deadline = time.time() + timeout
+    deadline = time.monotonic() + timeout
     last = None
-    while time.time() < deadline:
+    while time.monotonic() < deadline:
         try:
             last = fn()
             if last:
@@ -815,14 +815,14 @@ def get_retrying_503(gw, key, within=15.0, what="GET"):
     Only for the moments right after a node restart, when the gateway has yet to
     reconnect to it; any other status is returned at once. Logs how long it took.
     """
-    t0 = time.time()
+    t0 = time.monotonic()
     n = 0
     while True:
         r = gw.get(key)
-        if r.status != 503 or time.time() - t0 > within:
+        if r.status != 503 or time.monotonic() - t0 > within:
             if n:
                 log("%s %s: %d after %d retried 503s over %.1fs" % (what, key, r.status, n,
-                                                                   time.time() - t0))
+                                                                   time.monotonic() - t0))
             return r
         n += 1
         time.sleep(0.2)
@@ -986,7 +986,7 @@ class Load:
                     if r.status == 201:
                         with self.lock:
                             self.acked[key] = sha256(data)
-                            self.ack_time[key] = time.time()
+                            self.ack_time[key] = time.monotonic()
                             self.stats["put_ok"] += 1
                         if key not in my_keys:
                             my_keys.append(key)
@@ -1035,11 +1035,11 @@ class Load:
         most that many seconds in total."""
         real = gw or self.gw
         errs = []
-        deadline = time.time() + retry_503
+        deadline = time.monotonic() + retry_503
 
         class _G:
             def get(self_, key):
-                return get_retrying_503(real, key, max(0.0, deadline - time.time()), what)
+                return get_retrying_503(real, key, max(0.0, deadline - time.monotonic()), what)
         gw = _G()
         with self.lock:
             exact = dict(self.acked)

@@ -61,12 +61,12 @@ def bench(t, c, tenants, conc, secs):
 def run_threads(fn, n, timeout):
     """fn(0) .. fn(n - 1) at once, each in a thread; the seconds they took."""
     ths = [threading.Thread(target=fn, args=(i,), daemon=True) for i in range(n)]
-    t0 = time.time()
+    t0 = time.monotonic()
     for th in ths:
         th.start()
     for th in ths:
         th.join(timeout=timeout)
-    return time.time() - t0
+    return time.monotonic() - t0
 
 
 def check_bound(t):
@@ -91,10 +91,10 @@ def check_bound(t):
     t.check(max(rates) <= 1.5 * min(rates), "tenants' rates %r differ by more than 1.5x" % rates)
     t.check(peak < limit, "gateway peak RSS %d MiB over %d MiB" % (peak >> 20, limit >> 20))
     # The client is gone: the GETs it left behind end, and their bytes are released.
-    deadline = time.time() + 15
+    deadline = time.monotonic() + 15
     while True:
         m = st.parse_metrics(st.http_request(c.gw_port, "GET", "/metrics").body.decode())
-        if m.get("shoal_gateway_admit_inflight_bytes") == 0 or time.time() > deadline:
+        if m.get("shoal_gateway_admit_inflight_bytes") == 0 or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     t.check(m.get("shoal_gateway_admit_waited_total", 0) > 0, "no GET waited for admission")
@@ -204,11 +204,11 @@ def reset_hwm(pid):
 def wait_released(t, c, what):
     """The admission holds no bytes, buffered or not, and has no waiters
     (within 15 s)."""
-    deadline = time.time() + 15
+    deadline = time.monotonic() + 15
     while True:
         m = st.parse_metrics(st.http_request(c.gw_port, "GET", "/metrics").body.decode())
         if (m.get("shoal_gateway_admit_inflight_bytes") == 0 and
-                m.get("shoal_gateway_admit_buffered_bytes") == 0) or time.time() > deadline:
+                m.get("shoal_gateway_admit_buffered_bytes") == 0) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     t.eq(m.get("shoal_gateway_admit_inflight_bytes"), 0, "bytes in flight after %s" % what)
@@ -243,7 +243,7 @@ def check_put_curl(t):
     url = "http://127.0.0.1:%d/v1/objects/admit/curl%%d" % c.gw_port
     procs = []
     sampler = RssSampler(pid, c.gw_port)
-    t0 = time.time()
+    t0 = time.monotonic()
     for i in range(n):
         hdr = os.path.join(t.tmp, "hdr%d" % i)
         procs.append((i, hdr, subprocess.Popen(
@@ -258,7 +258,7 @@ def check_put_curl(t):
         with open(hdr, "rb") as f:
             heads = f.read().decode(errors="replace").lower()
         answers.append((i, int(code), float(secs), "\r\nretry-after: 1\r\n" in heads))
-    took = time.time() - t0
+    took = time.monotonic() - t0
     peak_sampled = sampler.stop()
     peak = st.vm(pid, "VmHWM")
     limit = idle + CACHE + 2 * BOUND

@@ -93,12 +93,12 @@ class Faults:
     def end(self, what):
         with self.lock:
             self.open -= 1
-            self.last_end = time.time()
+            self.last_end = time.monotonic()
             self.log.append((time.time(), "end " + what))
 
     def active(self):
         with self.lock:
-            return self.open > 0 or time.time() - self.last_end < GRACE_S
+            return self.open > 0 or time.monotonic() - self.last_end < GRACE_S
 
 
 class Client:
@@ -198,7 +198,7 @@ class Chaos:
 
     def err(self, msg):
         with self.lock:
-            self.errors.append("%.1f %s" % (time.time() - self.t0, msg))
+            self.errors.append("%.1f %s" % (time.monotonic() - self.t0, msg))
         st.log("chaos error: " + msg)
 
     # ------------------------------------------------------------------ load
@@ -232,8 +232,8 @@ class Chaos:
                     self.err("%s %s failed outside any fault window: %d %r" % (
                         what, key, status, body[:160]))
             if not in_fault and self.faults.done.is_set():
-                after = after or time.time()
-                if time.time() - after > GET_RETRY_S:
+                after = after or time.monotonic()
+                if time.monotonic() - after > GET_RETRY_S:
                     self.err("%s %s still fails %.0fs after the faults: %d %r" % (
                         what, key, GET_RETRY_S, status, body[:160]))
                     return
@@ -257,10 +257,10 @@ class Chaos:
         cl = Client(self.c.gw_port, ten["key"])
         mine = []  # keys this thread has written
         i = 0
-        pace = time.time()
+        pace = time.monotonic()
         while not self.stop_ev.is_set():
-            pace = max(pace + 1.0 / OPS_PER_THREAD_S, time.time() - 1.0)
-            if self.stop_ev.wait(max(0.0, pace - time.time())):
+            pace = max(pace + 1.0 / OPS_PER_THREAD_S, time.monotonic() - 1.0)
+            if self.stop_ev.wait(max(0.0, pace - time.monotonic())):
                 break
             p = rng.random()
             present = [x for x in mine if self.keys[(ten["id"], x)].exists()]
@@ -307,7 +307,7 @@ class Chaos:
             # Refused: the old state stays. Allowed only while faults are about.
             self.count("put_%d" % status)
             if self.n["put_%d" % status] <= 3:
-                st.log("PUT %s at %.1fs: %d %r" % (key, time.time() - self.t0, status, body[:160]))
+                st.log("PUT %s at %.1fs: %d %r" % (key, time.monotonic() - self.t0, status, body[:160]))
             if not self.faults.active():
                 self.err("PUT %s: %d outside any fault window: %r" % (key, status, body[:160]))
             time.sleep(0.2)
@@ -389,12 +389,12 @@ class Chaos:
     def run_faults(self, events):
         ths = []
         for at, name, fn in events:
-            wait = self.t0 + at - time.time()
+            wait = self.t0 + at - time.monotonic()
             if wait > 0 and self.stop_ev.wait(wait):
                 break
 
             def run(name=name, fn=fn):
-                st.log("fault at %.1fs: %s" % (time.time() - self.t0, name))
+                st.log("fault at %.1fs: %s" % (time.monotonic() - self.t0, name))
                 try:
                     fn()
                 except Exception as e:  # noqa: BLE001
@@ -407,13 +407,13 @@ class Chaos:
             if th.is_alive():
                 self.err("a fault did not finish within 120 s")
         self.faults.done.set()
-        st.log("faults over at %.1fs" % (time.time() - self.t0))
+        st.log("faults over at %.1fs" % (time.monotonic() - self.t0))
 
     def run(self):
         events = self.schedule()
         for at, name, _ in events:
             st.log("  planned at %5.1fs: %s" % (at, name))
-        self.t0 = time.time()
+        self.t0 = time.monotonic()
         workers = []
         n = 0
         for ten in self.tenants:
@@ -425,7 +425,7 @@ class Chaos:
         fth = threading.Thread(target=self.run_faults, args=(events,), daemon=True)
         fth.start()
         fth.join(LOAD_S + 150)
-        left = self.t0 + LOAD_S - time.time()
+        left = self.t0 + LOAD_S - time.monotonic()
         if left > 0:
             time.sleep(left)
         self.stop_ev.set()
@@ -433,7 +433,7 @@ class Chaos:
             th.join(timeout=CLIENT_TIMEOUT_S + GET_RETRY_S + 30)
             if th.is_alive():
                 self.err("a load thread hangs")
-        st.log("load over after %.1fs: %s" % (time.time() - self.t0, json.dumps(self.n)))
+        st.log("load over after %.1fs: %s" % (time.monotonic() - self.t0, json.dumps(self.n)))
 
     # ------------------------------------------------------------------ checks
 
@@ -441,7 +441,7 @@ class Chaos:
         """Every key reads as acknowledged, by 4 threads; LIST agrees per tenant."""
         keys = sorted(self.keys.items())
         nerr = len(self.errors)
-        deadline = time.time() + GET_RETRY_S
+        deadline = time.monotonic() + GET_RETRY_S
         byten = {ten["id"]: ten for ten in self.tenants}
         checked = [0, 0]  # present, deleted
 
@@ -454,7 +454,7 @@ class Chaos:
                         status, h, body = cl.request("GET", key)
                     except (OSError, http.client.HTTPException) as e:
                         status, h, body = -1, {}, str(e).encode()
-                    if status in (200, 404) or time.time() > deadline:
+                    if status in (200, 404) or time.monotonic() > deadline:
                         break
                     self.count("get_retried")
                     time.sleep(0.3)
@@ -471,7 +471,7 @@ class Chaos:
                 cl.close()
 
         ths = [threading.Thread(target=part, args=(keys[i::4],)) for i in range(4)]
-        t0 = time.time()
+        t0 = time.monotonic()
         for th in ths:
             th.start()
         for th in ths:
@@ -489,7 +489,7 @@ class Chaos:
                 elif not k.exists() and key in listed:
                     self.err("%s: LIST of tenant %d has deleted %s" % (what, tid, key))
         st.log("%s: %d objects right, %d deleted keys 404, in %.1fs" % (
-            what, checked[0], checked[1], time.time() - t0))
+            what, checked[0], checked[1], time.monotonic() - t0))
         self.t.check(len(self.errors) == nerr, "%s: %d errors:\n  %s" % (
             what, len(self.errors) - nerr, "\n  ".join(self.errors[nerr:nerr + 15])))
 
@@ -553,11 +553,11 @@ def run(t, c, s3, seed):
                               c.logs("gateway")["gateway.log"]))
 
     # Every chunk and META record reaches COS: the gateway lets go of a version only then.
-    t0 = time.time()
+    t0 = time.monotonic()
     st.wait_until(lambda: (lambda m: m.get("shoal_gateway_buffered_objects", -1) == 0
                            and m.get("shoal_gateway_meta_waiting", -1) == 0)(c.gw_metrics()),
                   60, "the gateway's persistent buffer to empty")
-    st.log("persistent buffer empty %.1fs after the load" % (time.time() - t0))
+    st.log("persistent buffer empty %.1fs after the load" % (time.monotonic() - t0))
     # The DELs the killed node missed (overwritten and deleted versions) went
     # to it once it was back, none given up.
     st.wait_until(lambda: c.gw_metrics().get("shoal_gateway_deletes_waiting", -1) == 0, 60,

@@ -69,8 +69,8 @@ class Controller:
             [CTL, "--listen", "127.0.0.1:%d" % self.port, "--data-dir", self.data,
              "--node-timeout-ms", str(self.timeout_ms), "--partitions", "16"] + self.args,
             stdout=self.logf, stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
-        while time.time() < deadline:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("controller exited with %d" % self.proc.returncode)
             try:
@@ -526,16 +526,16 @@ def test_nodes_and_rates(c, keys):
     # Liveness: node 6 falls silent and goes down; the others stay up.
     # Generous timings: under ASan on a loaded machine a request can take long.
     e1 = c.req("GET", "/v1/internal/state")[2]["epoch"]
-    t0 = time.time()
+    t0 = time.monotonic()
     t_end = t0 + c.timeout_ms / 1000.0 + 6
-    while time.time() < t_end:
+    while time.monotonic() < t_end:
         for nid in range(6):
             heartbeat(c, nid)
         st, _, s = c.req("GET", "/v1/internal/state")
         if {n["id"]: n["state"] for n in s["nodes"]}[6] == "down":
             break
         time.sleep(0.2)
-    check(time.time() - t0 >= c.timeout_ms / 1000.0 - 1.5, "node 6 not down too early")
+    check(time.monotonic() - t0 >= c.timeout_ms / 1000.0 - 1.5, "node 6 not down too early")
     for nid in range(6):
         heartbeat(c, nid)
     st, _, s = c.req("GET", "/v1/internal/state")
@@ -648,14 +648,14 @@ def main():
         st, _, j = heartbeat(c, 3)
         check(st == 200, "heartbeat after restart")
         # The silent ones go down once the node timeout has passed; node 3 stays up.
-        t0 = time.time()
-        while time.time() - t0 < c.timeout_ms / 1000.0 + 5:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < c.timeout_ms / 1000.0 + 5:
             heartbeat(c, 3)
             states = {n["id"]: n["state"] for n in c.req("GET", "/v1/internal/state")[2]["nodes"]}
             if states[0] == "down":
                 break
             time.sleep(0.2)
-        check(time.time() - t0 >= c.timeout_ms / 1000.0 - 1.5, "silent nodes not down too early")
+        check(time.monotonic() - t0 >= c.timeout_ms / 1000.0 - 1.5, "silent nodes not down too early")
         check(states[3] == "up" and all(states[i] == "down" for i in range(7) if i != 3),
               "silent nodes down after the timeout, node 3 up: %r" % states)
         check(c.req("GET", "/v1/internal/state")[2]["epoch"] > after["epoch"],

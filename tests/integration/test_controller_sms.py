@@ -60,7 +60,7 @@ class FakeNode:
         self.inst[slot] = {"slot": slot, "tag": tag(slot, self.inc), "tenant": tenant,
                            "gen": self.pool_gen.get(tenant, 0), "state": "warm", "lost": 0,
                            "used": 0, "put_bytes": 0, "read_bytes": 0, "read_chunks": 0}
-        self.warm[slot] = time.time()
+        self.warm[slot] = time.monotonic()
         return slot
 
     def write(self, tenant, nbytes):
@@ -75,8 +75,8 @@ class FakeNode:
         i["state"] = "active"
         self.cost["cos_puts"] += 1
         self.cost["cos_put_bytes"] += nbytes
-        self.warm[slot] = time.time()
-        self.last_write = time.time()
+        self.warm[slot] = time.monotonic()
+        self.last_write = time.monotonic()
 
     def read(self, nbytes):
         """A late read served from COS (its instance is gone)."""
@@ -84,7 +84,7 @@ class FakeNode:
         self.cost["cos_get_bytes"] += nbytes
 
     def report(self):
-        now = time.time()
+        now = time.monotonic()
         insts = []
         for s, i in sorted(self.inst.items()):
             d = dict(i)
@@ -114,7 +114,7 @@ class FakeNode:
             if i is None or i["tag"] != d["tag"]:
                 continue  # replaced since: not for this instance
             if d["warm_up"]:
-                self.warm[d["slot"]] = time.time()
+                self.warm[d["slot"]] = time.monotonic()
                 self.cost["warmups"] += 1
             if d["gen"] != i["gen"]:
                 i["put_bytes"] = 0
@@ -153,8 +153,8 @@ def node_memory(c, nid):
 
 def beat_for(node, seconds, writes=0):
     """Heartbeats every BEAT seconds for a while, writing `writes` chunks each beat."""
-    t_end = time.time() + seconds
-    while time.time() < t_end:
+    t_end = time.monotonic() + seconds
+    while time.monotonic() < t_end:
         for _ in range(writes):
             node.write(node.tenant, 64 * 1024)
         node.beat()
@@ -182,12 +182,12 @@ def test_window(c, node):
 
     t_stop = node.last_write
     seen = {}
-    while time.time() - t_stop < 10:
+    while time.monotonic() - t_stop < 10:
         node.beat()
         i = node.inst.get(slot)
         state = i["state"] if i is not None else "released"
         if state not in seen:
-            seen[state] = time.time() - t_stop
+            seen[state] = time.monotonic() - t_stop
             log("instance %d %s %.2f s after the last write (pool gen %s)" % (slot, state, seen[state],
                                                                node.pool_gen.get(node.tenant)))
         if state == "released":

@@ -64,13 +64,13 @@ def run(t, c, s3):
 
     st.wait_until(lambda: acked() >= 20, 60, "20 acknowledged PUTs before the outage")
     s3.kill()
-    t_kill = time.time()
+    t_kill = time.monotonic()
     before = acked()
     st.log("s3rver killed after %d acknowledged PUTs" % before)
     time.sleep(5)
     st.log("%d PUTs acknowledged while S3 was down" % (acked() - before))
     s3.start()
-    st.log("s3rver back after %.1fs" % (time.time() - t_kill))
+    st.log("s3rver back after %.1fs" % (time.monotonic() - t_kill))
     after = acked()
     st.wait_until(lambda: acked() >= after + 20, 90, "20 more acknowledged PUTs after it")
     for ld in loads:
@@ -96,11 +96,11 @@ def run(t, c, s3):
     s3.proxy.refuse = lambda method, path: method == "GET" and re.search(
         r"/(seg|ilog)/n\d+/[0-9a-f]+$", path.split("?")[0]) is not None
     threading.Timer(REFUSE_S, lambda: setattr(s3.proxy, "refuse", None)).start()
-    t0 = time.time()
+    t0 = time.monotonic()
     c.start()
     c.wait_nodes_up()
     st.log("nodes up %.1fs after their start; %d segment and log reads refused meanwhile" % (
-        time.time() - t0, s3.proxy.refused))
+        time.monotonic() - t0, s3.proxy.refused))
     for ld in loads:
         errs = ld.verify_all(what="after restarting every node", retry_503=30)
         t.check(not errs, "\n  ".join(errs[:10]))

@@ -40,14 +40,14 @@ def check_weights_propagate(t, c):
                   "every node to know tenant wt")
     took = []
     for w in (5, 0.5, 12):
-        t0 = time.time()
+        t0 = time.monotonic()
         c.shoalctl("tenant", "set-weight", "wt", str(w))
         pending = set(range(NODES))
-        while pending and time.time() - t0 < 10:
+        while pending and time.monotonic() - t0 < 10:
             pending = {i for i in pending if node_weight(c, i, ten["id"]) != w}
             if pending:
                 time.sleep(0.05)
-        took.append(time.time() - t0)
+        took.append(time.monotonic() - t0)
         t.check(not pending, "weight %g never reached nodes %s" % (w, sorted(pending)))
     st.log("set-weight to every node's /metrics: %s s" % ", ".join("%.2f" % x for x in took))
     t.check(max(took) < WEIGHT_DEADLINE_S, "a weight took %.2f s (limit %.1f s)" % (

@@ -47,9 +47,9 @@ def main(t):
     st.log("stored %d objects" % len(pre))
 
     def read_pre(what, retry_503=0):
-        deadline = time.time() + retry_503
+        deadline = time.monotonic() + retry_503
         for key, want in sorted(pre.items()):
-            r = st.get_retrying_503(g, key, max(0.0, deadline - time.time()), what)
+            r = st.get_retrying_503(g, key, max(0.0, deadline - time.monotonic()), what)
             t.status(r, 200, "%s: GET %s" % (what, key))
             t.eq(st.sha256(r.body), want, "%s: GET %s content" % (what, key))
 
@@ -59,11 +59,11 @@ def main(t):
     st.wait_until(lambda: load.stats["put_ok"] >= 10, 60, "10 acknowledged PUTs of the load")
     victim = rng.randrange(NODES)
     c.kill("fnstore-%d" % victim)
-    t_kill = time.time()
+    t_kill = time.monotonic()
     read_pre("node %d down" % victim)
     # Keep the load running with the node down for a while.
     acked_at_kill = load.stats["put_ok"]
-    st.wait_until(lambda: time.time() - t_kill > 8, 30, "load with a node down")
+    st.wait_until(lambda: time.monotonic() - t_kill > 8, 30, "load with a node down")
     st.log("with node %d down: %r" % (victim, load.stats))
     c.start()
     c.wait_nodes_up()

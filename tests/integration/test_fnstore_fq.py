@@ -70,7 +70,7 @@ class Node:
                 "--capacity", "256MiB", "--instance-size", "128MiB", "--max-chunk", "4MiB"] + list(extra)
         self.log = open(os.path.join(self.dir, "node.log"), "a")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
-        end = time.time() + 15
+        end = time.monotonic() + 15
         while True:
             check(self.proc.poll() is None, "shoal-fnstore %s exited %s" % (extra,
                                                                           self.proc.returncode))
@@ -80,7 +80,7 @@ class Node:
                     break
             except OSError:
                 pass
-            check(time.time() < end, "shoal-fnstore %s did not start" % (extra,))
+            check(time.monotonic() < end, "shoal-fnstore %s did not start" % (extra,))
             time.sleep(0.05)
 
     def metrics(self):
@@ -302,7 +302,7 @@ def test_meta_not_queued(binary, tmp):
 def main():
     binary = sys.argv[1]
     tmp = tempfile.mkdtemp(prefix="shoal-fnstore-fq-")
-    t0 = time.time()
+    t0 = time.monotonic()
     try:
         for t in (test_sched_flag, test_bound_holds, test_queue_where_the_wait_is,
                   test_arrivals_count_refusals, test_meta_not_queued):
@@ -310,7 +310,7 @@ def main():
             t(binary, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("PASSED test_fnstore_fq.py in %.1fs" % (time.time() - t0))
+    print("PASSED test_fnstore_fq.py in %.1fs" % (time.monotonic() - t0))
     return 0
 
 

@@ -45,7 +45,7 @@ HDR = struct.Struct("<IBBHiIQQQIIIII")
 OP_PING, OP_PUT, OP_GET, OP_DEL, OP_STAT, OP_META, OP_RESP = 1, 2, 3, 4, 5, 7, 0x80
 WF_PERSISTED, WF_COS_SYNC, WF_FROM_COS, WF_NOTIFY, WF_COS_OK = 1, 2, 4, 8, 16
 E_NOTFOUND, E_STALE, E_BADARG = -1003, -1006, -1010
-DEADLINE = time.time() + 170
+DEADLINE = time.monotonic() + 170
 A_CHUNKS, A_SIZE = 8000, 200  # tenant 1: one instance of small chunks, a recovery worth watching
 
 
@@ -85,7 +85,7 @@ def read_resp(s):
     raw = recv_exact(s, 64)
     f = HDR.unpack(raw[:60])
     r = dict(op=f[2], flags=f[3], status=f[4], tenant=f[5], req_id=f[6], obj=f[7], idx=f[9],
-             inc=f[10], data_len=f[11], data_crc=f[12], t=time.time())
+             inc=f[10], data_len=f[11], data_crc=f[12], t=time.monotonic())
     r["data"] = recv_exact(s, r["data_len"]) if r["data_len"] else b""
     check(crc32c(r["data"]) == r["data_crc"], "payload crc of %r" % r["req_id"])
     return r
@@ -171,11 +171,11 @@ class FakeController:
             self.steady.update(kw)
 
     def beat_after(self, t0, timeout=10):
-        """A heartbeat sent after t0 (time.time())."""
+        """A heartbeat sent after t0 (time.monotonic())."""
         with self.lock:
             n = self.beats
-        end = time.time() + timeout
-        while time.time() < end:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
             with self.lock:
                 if self.beats >= n + 2:  # one that started after t0 has ended
                     return self.last
@@ -202,7 +202,7 @@ class Node:
                 "--max-chunk", "2MiB", "--cos-linger-ms", "5"] + self.extra
         self.log = open(os.path.join(self.tmp, "node.log"), "a")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
-        end = time.time() + 20
+        end = time.monotonic() + 20
         while True:
             check(self.proc.poll() is None, "shoal-fnstore exited %s" % self.proc.returncode)
             try:
@@ -210,7 +210,7 @@ class Node:
                 self.metrics()
                 return
             except OSError:
-                check(time.time() < end, "shoal-fnstore did not start")
+                check(time.monotonic() < end, "shoal-fnstore did not start")
                 time.sleep(0.05)
 
     def metrics(self):
@@ -228,12 +228,12 @@ class Node:
         return self.metrics()[name]
 
     def wait_metric(self, name, pred, what, timeout=20):
-        end = time.time() + timeout
+        end = time.monotonic() + timeout
         while True:
             v = self.metric(name)
             if pred(v):
                 return v
-            check(time.time() < end, "%s: %s stays %r" % (what, name, v))
+            check(time.monotonic() < end, "%s: %s stays %r" % (what, name, v))
             time.sleep(0.02)
 
     def kill9(self):
@@ -267,12 +267,12 @@ def put_many(c, tenant, objs, size, seed=0):
 
 def wait_durable(node, c, tenant, objs):
     """Every chunk persisted, and the log records naming them written."""
-    end = time.time() + 30
+    end = time.monotonic() + 30
     todo = list(objs)
     while todo:
         rs = c.pipeline([(OP_STAT, dict(tenant=tenant, obj=o)) for o in todo])
         todo = [o for o, r in zip(todo, rs) if not r["flags"] & WF_PERSISTED]
-        check(time.time() < end, "%d chunks never persisted" % len(todo))
+        check(time.monotonic() < end, "%d chunks never persisted" % len(todo))
         if todo:
             time.sleep(0.05)
     node.wait_metric("shoal_fnstore_ilog_pending_records", lambda v: v == 0, "log written")
@@ -294,7 +294,7 @@ def test_tags_and_heartbeat(node, ctl, c):
     check(ta >> 20 < 16 and tb >> 20 < 16, "slots of 16: %x %x" % (ta, tb))
     wait_durable(node, c, 1, a)
     wait_durable(node, c, 2, b)
-    beat = ctl.beat_after(time.time())
+    beat = ctl.beat_after(time.monotonic())
     ia = instance(beat, ta)
     check(ia is not None and ia["tenant"] == 1 and ia["state"] == "active" and ia["lost"] == 0,
           "instance of tenant 1 in %r" % beat["instances"])
@@ -315,14 +315,14 @@ def test_reclaim(node, ctl, c, a, ta):
     objs = sorted(a)
     first, rest = objs[0], objs[1:]
     ctl.send_once(reclaim={"slots": [ta >> 20]})
-    end = time.time() + 10
+    end = time.monotonic() + 10
     while True:  # until the reclaim lands: the first GET of a lost chunk is STALE
-        t0 = time.time()
+        t0 = time.monotonic()
         r = c.call(OP_GET, tenant=1, obj=first, inc=ta)
         if r["status"] == E_STALE:
             break
         check(r["status"] == 0 and r["data"] == a[first][0], "get before reclaim %r" % r)
-        check(time.time() < end, "reclaim never applied")
+        check(time.monotonic() < end, "reclaim never applied")
         time.sleep(0.002)
     stale_ms = (r["t"] - t0) * 1000
     # That GET put its chunk first in line: in memory long before the rest.
@@ -330,12 +330,12 @@ def test_reclaim(node, ctl, c, a, ta):
         r = c.call(OP_GET, tenant=1, obj=first, inc=ta)
         if r["status"] == 0:
             break
-        check(r["status"] == E_STALE and time.time() < end, "asked chunk %r" % r)
+        check(r["status"] == E_STALE and time.monotonic() < end, "asked chunk %r" % r)
     loaded = node.metric("shoal_fnstore_recovery_chunks_total")
     check(r["data"] == a[first][0] and not r["flags"] & WF_FROM_COS, "asked chunk in memory")
     check(r["inc"] != ta and r["inc"] >> 20 == ta >> 20, "same slot, new tag %x" % r["inc"])
     # The rest, all at once: STALE answers come without a COS read each.
-    t0 = time.time()
+    t0 = time.monotonic()
     rs = c.pipeline([(OP_GET, dict(tenant=1, obj=o, inc=ta)) for o in rest])
     stale = [o for o, r in zip(rest, rs) if r["status"] == E_STALE]
     check(all(r["status"] in (0, E_STALE) for r in rs), "statuses %r" %
@@ -354,7 +354,7 @@ def test_reclaim(node, ctl, c, a, ta):
     check(all(r["status"] == 0 and r["data"] == a[o][0] and not r["flags"] & WF_FROM_COS
               for o, r in zip(objs, rs)), "every chunk back in memory")
     check(len({r["inc"] for r in rs}) == 1, "one recovered instance")
-    beat = ctl.beat_after(time.time())
+    beat = ctl.beat_after(time.monotonic())
     inst = instance(beat, rs[0]["inc"])
     check(inst is not None and inst["lost"] == 0 and inst["used"] == A_CHUNKS * A_SIZE, "beat %r" % inst)
     check(beat["recovery"]["chunks"] >= A_CHUNKS and
@@ -401,7 +401,7 @@ def meta(kind, tenant, key, version, layout=b""):
 
 def test_meta(node, c):
     m1 = meta(1, 1, b"photos/cat.jpg", 3, b"\x02layout-bytes")
-    t0 = time.time()
+    t0 = time.monotonic()
     r = c.call(OP_META, tenant=1, data=m1)
     check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "meta %r" % r)
     check(any(k == 3 and b == m1 for k, b in log_records(node.tmp)), "meta record not in the log")
@@ -420,7 +420,7 @@ def test_meta(node, c):
     check(all(m in logged for m in run), "a frame's records not all in the log")
     check(bad not in logged and not any(b.startswith(bad[:20]) for b in logged),
           "a refused frame's record was logged")
-    print("meta: a record durable in %.1f ms" % ((time.time() - t0) * 1000))
+    print("meta: a record durable in %.1f ms" % ((time.monotonic() - t0) * 1000))
 
 
 def test_degraded_and_cache(node, ctl, c, b, tb):
@@ -430,13 +430,13 @@ def test_degraded_and_cache(node, ctl, c, b, tb):
     check(node.metric("shoal_fnstore_sms_heard") == 0, "static until heard")
     ctl.send_once(decisions=[{"slot": tb >> 20, "tag": tb, "state": "degraded", "gen": 0,
                               "warm_up": 1}])
-    end = time.time() + 10
+    end = time.monotonic() + 10
     while True:
-        beat = ctl.beat_after(time.time())
+        beat = ctl.beat_after(time.monotonic())
         i = instance(beat, tb)
         if i is not None and i["state"] == "degraded":
             break
-        check(time.time() < end, "decision not applied: %r" % i)
+        check(time.monotonic() < end, "decision not applied: %r" % i)
     check({x["tenant"]: x for x in beat["sms_cost"]}[2]["warmups"] == 1, "warm-up counted")
     # A GET from a degraded instance leaves a hot copy in the cache space.
     o = sorted(b)[0]
@@ -459,7 +459,7 @@ def test_degraded_and_cache(node, ctl, c, b, tb):
     r = c.call(OP_GET, tenant=2, obj=other, inc=tb)
     check(r["status"] == 0 and not r["flags"] & WF_FROM_COS, "cache hit %r" % r)
     node.wait_metric("shoal_fnstore_cache_hits_total", lambda v: v == hits + 1, "cache hit", 5)
-    beat = ctl.beat_after(time.time())
+    beat = ctl.beat_after(time.monotonic())
     check(instance(beat, tb) is None and beat["cache_bytes"] == 2 * 4096, "beat %r" %
           beat["cache_bytes"])
 
@@ -476,19 +476,19 @@ def test_sms_window(node, ctl, c, a, ta_new):
     ctl.set(pools=[{"tenant": 1, "gen": 2, "gen_age_ms": 0}, {"tenant": 3, "gen": 0,
                                                              "gen_age_ms": 0}])
     o = sorted(a)[5]
-    end = time.time() + 10
+    end = time.monotonic() + 10
     while True:  # once generation 2 is heard, a read moves the chunk there
         r = c.call(OP_GET, tenant=1, obj=o, inc=ta_new)
         check(r["status"] == 0 and r["data"] == a[o][0], "get %r" % r)
         if r["inc"] != ta_new:
             break
-        check(time.time() < end, "never compacted")
+        check(time.monotonic() < end, "never compacted")
         time.sleep(0.05)
     node.wait_metric("shoal_fnstore_compactions_total", lambda v: v >= 1, "compaction", 5)
     moved = r["inc"]
     r = c.call(OP_GET, tenant=1, obj=o, inc=ta_new)  # the gateway's old tag still finds it
     check(r["status"] == 0 and r["inc"] == moved and r["data"] == a[o][0], "found by key")
-    beat = ctl.beat_after(time.time())
+    beat = ctl.beat_after(time.monotonic())
     new = instance(beat, moved)
     check(new is not None and new["gen"] == 2 and new["used"] == A_SIZE, "new gen instance %r" % new)
     check(instance(beat, ta_new)["used"] == (A_CHUNKS - 1) * A_SIZE, "moved out of the old one")
@@ -498,9 +498,9 @@ def test_sms_window(node, ctl, c, a, ta_new):
     wait_durable(node, c, 3, d)
     ctl.send_once(decisions=[{"slot": t3 >> 20, "tag": t3, "state": "released", "gen": 0,
                               "warm_up": 0}])
-    end = time.time() + 10
+    end = time.monotonic() + 10
     while c.call(OP_GET, tenant=3, obj=2, inc=t3)["status"] != E_STALE:
-        check(time.time() < end, "release not applied")
+        check(time.monotonic() < end, "release not applied")
         time.sleep(0.02)
     r = c.call(OP_GET, tenant=3, obj=2, inc=t3, flags=WF_COS_OK)
     check(r["status"] == 0 and r["data"] == d[2][0] and r["inc"] not in (0, t3), "re-admitted %r" % r)
@@ -518,7 +518,7 @@ def test_merge(node, ctl, c):
                  "warm_active_ms": 60000, "warm_degraded_ms": 60000, "compact_age": 6,
                  "max_instances": 0},
             pools=pools + [{"tenant": 5, "gen": 0, "gen_age_ms": 0}])
-    ctl.beat_after(time.time())
+    ctl.beat_after(time.monotonic())
     size = 500 << 10  # four to a 2 MiB instance
     e = put_many(c, 5, range(1, 9), size, seed=6)
     tags = sorted({t for _, t in e.values()})
@@ -531,7 +531,7 @@ def test_merge(node, ctl, c):
     before = node.metric("shoal_fnstore_merges_total")
     ctl.set(pools=pools + [{"tenant": 5, "gen": 1, "gen_age_ms": 0}])
     node.wait_metric("shoal_fnstore_merges_total", lambda v: v == before + 1, "merged", 10)
-    beat = ctl.beat_after(time.time())
+    beat = ctl.beat_after(time.monotonic())
     mine = [i for i in beat["instances"] if i["tenant"] == 5]
     check(len(mine) == 1 and mine[0]["used"] == 4 * size and mine[0]["gen"] == 0 and
           mine[0]["tag"] in tags, "one of the two left, of generation 0, holding all: %r" % mine)
@@ -554,11 +554,11 @@ def test_kill9(node, ctl, c, a, merged):
     node.kill9()
     with ctl.lock:  # a restarted node runs static until the controller says otherwise
         ctl.steady = {}
-    t0 = time.time()
+    t0 = time.monotonic()
     node.start()
     c = Conn(node.port)
     node.wait_metric("shoal_fnstore_recovery_running", lambda v: v == 0, "recovery after restart")
-    rebuilt_s = time.time() - t0
+    rebuilt_s = time.monotonic() - t0
     check(node.metric("shoal_fnstore_recoveries_total") >= 1, "recoveries after restart")
     for t, chunks in ((1, a), (4, kept), (5, merged)):
         objs = sorted(chunks)
@@ -628,12 +628,12 @@ def test_released_before_persisted(binary, tmp):
         check(r["req_id"] == rid and r["status"] == 0 and r["inc"] != 0, "put %r" % r)
         tag = r["inc"]
         ctl.send_once(decisions=[{"slot": tag >> 20, "tag": tag, "state": "degraded", "gen": 0}])
-        end = time.time() + 2
+        end = time.monotonic() + 2
         while True:
-            i = instance(ctl.beat_after(time.time()), tag)
+            i = instance(ctl.beat_after(time.monotonic()), tag)
             if i is not None and i["state"] == "degraded":
                 break
-            check(time.time() < end, "decision not applied: %r" % i)
+            check(time.monotonic() < end, "decision not applied: %r" % i)
         ctl.send_once(reclaim={"slots": [tag >> 20]})
         node.wait_metric("shoal_fnstore_instances_released_total", lambda v: v >= 1, "released",
                          2)
@@ -673,11 +673,11 @@ def cos_read_rate(paths):
     after another into one buffer (no CRC, no copy into memory)."""
     buf = bytearray(max(os.path.getsize(p) for p in paths))
     n = 0
-    t0 = time.time()
+    t0 = time.monotonic()
     for p in paths:
         with open(p, "rb", buffering=0) as f:
             n += f.readinto(buf)
-    return n / (time.time() - t0) / 1e6
+    return n / (time.monotonic() - t0) / 1e6
 
 
 def test_rates(binary, tmp, mib):
@@ -749,7 +749,7 @@ def main():
         test_reclaim_rate(binary, tmp)
         test_released_before_persisted(binary, tmp)
         test_rates(binary, tmp, mib)
-        check(time.time() < DEADLINE, "took too long")
+        check(time.monotonic() < DEADLINE, "took too long")
         ok = True
         print("ok")
         return 0

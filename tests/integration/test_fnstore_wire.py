@@ -89,8 +89,8 @@ def free_port():
 
 def wait_port(addr, proc, timeout=10):
     host, port = addr.rsplit(":", 1)
-    end = time.time() + timeout
-    while time.time() < end:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError("shoal-fnstore exited with %d" % proc.returncode)
         try:
@@ -243,12 +243,12 @@ def test_dribbled(addr):
 
 def test_persisted(addr):
     c = Conn(addr)
-    end = time.time() + 15
+    end = time.monotonic() + 15
     while True:
         r = c.call(OP_STAT, tenant=1, obj=77, ver=2, idx=0)
         if r["flags"] & WF_PERSISTED:
             break
-        check(time.time() < end, "chunk never persisted")
+        check(time.monotonic() < end, "chunk never persisted")
         time.sleep(0.05)
     r = c.call(OP_GET, tenant=1, obj=77, ver=2, idx=0)
     check(r["status"] == 0 and r["flags"] & WF_PERSISTED, "get persisted flag")
@@ -258,7 +258,7 @@ def test_persisted(addr):
             r = c.call(OP_STAT, tenant=1 + i % 3, obj=77, ver=2, idx=i)
             if r["flags"] & WF_PERSISTED:
                 break
-            check(time.time() < end, "chunk %d never persisted" % i)
+            check(time.monotonic() < end, "chunk %d never persisted" % i)
             time.sleep(0.05)
     c.close()
 
@@ -314,9 +314,9 @@ def test_notify(node):
         c.s.sendall(frame(OP_PUT, 1000 + i, tenant=T, obj=900 + i, idx=i % 3,
                           data=payload(512 + i, i), flags=WF_NOTIFY))
     acks, notes = set(), []
-    end = time.time() + 15
+    end = time.monotonic() + 15
     while len(acks) < 20 or len(notes) < 20:
-        check(time.time() < end, "notices missing: %d acks %d records" % (len(acks), len(notes)))
+        check(time.monotonic() < end, "notices missing: %d acks %d records" % (len(acks), len(notes)))
         r = read_resp(c.s)
         if r["op"] == OP_PERSISTED | OP_RESP:
             check(r["req_id"] == 0 and r["data_len"] % NOTE.size == 0, "notice shape %r" % r)
@@ -332,9 +332,9 @@ def test_notify(node):
     # without the flag: no notice
     r = c.call(OP_PUT, tenant=T, obj=950, idx=0, data=payload(100, 1))
     check(r["status"] == 0, "plain put")
-    end = time.time() + 15
+    end = time.monotonic() + 15
     while not c.call(OP_STAT, tenant=T, obj=950, idx=0)["flags"] & WF_PERSISTED:
-        check(time.time() < end, "plain put never persisted")
+        check(time.monotonic() < end, "plain put never persisted")
         time.sleep(0.02)
     c.s.settimeout(0.5)
     try:
@@ -449,9 +449,9 @@ def metric(maddr, name):
 
 
 def wait_metric(maddr, name, want, timeout=15):
-    end = time.time() + timeout
+    end = time.monotonic() + timeout
     while metric(maddr, name) != want:
-        check(time.time() < end, "%s stays %d, want %d" % (name, metric(maddr, name), want))
+        check(time.monotonic() < end, "%s stays %d, want %d" % (name, metric(maddr, name), want))
         time.sleep(0.05)
 
 
@@ -508,9 +508,9 @@ def test_arena_accounting(binary, tmp):
 
 
 def wait_persisted(c, **key):
-    end = time.time() + 15
+    end = time.monotonic() + 15
     while not c.call(OP_STAT, **key)["flags"] & WF_PERSISTED:
-        check(time.time() < end, "never persisted: %r" % key)
+        check(time.monotonic() < end, "never persisted: %r" % key)
         time.sleep(0.02)
 
 
@@ -582,9 +582,9 @@ def put_pair(node, c, tenant, obj1, data1, obj2, data2, what):
 
 def wait_gone(node, *paths):
     """Waits (5 s at most) until every one of paths is deleted."""
-    end = time.time() + 5
+    end = time.monotonic() + 5
     while any(os.path.exists(p) for p in paths):
-        check(time.time() < end, "empty segments kept: %r" % segments(node.tmp))
+        check(time.monotonic() < end, "empty segments kept: %r" % segments(node.tmp))
         time.sleep(0.05)
 
 
@@ -631,13 +631,13 @@ def test_tomb_alone(node):
     c = Conn(node.addr)
     old = put_pair(node, c, 2, 0x7171, payload(300, 71), 0x7172, payload(310, 72), "P1 and P2")
     check(c.call(OP_DEL, tenant=2, obj=0x7171, idx=0)["status"] == 0, "del P1")
-    end = time.time() + 5
+    end = time.monotonic() + 5
     while True:
         tomb = [p for p, (ents, tombs) in segment_contents(node.tmp).items()
                 if not ents and (2, 0, 0x7171) in tombs]
         if tomb:
             break
-        check(time.time() < end, "no tombstone segment after 5 s: %r" % segments(node.tmp))
+        check(time.monotonic() < end, "no tombstone segment after 5 s: %r" % segments(node.tmp))
         time.sleep(0.05)
     tomb = tomb[0]
     c.close()
@@ -672,8 +672,8 @@ def test_cos_outage(node):
     os.unlink(seg)
     if os.path.isdir(seg + ".away"):
         os.rename(seg + ".away", seg)
-    end = time.time() + 10
-    while time.time() < end:
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
         r = c.call(OP_STAT, tenant=77, obj=1, ver=1)
         if r["flags"] & WF_PERSISTED:
             break
@@ -701,14 +701,14 @@ def test_caps_and_queue_limit(binary, tmp):
         # another tenant is not refused because tenant 1 was full
         check(c.call(OP_STAT, tenant=2, obj=1, ver=1)["status"] == E_NOTFOUND, "tenant 2")
         time.sleep(0.2)
-        t0 = time.time()
+        t0 = time.monotonic()
         for b in range(6):
             c.s.sendall(b"".join(frame(OP_GET, 500 + b * 8 + i, tenant=1, obj=1, ver=1)
                                  for i in range(8)))
             for _ in range(8):
                 r = read_resp(c.s)
                 check(r["status"] == 0 and r["data"] == b"abc", "paced get")
-        el = time.time() - t0
+        el = time.monotonic() - t0
         check(el >= 0.35, "48 requests at 100/s took only %.3f s" % el)
         c.close()
     finally:

@@ -37,7 +37,7 @@ def expect_closed(t, port, payload, what, shut_wr=False, timeout=10):
                 s.shutdown(socket.SHUT_WR)
         except (BrokenPipeError, ConnectionResetError):
             return  # closed while we were still sending: fine
-        deadline = time.time() + timeout
+        deadline = time.monotonic() + timeout
         while True:
             try:
                 b = s.recv(65536)
@@ -49,7 +49,7 @@ def expect_closed(t, port, payload, what, shut_wr=False, timeout=10):
             if not b:
                 return
             # A response to something valid before the garbage is allowed; keep reading.
-            if time.time() > deadline:
+            if time.monotonic() > deadline:
                 raise st.TestFailure("%s: node kept talking for %ds" % (what, timeout))
     finally:
         s.close()

@@ -139,14 +139,14 @@ def main(t):
     t.section(check_overwrites, c, g)
     t.section(check_delete, c, g)
     t.eq(node_sum(c, "shoal_fnstore_cos_reloads_total"), 0, "chunks reloaded from COS")
-    deadline = time.time() + 10
+    deadline = time.monotonic() + 10
     want = SIZE * 3 // 2  # grace/big's live version, k=4 m=2
     while True:
         used = node_sum(c, "shoal_fnstore_memory_used_bytes")
         waiting = gw_metric(c, "shoal_gateway_retired_versions_waiting")
         if used == want and waiting == 0:
             break
-        t.check(time.time() < deadline, "nodes hold %d bytes (want %d), %r versions wait"
+        t.check(time.monotonic() < deadline, "nodes hold %d bytes (want %d), %r versions wait"
                 % (used, want, waiting))
         time.sleep(0.2)
     st.log("old versions gone: nodes hold %d bytes" % used)

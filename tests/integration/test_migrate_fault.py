@@ -122,9 +122,9 @@ def main(t):
     w.th.start()
     try:
         s = wait_moving(t, c, "start")
-        m0, t0 = gw_metric(c, "shoal_gateway_migrate_moved_bytes_total"), time.time()
+        m0, t0 = gw_metric(c, "shoal_gateway_migrate_moved_bytes_total"), time.monotonic()
         time.sleep(3)
-        m1, t1 = gw_metric(c, "shoal_gateway_migrate_moved_bytes_total"), time.time()
+        m1, t1 = gw_metric(c, "shoal_gateway_migrate_moved_bytes_total"), time.monotonic()
         rate = (m1 - m0) / (t1 - t0)
         st.log("migration: %d bytes to move; moved at %.2f MiB/s (--migrate-rate %.2f MiB/s)" % (
             s["bytes_to_move"], rate / (1 << 20), RATE / (1 << 20)))

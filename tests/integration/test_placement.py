@@ -178,7 +178,7 @@ def main(t):
         t.check(before <= 0.65 * capacity, "before rebalance: %.0f GETs/s, want at most 65 %% "
                 "of %d (three nodes of six)" % (before, capacity))
         s0 = status(c)
-        t0 = time.time()
+        t0 = time.monotonic()
         p = c.shoalctl("--json", "placement", "rebalance", timeout=60)
         rb = json.loads(p.stdout.decode())
         st.log("rebalance: %s" % rb)
@@ -189,7 +189,7 @@ def main(t):
             s = status(c)
             return s if s["moving_partitions"] == 0 and not s["migrating"] else None
         s1 = st.wait_until(migrated, 60, "the migration to finish", interval=0.5)
-        st.log("migrated in %.1fs: %s" % (time.time() - t0, s1))
+        st.log("migrated in %.1fs: %s" % (time.monotonic() - t0, s1))
         time.sleep(2)
         after = rd.rate(MEASURE_S)
         st.log("after: %.0f GETs/s = %.0f %% of capacity %d (before %.0f %%)" % (

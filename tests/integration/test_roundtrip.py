@@ -312,12 +312,12 @@ def check_prompt_deletes(t, c):
     for i in range(10):
         t.status(g.put("prompt/hot", os.urandom(size)), 201, "PUT version %d" % i)
     limit = before + 2 * size * 3 // 2  # the live version and one on its way out
-    deadline = time.time() + 10
+    deadline = time.monotonic() + 10
     while True:
         now, waiting = used(), gw_metrics(c).get("shoal_gateway_retired_versions_waiting")
         if now <= limit and waiting == 0:
             break
-        t.check(time.time() < deadline,
+        t.check(time.monotonic() < deadline,
                 "10 s after 10 overwrites of %d bytes the nodes hold %d bytes more than before "
                 "(want <= %d), %r versions wait" % (size, now - before, limit - before, waiting))
         time.sleep(0.2)
@@ -387,18 +387,18 @@ def check_small_persistence(t, c):
     before = gw_metrics(c)
     for i in range(n):
         t.status(g.put("small/%d" % i, os.urandom(1000 + i)), 201, "PUT small/%d" % i)
-    deadline = time.time() + 30
+    deadline = time.monotonic() + 30
     while True:
         m = gw_metrics(c)
         if m.get("shoal_gateway_buffered_objects", 1) == 0:
             break
-        t.check(time.time() < deadline, "objects still buffered after 30 s: %r" % m)
+        t.check(time.monotonic() < deadline, "objects still buffered after 30 s: %r" % m)
         time.sleep(0.1)
     # The layout updates that follow (objects now wholly in COS) are queued
     # with no PUT behind them: they wait at most 100 ms, not for the next PUT.
-    deadline = time.time() + 3
+    deadline = time.monotonic() + 3
     while gw_metrics(c).get("shoal_gateway_commit_queued_ops", -1) != 0:
-        t.check(time.time() < deadline, "layout updates still queued for the committer after 3 s")
+        t.check(time.monotonic() < deadline, "layout updates still queued for the committer after 3 s")
         time.sleep(0.05)
     tdir = os.path.join(c.dir, "cos", "t%d" % tenant["id"])
     t.check(not os.path.isdir(tdir) or not os.listdir(tdir),
@@ -411,12 +411,12 @@ def check_small_persistence(t, c):
     for obj, idxs in copies.items():
         t.check(len(idxs) >= 2 and sorted(idxs) == list(range(len(idxs))),
                 "object %016x: packed copies %r, want 0..m once each" % (obj, sorted(idxs)))
-    deadline = time.time() + 10  # node gauges refresh every 200 ms
+    deadline = time.monotonic() + 10  # node gauges refresh every 200 ms
     while True:
         gauge = sum(c.metrics(i).get("shoal_fnstore_cos_packed_chunks", 0) for i in range(c.nodes))
         if gauge >= n:
             break
-        t.check(time.time() < deadline, "nodes report %d packed chunks, want >= %d" % (gauge, n))
+        t.check(time.monotonic() < deadline, "nodes report %d packed chunks, want >= %d" % (gauge, n))
         time.sleep(0.2)
     notes = m["shoal_gateway_persist_notices_total"] - before["shoal_gateway_persist_notices_total"]
     stats = m["shoal_gateway_persist_stats_total"] - before["shoal_gateway_persist_stats_total"]

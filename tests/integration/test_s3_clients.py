@@ -49,10 +49,10 @@ BIG = 50 << 20
 
 
 def run(cmd, env, check=True, timeout=180, stdin=None):
-    t0 = time.time()
+    t0 = time.monotonic()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=timeout, stdin=stdin)
-    st.log("%.2fs exit %d: %s" % (time.time() - t0, p.returncode, " ".join(cmd)[:160]))
+    st.log("%.2fs exit %d: %s" % (time.monotonic() - t0, p.returncode, " ".join(cmd)[:160]))
     if check and p.returncode != 0:
         raise st.TestFailure("%s: exit %d\nstdout: %s\nstderr: %s" % (
             " ".join(cmd), p.returncode, p.stdout.decode(errors="replace")[-2000:],
@@ -823,13 +823,13 @@ def rebuild_meta(t, x):
 
     c.stop(only=["gateway"])
     shutil.rmtree(os.path.join(c.dir, "gateway", "meta"))
-    t0 = time.time()
+    t0 = time.monotonic()
     c.cluster_cmd("start", "--only", "gateway", "--gateway-args",
                   "--rebuild-meta --cos %s" % os.path.join(c.dir, "cos"))
     with open(os.path.join(c.dir, "logs", "gateway.log"), errors="replace") as f:
         done = [ln for ln in f if "rebuild-meta done" in ln]
     t.check(done, "the gateway logged its rebuild")
-    st.log("rebuilt and serving in %.1fs: %s" % (time.time() - t0, done[-1].strip()))
+    st.log("rebuilt and serving in %.1fs: %s" % (time.monotonic() - t0, done[-1].strip()))
     t.check("multipart_left_out=0 " in done[-1],
             "with every record logged, no multipart object is left out: %s" % done[-1].strip())
 
@@ -1002,9 +1002,9 @@ def main(t):
     x.tenant = tenant
     for part in (aws_cli, boto3_client, s3cmd_client, rclone_client, semantics, protocol,
                  rebuild_meta, part_number, upload_expiry, slow_down):
-        t0 = time.time()
+        t0 = time.monotonic()
         t.section(part, x)
-        st.log("section %s: %.1fs" % (part.__name__, time.time() - t0))
+        st.log("section %s: %.1fs" % (part.__name__, time.monotonic() - t0))
 
 
 if __name__ == "__main__":

@@ -83,11 +83,11 @@ def readers_during_overwrites(t, g, acked, rng, seconds):
     seen = {k: {acked[k]} for k in keys}  # every version acknowledged so far, or in flight
     lock = threading.Lock()
     errors, reads = [], [0]
-    end = time.time() + seconds
+    end = time.monotonic() + seconds
 
     def reader(seed):
         r_rng = random.Random(seed)
-        while time.time() < end and not errors:
+        while time.monotonic() < end and not errors:
             key = r_rng.choice(keys)
             r = g.get(key)
             with lock:
@@ -100,7 +100,7 @@ def readers_during_overwrites(t, g, acked, rng, seconds):
     for th in threads:
         th.start()
     n = 0
-    while time.time() < end and not errors:
+    while time.monotonic() < end and not errors:
         key = keys[n % len(keys)]
         data = rng.randbytes(rng.choice([3000, 300 << 10, 2 << 20]))
         with lock:

@@ -53,7 +53,7 @@ def main(t):
         body = os.urandom(96 * 1024 if i % 4 else 600 * 1024)
         t.status(g.put("obj/%d" % i, body), 201, "PUT obj/%d" % i)
         objs["obj/%d" % i] = body
-    last_write = time.time()
+    last_write = time.monotonic()
     # The nodes report their instances with their next heartbeat.
     p = st.wait_until(lambda: (lambda p: p if p["instances"] > 0 else None)(pool(c, "elastic")),
                       5, "the pool's instances reported")
@@ -67,13 +67,13 @@ def main(t):
 
     # Idle: the window ages the instances out.
     seen = {}
-    while time.time() - last_write < 12:
+    while time.monotonic() - last_write < 12:
         p = pool(c, "elastic")
         mem = sum(memory(c).values())
         if p["degraded"] > 0 and "degraded" not in seen:
-            seen["degraded"] = time.time() - last_write
+            seen["degraded"] = time.monotonic() - last_write
         if p["instances"] == 0 and mem == 0:
-            seen["released"] = time.time() - last_write
+            seen["released"] = time.monotonic() - last_write
             break
         time.sleep(0.2)
     st.log("window: %r (seconds after the last write)" % seen)
@@ -99,9 +99,9 @@ def main(t):
     j = ctl_json(c, "node", "reclaim", str(node), "--all")
     t.check(j["all"] is True and len(j["instances"]) >= 1, "reclaim --all: %r" % j)
     log = os.path.join(c.dir, "logs", "fnstore-%d.log" % node)
-    deadline = time.time() + 5
+    deadline = time.monotonic() + 5
     found = False
-    while time.time() < deadline and not found:
+    while time.monotonic() < deadline and not found:
         with open(log, errors="replace") as f:
             found = re.search(r"instance reclaimed", f.read()) is not None
         time.sleep(0.2)

@@ -38,9 +38,9 @@ def measure(server_pids, client_cmd, warmup, duration):
     """Runs the client; CPU of both sides over [warmup, warmup + duration]."""
     p = subprocess.Popen(client_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(warmup)
-    s0, c0, t0 = cpu(server_pids), cpu([p.pid]), time.time()
+    s0, c0, t0 = cpu(server_pids), cpu([p.pid]), time.monotonic()
     time.sleep(duration)
-    s1, c1, t1 = cpu(server_pids), cpu([p.pid]), time.time()
+    s1, c1, t1 = cpu(server_pids), cpu([p.pid]), time.monotonic()
     out, err = p.communicate(timeout=duration * 4 + 120)
     if p.returncode != 0:
         raise RuntimeError("%s: exit %d\n%s" % (client_cmd[0], p.returncode, err[-2000:]))
@@ -100,10 +100,10 @@ def main():
                    "1", "--threads", str(args.threads), "--csv"]
             p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             time.sleep(1.5)
-            s0, c0, t0 = cpu([redis_pid]), cpu([p.pid]), time.time()
+            s0, c0, t0 = cpu([redis_pid]), cpu([p.pid]), time.monotonic()
             d0 = redis_count()
             time.sleep(args.duration - 1)
-            s1, c1, t1 = cpu([redis_pid]), cpu([p.pid]), time.time()
+            s1, c1, t1 = cpu([redis_pid]), cpu([p.pid]), time.monotonic()
             d1 = redis_count()
             p.kill()
             p.wait()

@@ -104,9 +104,9 @@ def main():
                               "--admin-token-file", os.path.join(d, "admin.token"),
                               "--data-dir", os.path.join(d, "gateway-b")] + o.gateway_args.split(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        end = time.time() + 30
+        end = time.monotonic() + 30
         while len(state(build, d).get("gateways", [])) < 2:
-            if time.time() > end:
+            if time.monotonic() > end:
                 raise RuntimeError("the second gateway did not register")
             time.sleep(0.2)
         keys = {}

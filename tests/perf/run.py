@@ -77,8 +77,8 @@ def free_port(taken=()):
 
 
 def wait_port(port, proc, what, secs=15):
-    end = time.time() + secs
-    while time.time() < end:
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError("%s exited with %s" % (what, proc.returncode))
         try:
@@ -212,12 +212,12 @@ http {
                    "perf"])
         self.key = json.loads(out)["key"]
         # The gateway learns new tenants from the controller asynchronously.
-        end = time.time() + 60
+        end = time.monotonic() + 60
         while True:
             code = http_status(9300 + k, "/v1/objects/perf-probe", self.key)
             if code != 401:
                 break
-            if time.time() > end:
+            if time.monotonic() > end:
                 raise RuntimeError("gateway still refuses the new tenant key (401)")
             time.sleep(0.25)
         log("cluster up: gateway %s" % self.gateway)

@@ -63,9 +63,9 @@ def restart_gateway(d, interval_ms):
     subprocess.run([CLUSTER, "start", "--dir", d, "--only", "gateway", "--gateway-args",
                     "--scrub-interval-ms %d" % interval_ms], check=True, capture_output=True)
     if interval_ms > 0:
-        end = time.time() + 120
+        end = time.monotonic() + 120
         while scrub_metrics().get("passes_total", 0) < 1:
-            if time.time() > end:
+            if time.monotonic() > end:
                 raise RuntimeError("no scrub pass in 120 s")
             time.sleep(0.2)
     else:
@@ -98,16 +98,16 @@ def main():
                  "http://127.0.0.1:%d" % (9300 + OFFSET), "--tenant",
                  "name=sc,key=%s,size=1KiB,read=1,conc=16,keys=%d" % (key, o.keys),
                  "--threads", "2", "--json"]
-        t0 = time.time()
+        t0 = time.monotonic()
         subprocess.run(bench + ["--load", "--warmup", "0", "--duration", "1"], check=True,
                        capture_output=True)
-        print("loaded %d keys in %.1f s" % (o.keys, time.time() - t0), file=sys.stderr)
+        print("loaded %d keys in %.1f s" % (o.keys, time.monotonic() - t0), file=sys.stderr)
         for i in range(o.runs):
             for side, interval in (("off", 0), ("on", o.interval_ms)):
                 restart_gateway(d, interval)
-                m0, c0, w0 = scrub_metrics(), cpu(d), time.time()
+                m0, c0, w0 = scrub_metrics(), cpu(d), time.monotonic()
                 time.sleep(o.duration)
-                m1, c1, w1 = scrub_metrics(), cpu(d), time.time()
+                m1, c1, w1 = scrub_metrics(), cpu(d), time.monotonic()
                 idle = (c1 - c0) / (w1 - w0)
                 passes = m1.get("passes_total", 0) - m0.get("passes_total", 0)
                 c2 = cpu(d)
