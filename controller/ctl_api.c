@@ -238,7 +238,8 @@ s3keys_rest(const char *sub)
     return sub + 8;
 }
 
-/* /v1/tenants/{name}[/keys | /s3-keys[/{id}]]; rest points past "/v1/tenants/". */
+/* /v1/tenants/{name}[/keys | /move | /cost | /s3-keys[/{id}]]; rest points
+ * past "/v1/tenants/". */
 static void
 route_tenant(struct ctl_api *a, struct cm_http_req *r, const char *m, const char *rest)
 {
@@ -249,13 +250,15 @@ route_tenant(struct ctl_api *a, struct cm_http_req *r, const char *m, const char
     char name[CTL_NAME_MAX + 1];
 
     int cost = slash != NULL && strcmp(slash, "/cost") == 0;
+    int move = slash != NULL && strcmp(slash, "/move") == 0;
+    int keys = slash != NULL && strcmp(slash, "/keys") == 0;
 
-    if (slash != NULL && strcmp(slash, "/keys") != 0 && s3 == NULL && !cost) {
+    if (slash != NULL && !keys && s3 == NULL && !cost && !move) {
         call_init(&c, a, r, OP_OTHER);
         ctl_reply_error(&c, 404, "not_found", "no such resource");
         return;
     }
-    call_init(&c, a, r, s3 != NULL ? OP_S3KEYS : slash != NULL && !cost ? OP_KEYS : OP_TENANT);
+    call_init(&c, a, r, s3 != NULL ? OP_S3KEYS : keys ? OP_KEYS : OP_TENANT);
     if (!ctl_valid_name(rest, nlen)) {
         ctl_reply_error(&c, 400, "bad_request", "tenant name must match [a-z0-9][a-z0-9-]{0,62}");
         return;
@@ -282,7 +285,13 @@ route_tenant(struct ctl_api *a, struct cm_http_req *r, const char *m, const char
         } else {
             reply_method(&c, "GET, HEAD");
         }
-    } else if (slash != NULL) {
+    } else if (move) {
+        if (strcmp(m, "POST") == 0) {
+            ctl_admin_tenant_move(&c, name);
+        } else {
+            reply_method(&c, "POST");
+        }
+    } else if (keys) {
         if (strcmp(m, "POST") != 0) {
             reply_method(&c, "POST");
         } else {
@@ -358,6 +367,15 @@ on_request(void *arg, struct cm_http_req *r)
         call_init(&c, a, r, OP_DEMAND);
         if (strcmp(m, "POST") == 0) {
             ctl_internal_demand(&c);
+        } else {
+            reply_method(&c, "POST");
+        }
+    } else if (strncmp(p, "/v1/internal/tenants/", 21) == 0 && strchr(p + 21, '/') != NULL &&
+               strcmp(strchr(p + 21, '/'), "/moved") == 0) {
+        /* Counted with the tenant's other changes. */
+        call_init(&c, a, r, OP_TENANT);
+        if (strcmp(m, "POST") == 0) {
+            ctl_internal_tenant_moved(&c, p + 21);
         } else {
             reply_method(&c, "POST");
         }

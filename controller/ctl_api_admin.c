@@ -1,12 +1,14 @@
 /*
  * ctl_api_admin.c - the admin API of API.md: tenants (create, list, show,
- * change weight, delete), key rotation, and the nodes (with the gateways)
- * and fairness views (placement: ctl_api_placement.c). Inputs are checked
- * here (400 with a message naming the field); ctl_state does the writes,
- * and a tenant change kicks WA (ctl_wa_kick) before it is answered.
+ * change weight, delete, ask a move to another gateway), key rotation, and
+ * the nodes (with the gateways) and fairness views (placement:
+ * ctl_api_placement.c). Inputs are checked here (400 with a message naming
+ * the field); ctl_state does the writes, and a tenant change kicks WA
+ * (ctl_wa_kick) before it is answered.
  *
  * Threads: the cm_http threads; every handler answers its call once.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,11 +82,23 @@ get_int(struct ctl_call *c, json_t *o, const char *key, long lo, long hi, long d
 
 /* ---- rendering ---- */
 
+/* Adds t's "moving_to" to j (borrowed; NULL is a no-op) while a move is
+ * asked; returns j. */
+static json_t *
+with_moving_to(json_t *j, const struct ctl_tenant *t)
+{
+    if (j != NULL && t->moving_to[0] != '\0') {
+        json_object_set_new(j, "moving_to", json_string(t->moving_to));
+    }
+    return j;
+}
+
 static json_t *
 tenant_brief(const struct ctl_tenant *t)
 {
-    return json_pack("{s:s, s:I, s:f, s:s}", "name", t->name, "id", (json_int_t)t->id, "weight",
-                     t->weight, "gateway", t->gateway);
+    return with_moving_to(json_pack("{s:s, s:I, s:f, s:s}", "name", t->name, "id",
+                                    (json_int_t)t->id, "weight", t->weight, "gateway", t->gateway),
+                          t);
 }
 
 /* {"<node id>": weight} of tenant id as the up nodes report it. */
@@ -131,6 +145,7 @@ tenant_full(const struct ctl_snapshot *s, const struct ctl_tenant_view *tv)
                   (json_int_t)tv->t.id, "weight", tv->t.weight, "ec_k", tv->t.ec_k, "ec_m",
                   tv->t.ec_m, "created_ms", (json_int_t)tv->t.created_ms, "keys", tv->t.nkeys,
                   "gateway", tv->t.gateway);
+    with_moving_to(j, &tv->t);
     tenant_live(j, s, &f, i);
     ctl_api_fair_fini(&f);
     return j;
@@ -322,6 +337,50 @@ ctl_admin_tenant_rotate(struct ctl_call *c, const char *name)
     }
     ctl_reply_json(
         c, 201, json_pack("{s:s, s:s, s:I}", "key", key, "name", t.name, "id", (json_int_t)t.id));
+}
+
+void
+ctl_admin_tenant_move(struct ctl_call *c, const char *name)
+{
+    json_t *o = ctl_body_object(c);
+    json_t *jg;
+    struct ctl_tenant t;
+    const char *to;
+    int rc;
+
+    if (o == NULL) {
+        return;
+    }
+    jg = json_object_get(o, "gateway");
+    if (!json_is_string(jg) ||
+        !cm_gateway_id_valid(json_string_value(jg), json_string_length(jg))) {
+        ctl_reply_error(c, 400, "bad_request", "gateway must be 1 to %d of [A-Za-z0-9._:-]",
+                        CTL_GW_ID_MAX);
+        goto out;
+    }
+    to = json_string_value(jg);
+    rc = ctl_state_tenant_move(c->a->st, name, to, cm_now_ns(), &t);
+    if (rc == -EAGAIN) {
+        ctl_reply_error(c, 409, "conflict",
+                        "tenant %s has no gateway yet (it gets one at the next gateway poll)",
+                        name);
+    } else if (rc == -ENXIO) {
+        ctl_reply_error(c, 409, "conflict", "gateway %s is not registered (no poll from it)", to);
+    } else if (rc == -EHOSTDOWN) {
+        ctl_reply_error(c, 409, "conflict", "gateway %s is down (no poll from it within %llu s)",
+                        to, (unsigned long long)(CTL_GW_UP_NS / 1000000000ull));
+    } else if (rc < 0) {
+        reply_state_error(c, rc, name);
+    } else if (t.moving_to[0] == '\0') {
+        ctl_admin_tenant_show(c, name); /* to is the owner: nothing to move */
+    } else {
+        /* 202: the owner hands the metadata over after its next poll. */
+        ctl_reply_json(c, 202,
+                       json_pack("{s:s, s:I, s:s, s:s}", "name", t.name, "id", (json_int_t)t.id,
+                                 "gateway", t.gateway, "moving_to", t.moving_to));
+    }
+out:
+    json_decref(o);
 }
 
 void

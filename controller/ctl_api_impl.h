@@ -5,8 +5,8 @@
  *                       map), answers, JSON bodies, snapshot reads
  *   ctl_api_admin.c     the admin API of API.md: tenants, keys, nodes,
  *                       placement, fairness
- *   ctl_api_internal.c  the internal API of docs/internal-api.md: heartbeats
- *                       and the state gateways read
+ *   ctl_api_internal.c  the internal API of docs/internal-api.md: heartbeats,
+ *                       the state gateways read, their moved tenants
  *   ctl_api_metrics.c   /metrics and /healthz
  *   ctl_api_s3keys.c    tenants' S3 keys: admin API and the state's part
  *   ctl_api_pool.c      the elastic memory: heartbeat fields in and out,
@@ -120,6 +120,7 @@ void ctl_admin_tenant_show(struct ctl_call *c, const char *name);
 void ctl_admin_tenant_patch(struct ctl_call *c, const char *name);
 void ctl_admin_tenant_delete(struct ctl_call *c, const char *name);
 void ctl_admin_tenant_rotate(struct ctl_call *c, const char *name);
+void ctl_admin_tenant_move(struct ctl_call *c, const char *name);
 void ctl_admin_nodes(struct ctl_call *c);
 void ctl_admin_fairness(struct ctl_call *c);
 
@@ -130,8 +131,8 @@ void ctl_admin_placement_rebalance(struct ctl_call *c);
 void ctl_admin_placement_status(struct ctl_call *c);
 void ctl_internal_demand(struct ctl_call *c);
 /* Epoch, placement epoch, partitions and every tenant's stored rows with
- * their row epochs; internal adds the tenants' weights, key hashes and
- * owning gateways, the nodes and the gateways. rows are s's tenants'
+ * their row epochs; internal adds the tenants' weights, key hashes, owning
+ * gateways and asked moves, the nodes and the gateways. rows are s's tenants'
  * (ctl_pp_rows). Transferred. */
 json_t *ctl_render_placement(const struct ctl_snapshot *s, const struct ctl_pp_rows *rows,
                              int internal);
@@ -147,6 +148,8 @@ void ctl_placement_metrics(struct ctl_api *a, struct cm_buf *b);
 
 void ctl_internal_heartbeat(struct ctl_call *c);
 void ctl_internal_state(struct ctl_call *c);
+/* POST /v1/internal/tenants/{id}/moved; id is the path segment, unchecked. */
+void ctl_internal_tenant_moved(struct ctl_call *c, const char *id);
 
 /* ---- S3 keys (ctl_api_s3keys.c); name is a valid tenant name ---- */
 

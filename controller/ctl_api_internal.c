@@ -5,6 +5,7 @@
  * ctl_api_pool.c) and the state a gateway polls (tenants with key hashes,
  * placement and owning gateway, nodes, gateways, and the S3 keys' date
  * keys from ctl_api_s3keys.c); a poll that names its gateway registers it.
+ * Also a gateway's report that it has handed a tenant to another one.
  *
  * Threads: the cm_http threads; every handler answers its call once.
  */
@@ -314,4 +315,61 @@ ctl_internal_state(struct ctl_call *c)
         j = NULL;
     }
     ctl_reply_json(c, 200, j);
+}
+
+/* A string o[key] that is a gateway id, or NULL after answering 400. */
+static const char *
+moved_gateway(struct ctl_call *c, json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+
+    if (!json_is_string(v) || !cm_gateway_id_valid(json_string_value(v), json_string_length(v))) {
+        ctl_reply_error(c, 400, "bad_request", "%s must be 1 to %d of [A-Za-z0-9._:-]", key,
+                        CTL_GW_ID_MAX);
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
+void
+ctl_internal_tenant_moved(struct ctl_call *c, const char *id)
+{
+    size_t len = strcspn(id, "/");
+    char idb[16];
+    uint32_t tid;
+    json_t *o;
+    const char *from, *to;
+    int rc;
+
+    if (len >= sizeof(idb)) {
+        len = sizeof(idb) - 1; /* too long for an id: refused below */
+    }
+    memcpy(idb, id, len);
+    idb[len] = '\0';
+    if (id[len] != '/' || parse_tenant_id(idb, &tid) < 0) {
+        ctl_reply_error(c, 400, "bad_request", "tenant id must be a positive integer");
+        return;
+    }
+    if ((o = ctl_body_object(c)) == NULL) {
+        return;
+    }
+    if ((from = moved_gateway(c, o, "from")) == NULL || (to = moved_gateway(c, o, "to")) == NULL) {
+        goto out;
+    }
+    if (strcmp(from, to) == 0) {
+        ctl_reply_error(c, 400, "bad_request", "from and to must differ");
+        goto out;
+    }
+    rc = ctl_state_tenant_moved(c->a->st, tid, from, to);
+    if (rc == CM_E_NOTFOUND) {
+        ctl_reply_error(c, 404, "not_found", "no tenant with id %u", tid);
+    } else if (rc == CM_E_STALE) {
+        ctl_reply_error(c, 409, "conflict", "tenant %u is not owned by %s or %s", tid, from, to);
+    } else if (rc < 0) {
+        ctl_reply_error(c, 500, "internal", "tenant update failed: %s", cm_strerror(rc));
+    } else {
+        ctl_reply_raw(c, 204, "application/json", NULL, 0);
+    }
+out:
+    json_decref(o);
 }

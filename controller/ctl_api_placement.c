@@ -77,6 +77,9 @@ ctl_render_placement(const struct ctl_snapshot *s, const struct ctl_pp_rows *row
             json_object_set_new(jt, "weight", json_real(t->weight));
             json_object_set_new(jt, "key_hashes", h);
             json_object_set_new(jt, "gateway", json_string(t->gateway));
+            if (t->moving_to[0] != '\0') {
+                json_object_set_new(jt, "moving_to", json_string(t->moving_to));
+            }
         }
         json_array_append_new(tenants, jt);
     }

@@ -32,8 +32,12 @@ struct ctl_tenant {
     int ec_k, ec_m;
     uint64_t created_ms; /* wall clock */
     /* The gateway that owns the tenant (holds its metadata; the others
-     * forward to it); "" while unassigned. Set once, never changed. */
+     * forward to it); "" while unassigned. Changes only when the owner
+     * reports it has handed the metadata over (ctl_state_tenant_moved). */
     char gateway[CTL_GW_ID_MAX + 1];
+    /* The gateway an admin asked the tenant moved to; "" when none. The
+     * owner hands the metadata over, then reports; until then it owns. */
+    char moving_to[CTL_GW_ID_MAX + 1];
 };
 
 /* What the controller persists about a node (liveness and load are not). */

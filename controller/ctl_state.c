@@ -124,8 +124,8 @@ ctl_state_destroy(struct ctl_state *st)
     free(st);
 }
 
-static struct ctl_tenant *
-do_find_tenant(struct ctl_state *st, const char *name)
+struct ctl_tenant *
+ctl_do_find_tenant(struct ctl_state *st, const char *name)
 {
     for (size_t i = 0; i < st->ntenants; i++) {
         if (strcmp(st->tenants[i].name, name) == 0) {
@@ -182,7 +182,7 @@ ctl_state_tenant_create(struct ctl_state *st, const char *name, double weight, i
         return rc;
     }
     pthread_mutex_lock(&st->mu);
-    if (do_find_tenant(st, name) != NULL) {
+    if (ctl_do_find_tenant(st, name) != NULL) {
         rc = CM_E_EXISTS;
         goto out;
     }
@@ -214,9 +214,8 @@ out:
     return rc;
 }
 
-/* Stores the changed copy nt of *t, then applies it. */
-static int
-do_update_tenant(struct ctl_state *st, struct ctl_tenant *t, const struct ctl_tenant *nt)
+int
+ctl_do_update_tenant(struct ctl_state *st, struct ctl_tenant *t, const struct ctl_tenant *nt)
 {
     int rc = ctl_store_put_tenant(st->store, nt, st->epoch + 1, st->next_tenant_id);
 
@@ -235,7 +234,7 @@ ctl_state_tenant_set_weight(struct ctl_state *st, const char *name, double weigh
     int rc = 0;
 
     pthread_mutex_lock(&st->mu);
-    t = do_find_tenant(st, name);
+    t = ctl_do_find_tenant(st, name);
     if (t == NULL) {
         rc = CM_E_NOTFOUND;
         goto out;
@@ -243,7 +242,7 @@ ctl_state_tenant_set_weight(struct ctl_state *st, const char *name, double weigh
     if (t->weight != weight) {
         nt = *t;
         nt.weight = weight;
-        rc = do_update_tenant(st, t, &nt);
+        rc = ctl_do_update_tenant(st, t, &nt);
         if (rc < 0) {
             goto out;
         }
@@ -270,7 +269,7 @@ ctl_state_tenant_rotate_key(struct ctl_state *st, const char *name, char *key,
         return rc;
     }
     pthread_mutex_lock(&st->mu);
-    t = do_find_tenant(st, name);
+    t = ctl_do_find_tenant(st, name);
     if (t == NULL) {
         rc = CM_E_NOTFOUND;
         goto out;
@@ -279,7 +278,7 @@ ctl_state_tenant_rotate_key(struct ctl_state *st, const char *name, char *key,
     memset(nt.key_hash, 0, sizeof(nt.key_hash));
     memcpy(nt.key_hash[0], hash, sizeof(hash));
     nt.nkeys = 1;
-    rc = do_update_tenant(st, t, &nt);
+    rc = ctl_do_update_tenant(st, t, &nt);
     if (rc < 0) {
         goto out;
     }
@@ -301,7 +300,7 @@ ctl_state_tenant_delete(struct ctl_state *st, const char *name)
     int rc;
 
     pthread_mutex_lock(&st->mu);
-    t = do_find_tenant(st, name);
+    t = ctl_do_find_tenant(st, name);
     if (t == NULL) {
         rc = CM_E_NOTFOUND;
         goto out;
@@ -330,7 +329,7 @@ ctl_state_with_s3(struct ctl_state *st, const char *name,
     int rc;
 
     pthread_mutex_lock(&st->mu);
-    if (name != NULL && (x.tenant = do_find_tenant(st, name)) == NULL) {
+    if (name != NULL && (x.tenant = ctl_do_find_tenant(st, name)) == NULL) {
         rc = CM_E_NOTFOUND;
         goto out;
     }

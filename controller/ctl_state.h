@@ -12,8 +12,10 @@
  * every change that a gateway or node would act on (tenant set, weight,
  * key, owner, node set or address, node up/down, gateway set or URLs)
  * bumps it; tenant ids are never reused; tenant names are unique; a
- * tenant's owning gateway, once set, never changes. Liveness, rates and
- * the gateway registry live in memory only: after a restart every node is
+ * tenant's owning gateway, once set, changes only when the owner reports
+ * it has handed the tenant's metadata to another gateway (an admin asks
+ * for that move first, ctl_state_tenant_move). Liveness, rates and the
+ * gateway registry live in memory only: after a restart every node is
  * down until it is heard from again, and no gateway is known until it polls.
  *
  * Threads: every function may be called from any thread. Time is passed
@@ -178,6 +180,32 @@ void ctl_state_tick(struct ctl_state *st, uint64_t now_ns);
  */
 int ctl_state_gateway_poll(struct ctl_state *st, const char *id, const char *url,
                            const char *s3_url, uint64_t now_ns);
+
+/*
+ * Moving a tenant to another gateway: the admin asks, the owner hands the
+ * metadata over and reports. Neither waits for the other here; the state
+ * only records the two steps (the gateways see moving_to in their polls).
+ *
+ * ctl_state_tenant_move asks that tenant name move to gateway to (borrowed,
+ * cm_gateway_id_valid, else CM_E_BADARG). to == the owner cancels an asked
+ * move (moving_to cleared). Otherwise to must be registered and up at
+ * now_ns (monotonic); moving_to = to. A change is stored with an epoch
+ * bump; asking again what is asked changes nothing. Errors: CM_E_NOTFOUND,
+ * -EAGAIN (the tenant has no owner yet), -ENXIO (to never polled since the
+ * controller started), -EHOSTDOWN (to is down), or a store error; nothing
+ * changed. out, if not NULL, receives the tenant as it is now.
+ */
+int ctl_state_tenant_move(struct ctl_state *st, const char *name, const char *to, uint64_t now_ns,
+                          struct ctl_tenant *out);
+/*
+ * Gateway from reports it has handed tenant id's metadata to gateway to
+ * (both cm_gateway_id_valid and different, else CM_E_BADARG). From the
+ * owner: to owns the tenant and moving_to is cleared, whatever it said
+ * (the metadata is at to already), stored with an epoch bump. When to owns
+ * it already (a repeated report): 0, nothing changed. Errors:
+ * CM_E_NOTFOUND, CM_E_STALE (from is not the owner), or a store error.
+ */
+int ctl_state_tenant_moved(struct ctl_state *st, uint32_t id, const char *from, const char *to);
 
 /* Ticks, then copies. Free with ctl_snapshot_fini. */
 void ctl_state_snapshot(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *out);

@@ -4,10 +4,13 @@
  *
  * Each tenant is owned by one gateway (its metadata lives there; the
  * others forward to it). The registry of gateways that polled is memory
- * only; ownership is stored with the tenant and never changes, because
- * moving a tenant would need its metadata handed over, which nothing does.
- * A gateway that is down therefore keeps its tenants; it only gets no new
- * ones.
+ * only; ownership is stored with the tenant. It changes only by a move:
+ * an admin asks for one (moving_to, stored), the owner sees it in its
+ * poll, hands the metadata to the new gateway and reports that it did;
+ * only that report changes the owner, since only the old owner knows
+ * when the metadata has left it. Nothing moves by itself: a gateway that
+ * is down keeps its tenants and gets no new ones, and a move asked of it
+ * waits until it is up again.
  *
  * Naming: do_x() expects st->mu held; x() takes it.
  */
@@ -230,4 +233,119 @@ ctl_do_snapshot_gateways(struct ctl_state *st, uint64_t now_ns, struct ctl_snaps
         gv->tenants = owned[i];
     }
     free(owned);
+}
+
+/* The tenant with id id (tenants are in id order), or NULL. */
+static struct ctl_tenant *
+do_find_tenant_id(struct ctl_state *st, uint32_t id)
+{
+    size_t lo = 0, hi = st->ntenants;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (st->tenants[mid].id == id) {
+            return &st->tenants[mid];
+        }
+        if (st->tenants[mid].id < id) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return NULL;
+}
+
+int
+ctl_state_tenant_move(struct ctl_state *st, const char *name, const char *to, uint64_t now_ns,
+                      struct ctl_tenant *out)
+{
+    struct ctl_tenant *t, nt;
+    const struct gw_rec *g;
+    int rc = 0;
+
+    if (!cm_gateway_id_valid(to, strlen(to))) {
+        return CM_E_BADARG;
+    }
+    pthread_mutex_lock(&st->mu);
+    now_ns = ctl_do_clock(st, now_ns);
+    t = ctl_do_find_tenant(st, name);
+    if (t == NULL) {
+        rc = CM_E_NOTFOUND;
+        goto out;
+    }
+    /* It gets an owner at the next poll; a move before that would race it. */
+    if (t->gateway[0] == '\0') {
+        rc = -EAGAIN;
+        goto out;
+    }
+    nt = *t;
+    if (strcmp(to, t->gateway) == 0) {
+        nt.moving_to[0] = '\0';
+    } else {
+        /* A gateway that is not up would take the metadata and not serve. */
+        g = do_find_gw(st, to);
+        if (g == NULL || !gw_up(g, now_ns)) {
+            rc = g == NULL ? -ENXIO : -EHOSTDOWN;
+            goto out;
+        }
+        snprintf(nt.moving_to, sizeof(nt.moving_to), "%s", to);
+    }
+    if (strcmp(nt.moving_to, t->moving_to) != 0) {
+        rc = ctl_do_update_tenant(st, t, &nt);
+        if (rc < 0) {
+            goto out;
+        }
+        if (t->moving_to[0] != '\0') {
+            CM_INFO("tenant move asked tenant=%u from=%s to=%s epoch=%llu", t->id, t->gateway,
+                    t->moving_to, (unsigned long long)st->epoch);
+        } else {
+            CM_INFO("tenant move cancelled tenant=%u gateway=%s epoch=%llu", t->id, t->gateway,
+                    (unsigned long long)st->epoch);
+        }
+    }
+    if (out != NULL) {
+        *out = *t;
+    }
+out:
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
+int
+ctl_state_tenant_moved(struct ctl_state *st, uint32_t id, const char *from, const char *to)
+{
+    struct ctl_tenant *t, nt;
+    int rc = 0;
+
+    if (!cm_gateway_id_valid(from, strlen(from)) || !cm_gateway_id_valid(to, strlen(to)) ||
+        strcmp(from, to) == 0) {
+        return CM_E_BADARG;
+    }
+    pthread_mutex_lock(&st->mu);
+    t = do_find_tenant_id(st, id);
+    if (t == NULL) {
+        rc = CM_E_NOTFOUND;
+        goto out;
+    }
+    if (strcmp(t->gateway, to) == 0) {
+        goto out; /* the answer to an earlier report was lost */
+    }
+    if (strcmp(t->gateway, from) != 0) {
+        rc = CM_E_STALE;
+        goto out;
+    }
+    /* The report wins over moving_to: whatever was asked since, the
+     * metadata is at to now, and only to can serve the tenant. */
+    nt = *t;
+    snprintf(nt.gateway, sizeof(nt.gateway), "%s", to);
+    nt.moving_to[0] = '\0';
+    rc = ctl_do_update_tenant(st, t, &nt);
+    if (rc == 0) {
+        CM_INFO("tenant moved tenant=%u from=%s to=%s epoch=%llu", id, from, to,
+                (unsigned long long)st->epoch);
+    }
+out:
+    pthread_mutex_unlock(&st->mu);
+    return rc;
 }

@@ -47,9 +47,14 @@ struct ctl_state {
 
 /* ctl_state.c: the state's clock, which never goes back (callers read the
  * clock before they take the lock); the epoch bumped and persisted after a
- * change held in memory only. */
+ * change held in memory only; tenant lookup and update. */
 uint64_t ctl_do_clock(struct ctl_state *st, uint64_t now_ns);
 void ctl_do_bump_epoch(struct ctl_state *st);
+/* The tenant named name, or NULL. */
+struct ctl_tenant *ctl_do_find_tenant(struct ctl_state *st, const char *name);
+/* Stores the changed copy nt of *t with epoch + 1, then applies both; a
+ * failed write changes nothing. 0 or the store's error. */
+int ctl_do_update_tenant(struct ctl_state *st, struct ctl_tenant *t, const struct ctl_tenant *nt);
 
 /* ctl_state_gw.c: the owner of a new tenant into gateway (CTL_GW_ID_MAX +
  * 1 bytes; "" when no gateway is up); the gateways into a snapshot. */

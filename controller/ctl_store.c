@@ -120,20 +120,46 @@ static json_t *
 tenant_to_json(const struct ctl_tenant *t)
 {
     json_t *hashes = json_array();
+    json_t *j;
 
     for (int i = 0; i < t->nkeys; i++) {
         json_array_append_new(hashes, json_string(t->key_hash[i]));
     }
-    return json_pack("{s:s, s:f, s:o, s:i, s:i, s:I, s:s}", "name", t->name, "weight", t->weight,
-                     "key_hashes", hashes, "ec_k", t->ec_k, "ec_m", t->ec_m, "created_ms",
-                     (json_int_t)t->created_ms, "gateway", t->gateway);
+    j = json_pack("{s:s, s:f, s:o, s:i, s:i, s:I, s:s}", "name", t->name, "weight", t->weight,
+                  "key_hashes", hashes, "ec_k", t->ec_k, "ec_m", t->ec_m, "created_ms",
+                  (json_int_t)t->created_ms, "gateway", t->gateway);
+    /* Only while a move is asked: most records never carry one. */
+    if (j != NULL && t->moving_to[0] != '\0' &&
+        json_object_set_new(j, "moving_to", json_string(t->moving_to)) < 0) {
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
+}
+
+/* 0 with o[key] copied into gw (CTL_GW_ID_MAX + 1 bytes; absent: left
+ * ""), or CM_E_CONFIG when it is not "" or a gateway id. */
+static int
+gateway_field(json_t *o, const char *key, char *gw)
+{
+    json_t *v = json_object_get(o, key);
+
+    if (v == NULL) {
+        return 0;
+    }
+    if (!json_is_string(v) || (json_string_length(v) > 0 &&
+                               !cm_gateway_id_valid(json_string_value(v), json_string_length(v)))) {
+        return CM_E_CONFIG;
+    }
+    memcpy(gw, json_string_value(v), json_string_length(v));
+    return 0;
 }
 
 static int
 tenant_from_json(uint32_t id, const char *text, size_t len, struct ctl_tenant *t)
 {
     json_t *j = json_loadb(text, len, 0, NULL);
-    json_t *name, *hashes, *h, *gw;
+    json_t *name, *hashes, *h;
     size_t i;
     int rc = CM_E_CONFIG;
 
@@ -156,15 +182,10 @@ tenant_from_json(uint32_t id, const char *text, size_t len, struct ctl_tenant *t
         goto out;
     }
     /* Records from before gateways owned tenants have no "gateway":
-     * unassigned. */
-    gw = json_object_get(j, "gateway");
-    if (gw != NULL && (!json_is_string(gw) ||
-                       (json_string_length(gw) > 0 &&
-                        !cm_gateway_id_valid(json_string_value(gw), json_string_length(gw))))) {
+     * unassigned; those without a move asked have no "moving_to". */
+    if (gateway_field(j, "gateway", t->gateway) < 0 ||
+        gateway_field(j, "moving_to", t->moving_to) < 0) {
         goto out;
-    }
-    if (gw != NULL) {
-        memcpy(t->gateway, json_string_value(gw), json_string_length(gw));
     }
     hashes = json_object_get(j, "key_hashes");
     json_array_foreach(hashes, i, h)

@@ -29,7 +29,7 @@
 #include "cm_token.h"
 #include "shoalctl.h"
 
-#define EXIT_REFUSED 1
+#define EXIT_REFUSED CTL_CLI_EXIT_REFUSED
 #define EXIT_USAGE 2
 #define EXIT_UNREACHABLE 3
 #define TIMEOUT_MS 10000
@@ -44,6 +44,10 @@ static const char usage_text[] =
     "  tenant set-weight NAME W          change a tenant's weight\n"
     "  tenant rotate-key NAME            new key; the old one stops working\n"
     "  tenant delete NAME                delete a tenant and (in the background) its objects\n"
+    "  tenant move NAME GATEWAY [--wait SECONDS]\n"
+    "                                    move a tenant to another gateway (its owner hands its\n"
+    "                                    metadata over); --wait: until it is there (exit 1 if "
+    "not)\n"
     "  tenant s3-key create NAME         new S3 access key; prints its secret once\n"
     "  tenant s3-key list NAME           the tenant's S3 access key ids (never secrets)\n"
     "  tenant s3-key delete NAME ACCESS_KEY_ID\n"
@@ -68,6 +72,7 @@ static const char usage_text[] =
     "  --config FILE      'name = value' lines: controller, token-file, json\n"
     "                     (flags override the file, the file overrides env)\n"
     "  --weight W         weight for tenant create (default 1)\n"
+    "  --wait SECONDS     how long tenant move waits for the move to finish\n"
     "  --instance I, --all  what node reclaim takes\n"
     "  --help, --version\n"
     "\n"
@@ -431,6 +436,10 @@ main(int argc, char **argv)
             if ((cli.weight = opt_value(argc, argv, &i, "--weight")) == NULL) {
                 return ctl_cli_usage_error("--weight needs a number");
             }
+        } else if (matches(a, "--wait")) {
+            if ((cli.wait = opt_value(argc, argv, &i, "--wait")) == NULL) {
+                return ctl_cli_usage_error("--wait needs a number of seconds");
+            }
         } else {
             return ctl_cli_usage_error("unknown option %s", a);
         }
@@ -458,6 +467,8 @@ main(int argc, char **argv)
     }
     if ((cli.instance != NULL || cli.all) && strcmp(cli.args[0], "node") != 0) {
         code = ctl_cli_usage_error("--instance and --all only apply to node reclaim");
+    } else if (cli.wait != NULL && strcmp(cli.args[0], "tenant") != 0) {
+        code = ctl_cli_usage_error("--wait only applies to tenant move");
     } else if (strcmp(cli.args[0], "tenant") == 0) {
         code = ctl_cli_cmd_tenant(&cli);
     } else if (strcmp(cli.args[0], "node") == 0) {

@@ -5,7 +5,7 @@
  *   shoalctl.c          the command line and --config, the HTTP call, tables
  *                       and number formatting, the dispatch to commands
  *   shoalctl_tenant.c   tenant commands: create, list, show, set-weight,
- *                       rotate-key, delete, s3-key, cost
+ *                       rotate-key, delete, move, s3-key, cost
  *   shoalctl_cluster.c  node, placement and fairness commands
  *
  * A command reads its words from struct ctl_cli, makes one ctl_cli_call_api,
@@ -25,6 +25,7 @@
 struct cm_buf;
 
 #define CTL_CLI_MAX_ARGS 8
+#define CTL_CLI_EXIT_REFUSED 1 /* the controller refused, or a wait ran out */
 #define CTL_CLI_TABLE_MAX_COLS 10
 
 struct ctl_cli {
@@ -32,6 +33,7 @@ struct ctl_cli {
     const char *token_file;
     int json;
     const char *weight;   /* --weight, for tenant create */
+    const char *wait;     /* --wait, for tenant move */
     const char *instance; /* --instance, for node reclaim */
     int all;              /* --all, for node reclaim */
     int nargs;

@@ -1,9 +1,10 @@
 /*
  * shoalctl_tenant.c - shoalctl's tenant commands: create, list, show,
- * set-weight, rotate-key, delete, s3-key create|list|delete, cost. Each is
- * one call to the admin API (API.md), its answer printed as a table or as
- * the API's JSON with --json. A key or secret the API returns is printed
- * once, with a word that it is shown only once.
+ * set-weight, rotate-key, delete, move, s3-key create|list|delete, cost.
+ * Each is one call to the admin API (API.md), its answer printed as a table
+ * or as the API's JSON with --json; tenant move --wait then polls the
+ * tenant. A key or secret the API returns is printed once, with a word
+ * that it is shown only once.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -12,7 +13,11 @@
 
 #include "cm_buf.h"
 #include "cm_config.h"
+#include "cm_time.h"
 #include "shoalctl.h"
+
+#define MOVE_POLL_NS (200ull * 1000000ull)
+#define MOVE_WAIT_MAX_S 86400.0
 
 static int
 parse_weight(const char *s, double *w)
@@ -57,6 +62,9 @@ show_tenant(json_t *j)
     ctl_cli_table_row(&t, "id", ctl_cli_fmt_num(j, "id", -1));
     ctl_cli_table_row(&t, "weight", ctl_cli_fmt_num(j, "weight", -1));
     ctl_cli_table_row(&t, "gateway", ctl_cli_fmt_str(j, "gateway"));
+    if (json_object_get(j, "moving_to") != NULL) {
+        ctl_cli_table_row(&t, "moving_to", ctl_cli_fmt_str(j, "moving_to"));
+    }
     if (json_object_get(j, "ec_k") != NULL) {
         char *ec = ctl_cli_ring();
 
@@ -75,6 +83,108 @@ show_tenant(json_t *j)
     }
     show_pool(&t, json_object_get(j, "pool"));
     ctl_cli_table_print(&t);
+}
+
+/* 1 if tenant view j says gw owns it with no move asked. */
+static int
+moved_to(json_t *j, const char *gw)
+{
+    const char *owner = json_string_value(json_object_get(j, "gateway"));
+    const char *to = json_string_value(json_object_get(j, "moving_to"));
+
+    return owner != NULL && strcmp(owner, gw) == 0 && (to == NULL || to[0] == '\0');
+}
+
+/* Polls tenant name every MOVE_POLL_NS until gw owns it with no move
+ * asked, or wait_s have passed (exit 1, one line on stderr). The owner
+ * changes only once the old one has handed the metadata over, so this is
+ * when the move is done, not when it was taken. */
+static int
+wait_moved(struct ctl_cli *cli, const char *name, const char *gw, double wait_s)
+{
+    uint64_t deadline = cm_now_ns() + (uint64_t)(wait_s * 1e9);
+    json_t *j = NULL;
+    int code;
+
+    for (;;) {
+        uint64_t now;
+
+        code = ctl_cli_call_api(cli, "GET", "/v1/tenants/%s", name, NULL, &j);
+        if (code != 0) {
+            return code;
+        }
+        if (moved_to(j, gw)) {
+            if (!cli->json) {
+                printf("tenant %s moved to %s\n", name, gw);
+            }
+            break;
+        }
+        now = cm_now_ns();
+        if (now >= deadline) {
+            fprintf(stderr,
+                    "shoalctl: tenant %s not moved to %s within %g s (gateway %s, moving to %s)\n",
+                    name, gw, wait_s, ctl_cli_fmt_str(j, "gateway"),
+                    ctl_cli_fmt_str(j, "moving_to"));
+            code = CTL_CLI_EXIT_REFUSED;
+            break;
+        }
+        json_decref(j);
+        j = NULL;
+        {
+            uint64_t ns = deadline - now < MOVE_POLL_NS ? deadline - now : MOVE_POLL_NS;
+            struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+
+            nanosleep(&ts, NULL);
+        }
+    }
+    json_decref(j);
+    return code;
+}
+
+/* tenant move NAME GATEWAY [--wait SECONDS] */
+static int
+cmd_move(struct ctl_cli *cli)
+{
+    const char *name, *gw;
+    double wait_s = -1;
+    json_t *j = NULL;
+    int code;
+
+    if (cli->nargs != 4) {
+        return ctl_cli_usage_error("usage: tenant move NAME GATEWAY [--wait SECONDS]");
+    }
+    name = cli->args[2];
+    gw = cli->args[3];
+    if (cli->wait != NULL &&
+        (cm_parse_double(cli->wait, &wait_s) < 0 || wait_s < 0 || wait_s > MOVE_WAIT_MAX_S)) {
+        return ctl_cli_usage_error("--wait must be a number of seconds from 0 to %g, got '%s'",
+                                   MOVE_WAIT_MAX_S, cli->wait);
+    }
+    code = ctl_cli_call_api(cli, "POST", "/v1/tenants/%s/move", name,
+                            json_pack("{s:s}", "gateway", gw), &j);
+    if (code != 0) {
+        goto out;
+    }
+    if (cli->json) {
+        ctl_cli_print_json(j);
+    }
+    /* GATEWAY is the owner: the answer is the tenant, which stays. */
+    if (moved_to(j, gw)) {
+        if (!cli->json) {
+            printf("tenant %s stays at %s\n", name, gw);
+        }
+        goto out;
+    }
+    if (!cli->json) {
+        printf("tenant %s moving from %s to %s\n", name, ctl_cli_fmt_str(j, "gateway"),
+               ctl_cli_fmt_str(j, "moving_to"));
+    }
+    if (cli->wait != NULL) {
+        code = wait_moved(cli, name, gw, wait_s);
+    }
+out:
+    json_decref(j);
+    return code;
 }
 
 /* tenant cost NAME */
@@ -197,6 +307,12 @@ ctl_cli_cmd_tenant(struct ctl_cli *cli)
     }
     if (cli->weight != NULL && strcmp(sub, "create") != 0) {
         return ctl_cli_usage_error("--weight only applies to tenant create");
+    }
+    if (cli->wait != NULL && strcmp(sub, "move") != 0) {
+        return ctl_cli_usage_error("--wait only applies to tenant move");
+    }
+    if (strcmp(sub, "move") == 0) {
+        return cmd_move(cli);
     }
     if (strcmp(sub, "s3-key") == 0) {
         return cmd_s3key(cli);

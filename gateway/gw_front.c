@@ -50,6 +50,7 @@
 #include "gw_demand.h"
 #include "gw_forward.h"
 #include "gw_grace.h"
+#include "gw_handover.h"
 #include "gw_migrate.h"
 #include "gw_meta.h"
 #include "gw_s3_route.h"
@@ -61,7 +62,12 @@
 
 static const char *const req_names[REQ_N] = {"put", "get", "head", "delete", "list"};
 
-enum route { R_NONE, R_HEALTH, R_METRICS, R_LIST, R_OBJECT };
+enum route { R_NONE, R_HEALTH, R_METRICS, R_LIST, R_OBJECT, R_HANDOVER };
+
+/* POST /v1/internal/tenants/{id}/handover: a tenant's metadata from its
+ * owner (gw_handover.h). */
+#define HANDOVER_PREFIX "/v1/internal/tenants/"
+#define HANDOVER_PREFIX_LEN (sizeof(HANDOVER_PREFIX) - 1)
 
 /* ---- responses ---- */
 
@@ -122,6 +128,7 @@ req_done(struct req *q, int status, const char *error)
     if (q->grace != NULL) {
         gw_grace_exit(f->grace, q->grace);
     }
+    gw_front_release(f, &q->served);
     gw_layout_fini(&q->lay);
     gw_layout_fini(&q->commit.lay);
     for (uint32_t i = 0; q->parts != NULL && i < q->nparts; i++) {
@@ -233,6 +240,9 @@ route_of(const char *path)
     if (strncmp(path, OBJ_PREFIX, OBJ_PREFIX_LEN) == 0) {
         return R_OBJECT;
     }
+    if (strncmp(path, HANDOVER_PREFIX, HANDOVER_PREFIX_LEN) == 0) {
+        return R_HANDOVER;
+    }
     return R_NONE;
 }
 
@@ -289,6 +299,12 @@ route_check(struct gw_front *f, struct cm_http_req *r, enum route *rt, enum req_
             return 0;
         }
         cm_http_add_header(r, "Allow", "GET, HEAD, PUT, DELETE");
+        break;
+    case R_HANDOVER:
+        if (strcmp(m, "POST") == 0) {
+            return 0;
+        }
+        cm_http_add_header(r, "Allow", "POST");
         break;
     }
     if ((q = req_new(f, r, REQ_NONE)) != NULL) {
@@ -538,6 +554,7 @@ handle_metrics(struct req *q)
     if (f->scrub != NULL) {
         gw_scrub_metrics(f->scrub, &b);
     }
+    gw_handover_metrics(f->handover, &b);
     gw_admit_expose(f->admit, &b);
     cm_prom_family(&b, "shoal_gateway_commit_duration_seconds", "histogram",
                    "Time of one metadata write transaction, fsyncs included");
@@ -553,6 +570,44 @@ handle_metrics(struct req *q)
 
 /* ---- request entry ---- */
 
+static void
+handle_handover(struct req *q)
+{
+    const char *p = cm_http_path(q->r) + HANDOVER_PREFIX_LEN;
+    const char *why = "";
+    char *end;
+    unsigned long id = strtoul(p, &end, 10);
+    const void *body;
+    size_t len;
+    int status;
+
+    if (*p < '1' || *p > '9' || id > UINT32_MAX || strcmp(end, "/handover") != 0) {
+        gw_req_fail(q, 404, "not_found", "no such path");
+        return;
+    }
+    if (q->f->handover == NULL) {
+        gw_req_fail(q, 503, "unavailable", "this gateway takes no tenants");
+        return;
+    }
+    body = cm_http_body(q->r, &len);
+    status = gw_handover_receive(q->f->handover, (uint32_t)id,
+                                 cm_http_header(q->r, "Authorization"), body, len, &why);
+    if (status == 204) {
+        gw_req_reply(q, 204, NULL, NULL, 0, CM_HTTP_STATIC);
+        return;
+    }
+    if (status == 503) {
+        cm_http_add_header(q->r, "Retry-After", "1");
+    }
+    gw_req_fail(q, status,
+                status == 401   ? "unauthorized"
+                : status == 400 ? "bad_request"
+                : status == 409 ? "conflict"
+                : status == 503 ? "unavailable"
+                                : "internal",
+                why);
+}
+
 /* An object or LIST request, routed: auth, then its handler. */
 static void
 dispatch(struct req *q)
@@ -567,6 +622,12 @@ dispatch(struct req *q)
     if (gw_front_elsewhere(q->f, s, t, &peer)) {
         gw_req_forward(q, peer); /* peer's URL copied before s goes */
         gw_snap_unref(s);
+        return;
+    }
+    if (gw_front_hold(q->f, t->id, &q->served)) {
+        gw_snap_unref(s);
+        cm_http_add_header(q->r, "Retry-After", "1");
+        gw_req_fail(q, 503, "unavailable", "the tenant is moving to another gateway: retry");
         return;
     }
     if (q->kind == REQ_LIST) {
@@ -639,6 +700,10 @@ front_request(void *arg, struct cm_http_req *r)
         gw_req_fail(q, 503, "unavailable", "gateway is shutting down");
         return;
     }
+    if (rt == R_HANDOVER) {
+        handle_handover(q);
+        return;
+    }
     dispatch(q);
 }
 
@@ -685,6 +750,7 @@ gw_front_create(const struct gw_front_cfg *cfg, struct gw_meta *meta, struct gw_
         gw_front_destroy(f);
         return rc;
     }
+    f->served = gw_grace_create();
     *out = f;
     return 0;
 }
@@ -720,6 +786,18 @@ gw_front_attach_pp(struct gw_front *f, struct gw_demand *d, struct gw_migrate *m
 {
     f->demand = d;
     f->migrate = m;
+}
+
+void
+gw_front_attach_handover(struct gw_front *f, struct gw_handover *h)
+{
+    f->handover = h;
+}
+
+struct gw_grace *
+gw_front_served(struct gw_front *f)
+{
+    return f->served;
 }
 
 void
@@ -770,6 +848,9 @@ gw_front_destroy(struct gw_front *f)
     gw_forward_destroy(f->forward);
     gw_commit_destroy(f->commit);
     gw_admit_destroy(f->admit);
+    if (f->served != NULL) {
+        (void)gw_grace_destroy(f->served); /* a hand-over's wait, if any: moot */
+    }
     size_t dropped = gw_grace_destroy(f->grace);
     if (dropped > 0) {
         CM_WARN("old versions left undeleted at shutdown (GETs never answered) n=%zu", dropped);

@@ -44,6 +44,13 @@ void gw_front_attach_pp(struct gw_front *f, struct gw_demand *d, struct gw_migra
 /* The orphan scrub (borrowed; may be NULL), in /metrics. Before serving. */
 struct gw_scrub;
 void gw_front_attach_scrub(struct gw_front *f, struct gw_scrub *s);
+/* Tenants moving to another gateway (borrowed; may be NULL): their
+ * requests are refused while frozen, and their metadata is taken in at
+ * POST /v1/internal/tenants/{id}/handover. Before serving. */
+struct gw_handover;
+void gw_front_attach_handover(struct gw_front *f, struct gw_handover *h);
+/* The grace period every request served here is in (gw_handover.h). */
+struct gw_grace *gw_front_served(struct gw_front *f);
 /* The committer and the grace periods the front owns (borrowed). */
 struct gw_commit *gw_front_committer(struct gw_front *f);
 struct gw_grace *gw_front_grace(struct gw_front *f);

@@ -18,6 +18,8 @@
 #include "cm_http.h"
 #include "gw_admit.h"
 #include "gw_forward.h"
+#include "gw_grace.h"
+#include "gw_handover.h"
 #include "gw_front_impl.h"
 #include "gw_s3_impl.h"
 #include "gw_state.h"
@@ -30,6 +32,28 @@ gw_front_elsewhere(const struct gw_front *f, const struct gw_snap *s, const stru
 {
     *peer = NULL;
     return gw_snap_home(s, t, f->cfg.self, peer) != GW_HOME_HERE;
+}
+
+int
+gw_front_hold(struct gw_front *f, uint32_t tenant, struct gw_grace_bucket **ticket)
+{
+    /* Entered before the check: a hand-over's grace, deferred after its
+     * freeze, then waits for every request that did not see it. */
+    *ticket = gw_grace_enter(f->served);
+    if (gw_handover_frozen(f->handover, tenant)) {
+        gw_front_release(f, ticket);
+        return 1;
+    }
+    return 0;
+}
+
+void
+gw_front_release(struct gw_front *f, struct gw_grace_bucket **ticket)
+{
+    if (*ticket != NULL) {
+        gw_grace_exit(f->served, *ticket);
+        *ticket = NULL;
+    }
 }
 
 int

@@ -25,6 +25,7 @@
 struct gw_demand;
 struct gw_forward;
 struct gw_grace_bucket;
+struct gw_handover;
 struct gw_migrate;
 
 /* The HTTP request kinds (metrics label op=). */
@@ -45,6 +46,7 @@ struct req {
     uint64_t bytes;
     char key[GW_KEY_MAX];
     size_t klen;
+    struct gw_grace_bucket *served; /* served here (gw_front_hold) */
     /* GET */
     struct gw_grace_bucket *grace; /* in the grace period from before the layout read */
     struct gw_layout lay;
@@ -64,6 +66,8 @@ struct gw_front {
     struct cm_reqstats *rs;
     struct cm_reqstats *rs_s3; /* the S3 front door's requests, by S3 operation */
     struct gw_grace *grace;    /* GETs in flight vs the deletes of old versions */
+    struct gw_grace *served;   /* every request served here vs a tenant's hand-over */
+    struct gw_handover *handover; /* tenants moving away (may be NULL) */
     struct gw_commit *commit;
     struct gw_demand *demand;   /* placement's demand counts (may be NULL) */
     struct gw_migrate *migrate; /* for /metrics (may be NULL) */
@@ -103,6 +107,12 @@ void gw_req_forward(struct req *q, const struct gw_peer *peer);
 /* gw_front_fwd.c: sends j (its request suspended, its base, reqid and done
  * set) on to the gateway that owns tenant (gw_forward.h); a large answer
  * first waits for its share of --inflight-bytes, or ends with CM_E_BUSY. */
+/* gw_front_fwd.c: a request of tenant to be served here enters the
+ * grace period a hand-over waits out (*ticket, for gw_front_release):
+ * 0; or 1 when the tenant is frozen (moving to another gateway), to be
+ * answered 503 with Retry-After (no ticket). */
+int gw_front_hold(struct gw_front *f, uint32_t tenant, struct gw_grace_bucket **ticket);
+void gw_front_release(struct gw_front *f, struct gw_grace_bucket **ticket);
 struct gw_fwd_job;
 void gw_front_forward(struct gw_front *f, struct gw_fwd_job *j, uint32_t tenant);
 /* gw_front_fwd.c: 1 when r came from another gateway (X-Shoal-Forwarded-By):

@@ -249,6 +249,33 @@ int gw_meta_state_save(struct gw_meta *m, const char *json, size_t len);
 int gw_meta_mark_get(struct gw_meta *m, const char *name, uint64_t *v);
 int gw_meta_mark_set(struct gw_meta *m, const char *name, uint64_t v);
 
+/* ---- hand-over (gw_meta_handover.c) ---- */
+
+#define GW_META_GATEWAY_MAX 64 /* a gateway id in an outbox entry */
+
+/*
+ * Takes tenant's metadata out of the store into an outbox entry for
+ * gateway to, in one transaction (*groups: how many groups went). -EBUSY
+ * when the tenant still has pending versions or tombstones (nothing
+ * changed); -EEXIST when an outbox entry exists already.
+ */
+int gw_meta_handover_out(struct gw_meta *m, uint32_t tenant, const char *to, uint32_t *groups);
+/* cb for every outbox entry: the bundle is borrowed for the call. */
+int gw_meta_handover_outbox(struct gw_meta *m,
+                            void (*cb)(void *arg, uint32_t tenant, const char *to,
+                                       const void *bundle, size_t len),
+                            void *arg);
+/* Drops tenant's outbox entry (0 also when there is none). */
+int gw_meta_handover_done(struct gw_meta *m, uint32_t tenant);
+/* 0 with *tenant when bundle is well formed (magic, CRC, every group and
+ * record as the store would hold it), else CM_E_PROTO. */
+int gw_meta_bundle_check(const void *bundle, size_t len, uint32_t *tenant);
+/* Replaces all the store holds of the bundle's tenant by the bundle, in
+ * one transaction: 0 with *tenant and *groups, or CM_E_PROTO (nothing
+ * changed). */
+int gw_meta_handover_in(struct gw_meta *m, const void *bundle, size_t len, uint32_t *tenant,
+                        uint32_t *groups);
+
 /* ---- writes ---- */
 
 /* Write batches: one write transaction. commit frees b (also on error);

@@ -96,6 +96,7 @@ req_done(struct s3_req *q, int status, const char *error)
     if (q->grace != NULL) {
         gw_grace_exit(f->grace, q->grace);
     }
+    gw_front_release(f, &q->served);
     if (q->obj != NULL) {
         gw_meta_obj_fini(q->obj);
         free(q->obj);
@@ -702,6 +703,12 @@ dispatch(struct s3_req *q)
     }
     if (gw_front_elsewhere(q->f, q->snap, q->t, &peer)) {
         s3_forward(q, peer);
+        return;
+    }
+    if (gw_front_hold(q->f, q->t->id, &q->served)) {
+        s3_fail(q, GW_S3_E_SERVICE_UNAVAILABLE,
+                "the bucket's tenant is moving to another "
+                "gateway: retry");
         return;
     }
     switch (q->rt.op) {

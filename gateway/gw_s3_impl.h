@@ -72,7 +72,8 @@ struct s3_req {
     struct gw_s3_route rt;
     struct gw_s3_auth auth;
     /* reads */
-    struct gw_grace_bucket *grace; /* in the grace period from before the layout read */
+    struct gw_grace_bucket *served; /* served here (gw_front_hold) */
+    struct gw_grace_bucket *grace;  /* in the grace period from before the layout read */
     struct gw_meta_obj *obj;
     uint64_t off, len;
     int partial;

@@ -26,6 +26,7 @@
 #include "cm_wire.h"
 #include "gw_engine.h"
 #include "gw_grace.h"
+#include "gw_handover.h"
 #include "gw_meta.h"
 #include "gw_state.h"
 
@@ -371,6 +372,8 @@ pass(struct gw_scrub *s)
     uint64_t t0 = cm_now_ns();
     /* Taken before the census: a tenant newer than it is nobody's here. */
     struct gw_snap *snap = s->cfg.state != NULL ? gw_state_snap(s->cfg.state) : NULL;
+    uint64_t moves = gw_handover_moves(s->cfg.handover);
+    int moved = 0;
     int rc = await(s, gw_engine_census(s->e, census_cb, s));
 
     if (rc == 0 && (rc = s->census.status) == 0) {
@@ -403,7 +406,19 @@ pass(struct gw_scrub *s)
         free(s->census.nodes);
         rc = referenced(s, &s->census, &r2);
     }
-    for (size_t i = 0; rc == 0 && i < npn; i++) {
+    if (rc == 0 && ((moves & 1) || gw_handover_moves(s->cfg.handover) != moves)) {
+        /* a tenant moved under this pass: what it found unreferenced may
+         * be the moving tenant's, and the next pass must not take it as
+         * found twice */
+        CM_INFO("scrub pass judges nothing: a tenant was moving between gateways");
+        for (size_t i = 0; i < s->nnodes; i++) {
+            free(s->nodes[i].prev);
+            s->nodes[i].prev = NULL;
+            s->nodes[i].nprev = 0;
+        }
+        moved = 1;
+    }
+    for (size_t i = 0; rc == 0 && !moved && i < npn; i++) {
         struct pass_node *p = &pn[i];
         struct scrub_node *st;
         size_t w = 0;

@@ -44,6 +44,7 @@ struct gw_grace;
 struct gw_meta;
 struct gw_scrub;
 
+struct gw_handover;
 struct gw_state;
 
 struct gw_scrub_cfg {
@@ -53,6 +54,9 @@ struct gw_scrub_cfg {
      * Both borrowed for the scrub's life. */
     struct gw_state *state;
     const char *self;
+    /* Tenants moving between gateways (may be NULL): a pass during which
+     * one moved judges nothing (gw_handover_moves). Borrowed. */
+    struct gw_handover *handover;
 };
 
 /* meta, e and grace borrowed; must outlive the scrub. 0 or -ENOMEM. */

@@ -368,7 +368,8 @@ gw_snap_parse(const char *json, size_t len, struct gw_snap **out, const char **w
         if (t->id > s->max_tenant) {
             s->max_tenant = t->id;
         }
-        if (json_str(v, "gateway", t->owner, sizeof(t->owner)) != 0) {
+        if (json_str(v, "gateway", t->owner, sizeof(t->owner)) != 0 ||
+            json_str(v, "moving_to", t->moving_to, sizeof(t->moving_to)) != 0) {
             reason = "bad tenant gateway";
             goto out;
         }

@@ -289,14 +289,17 @@ poll_once(struct gw_state *st, int timeout_ms)
         CM_INFO("state epoch=%llu tenants=%zu nodes=%zu partitions=%u",
                 (unsigned long long)s->epoch, s->ntenants, s->nnodes, s->partitions);
     }
-    install(st, s);
-    free(st->last_body);
-    st->last_body = cm_strdup(resp.body);
-    st->fresh = 1;
+    /* Cached before it is used: what is done on a state (a hand-over's
+     * outbox entry dropped once it names the new owner) must not be undone
+     * by a restart on an older one. */
     rc = gw_meta_state_save(st->meta, resp.body, resp.len);
     if (rc != 0) {
         CM_WARN("cannot cache controller state err=%s", cm_errname(rc));
     }
+    install(st, s);
+    free(st->last_body);
+    st->last_body = cm_strdup(resp.body);
+    st->fresh = 1;
     if (s->epoch < st->max_epoch) {
         CM_WARN("controller epoch went backwards, not purging epoch=%llu seen=%llu",
                 (unsigned long long)s->epoch, (unsigned long long)st->max_epoch);

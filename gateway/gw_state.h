@@ -4,8 +4,8 @@
  * keys, never secrets), EC profiles, placement rows, nodes.
  *
  *   controller ──GET /v1/internal/state (every poll_ms)──▶ state thread
- *        parse ─▶ new gw_snap ─▶ swap (mutex) ─▶ gw_engine_set_nodes,
- *        cache JSON in gw_meta, purge objects of tenants that disappeared
+ *        parse ─▶ new gw_snap ─▶ cache JSON in gw_meta ─▶ swap (mutex) ─▶
+ *        gw_engine_set_nodes, purge objects of tenants that disappeared
  *
  * A request with a key the snapshot does not know may ask for one refresh
  * (gw_state_refresh) before it is refused, so a key works as soon as the
@@ -47,6 +47,9 @@ struct gw_tenant {
     /* The gateway that owns the tenant (its metadata is there); "" when
      * none does yet */
     char owner[GW_ID_MAX + 1];
+    /* The gateway the controller asked the owner to hand the tenant over
+     * to (gw_handover.h); "" when none */
+    char moving_to[GW_ID_MAX + 1];
 };
 
 /* A gateway, as the controller knows it. */

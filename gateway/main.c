@@ -40,6 +40,7 @@
 #include "gw_migrate.h"
 #include "gw_rebuild.h"
 #include "gw_s3.h"
+#include "gw_handover.h"
 #include "gw_scrub.h"
 #include "gw_state.h"
 #include "pol_rs.h"
@@ -367,6 +368,7 @@ main(int argc, char **argv)
     struct gw_migrate *migrate = NULL;
     struct gw_demand *demand = NULL;
     struct gw_scrub *scrub = NULL;
+    struct gw_handover *handover = NULL;
     struct cm_http_server *http = NULL, *s3http = NULL;
     struct gw_s3 *s3 = NULL;
     enum cm_log_level level;
@@ -506,8 +508,23 @@ main(int argc, char **argv)
         die("cannot start the demand reports", rc);
     }
     gw_front_attach_pp(front, demand, migrate);
+    struct gw_handover_cfg hocfg = {
+        .self = self,
+        .controller = cfg.controller,
+        .token_file = cfg.admin_token_file,
+        .timeout_ms = 30000,
+        .drain_ms = 10000,
+    };
+    rc = gw_handover_create(&hocfg, meta, state, migrate, gw_front_served(front), &handover);
+    if (rc == 0) {
+        rc = gw_handover_start(handover);
+    }
+    if (rc != 0) {
+        die("cannot start the tenant hand-overs", rc);
+    }
+    gw_front_attach_handover(front, handover);
     struct gw_scrub_cfg sccfg = {
-        .interval_ms = cfg.scrub_interval_ms, .state = state, .self = self};
+        .interval_ms = cfg.scrub_interval_ms, .state = state, .self = self, .handover = handover};
     rc = gw_scrub_create(&sccfg, meta, engine, gw_front_grace(front), &scrub);
     if (rc == 0) {
         rc = gw_scrub_start(scrub);
@@ -560,6 +577,7 @@ main(int argc, char **argv)
     gw_front_attach_scrub(front, NULL);
     gw_demand_destroy(demand);
     gw_scrub_stop(scrub);
+    gw_handover_stop(handover);
     gw_migrate_stop(migrate);
     gw_front_quiesce(front);
     gw_migrate_detach(migrate);
@@ -574,6 +592,7 @@ main(int argc, char **argv)
     gw_front_destroy(front);
     gw_migrate_destroy(migrate);
     gw_scrub_destroy(scrub);
+    gw_handover_destroy(handover);
     gw_state_destroy(state);
     gw_meta_close(meta);
     CM_INFO("stopped");

@@ -18,3 +18,10 @@ target_include_directories(fuzz_layout PRIVATE ${SHOAL_SOURCE_DIR}/gateway)
 shoal_fuzz(fuzz_state SOURCES ${SHOAL_SOURCE_DIR}/gateway/gw_snap.c ${GW_S3_PURE_SRC}
            ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_state.c LIBS common PkgConfig::JANSSON)
 target_include_directories(fuzz_state PRIVATE ${SHOAL_SOURCE_DIR}/gateway)
+# A tenant's metadata bundle from another gateway (gateway/gw_meta_handover.c),
+# taken into a store of its own and handed out again.
+shoal_fuzz(fuzz_bundle SOURCES ${SHOAL_SOURCE_DIR}/gateway/gw_meta_handover.c
+           ${SHOAL_SOURCE_DIR}/gateway/gw_meta.c ${SHOAL_SOURCE_DIR}/gateway/gw_meta_write.c
+           ${SHOAL_SOURCE_DIR}/gateway/gw_meta_rec.c ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_bundle.c
+           LIBS common)
+target_include_directories(fuzz_bundle PRIVATE ${SHOAL_SOURCE_DIR}/gateway)

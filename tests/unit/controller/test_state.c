@@ -2,11 +2,13 @@
  * test_state.c - controller state over a real LMDB store: tenant life
  * cycle, uniqueness, ids never reused, epoch growth, persistence across a
  * reopen, node liveness and rates driven by a fake clock; gateways and the
- * tenants they own (least-loaded up gateway, ties by id, never reassigned,
- * kept across a reopen, old records without an owner).
+ * tenants they own (least-loaded up gateway, ties by id, not reassigned
+ * by polls, kept across a reopen, old records without an owner); moving a
+ * tenant to another gateway (asked, cancelled, refused, reported moved).
  */
 #include "t_check.h"
 
+#include <errno.h>
 #include <math.h>
 
 #include "cm_err.h"
@@ -204,7 +206,7 @@ test_gateways(void)
     CHECK_EQ_STR(create_at(st, "t6", T0 + 6500 * MS), "gw-b");
     /* None up: a new tenant waits, unassigned. */
     CHECK_EQ_STR(create_at(st, "t7", T0 + 20000 * MS), "");
-    /* Owners never change: not when their gateway is down. */
+    /* Owners do not change when their gateway is down. */
     CHECK_EQ_STR(owner_of(st, "t2", T0 + 20000 * MS), "gw-a");
     CHECK_EQ_STR(owner_of(st, "t4", T0 + 20000 * MS), "gw-b");
     /* Invalid polls are refused and register nothing. */
@@ -248,6 +250,175 @@ test_gateways(void)
     st = open_state(dir, &store);
     CHECK_EQ_STR(owner_of(st, "t7", T0), "gw-c");
     CHECK_EQ_STR(owner_of(st, "t3", T0), "gw-a");
+    ctl_state_destroy(st);
+    ctl_store_close(store);
+    t_rmtree(dir);
+}
+
+/* A copy of tenant name into *t; 0, or -1 if there is no such tenant. */
+static int
+tenant_of(struct ctl_state *st, const char *name, uint64_t now, struct ctl_tenant *t)
+{
+    struct ctl_snapshot s;
+    const struct ctl_tenant_view *tv;
+
+    ctl_state_snapshot(st, now, &s);
+    tv = ctl_snapshot_tenant(&s, name);
+    if (tv != NULL) {
+        *t = tv->t;
+    }
+    ctl_snapshot_fini(&s);
+    return tv != NULL ? 0 : -1;
+}
+
+/* Tenant id's stored record as text into rec (cap bytes). The store must
+ * be closed. */
+static void
+get_record(const char *dir, uint32_t id, char *rec, size_t cap)
+{
+    static const char *const tables[] = {"meta", "tenants", "nodes", "s3keys", "sms", "placement"};
+    unsigned char k[4] = {(unsigned char)(id >> 24), (unsigned char)(id >> 16),
+                          (unsigned char)(id >> 8), (unsigned char)id};
+    const void *val;
+    size_t vlen;
+    struct cm_kv *kv;
+    struct cm_kv_txn *txn;
+
+    CHECK_EQ_INT(cm_kv_open(dir, 0, tables, 6, 0, &kv), 0);
+    CHECK_EQ_INT(cm_kv_begin(kv, 0, &txn), 0);
+    CHECK_EQ_INT(cm_kv_get(txn, 1 /* tenants */, k, sizeof(k), &val, &vlen), 0);
+    CHECK(vlen < cap);
+    memcpy(rec, val, vlen);
+    rec[vlen] = '\0';
+    cm_kv_abort(txn);
+    cm_kv_close(kv);
+}
+
+static void
+test_move(void)
+{
+    char *dir = t_tmpdir();
+    struct ctl_store *store;
+    struct ctl_state *st = open_state(dir, &store);
+    struct ctl_tenant t;
+    char rec[512];
+    uint32_t m1, m2;
+    uint64_t e;
+
+    /* No owner yet: nothing to move from. */
+    CHECK_EQ_STR(create_at(st, "m1", T0), "");
+    CHECK_EQ_INT(ctl_state_tenant_move(st, "m1", "gw-a", T0, NULL), -EAGAIN);
+    gw_poll(st, "gw-a", "http://127.0.0.1:9300", "", T0);
+    gw_poll(st, "gw-b", "http://127.0.0.1:9301", "", T0);
+    CHECK_EQ_STR(owner_of(st, "m1", T0), "gw-a");
+    CHECK_EQ_STR(create_at(st, "m2", T0), "gw-b");
+    CHECK_EQ_INT(tenant_of(st, "m1", T0, &t), 0);
+    m1 = t.id;
+    CHECK_EQ_INT(tenant_of(st, "m2", T0, &t), 0);
+    m2 = t.id;
+
+    /* Refused: unknown tenant, a bad id, a gateway that never polled;
+     * each changes nothing. */
+    e = epoch_of(st, T0);
+    CHECK_EQ_INT(ctl_state_tenant_move(st, "nope", "gw-b", T0, NULL), CM_E_NOTFOUND);
+    CHECK_EQ_INT(ctl_state_tenant_move(st, "m1", "bad id", T0, NULL), CM_E_BADARG);
+    CHECK_EQ_INT(ctl_state_tenant_move(st, "m1", "gw-x", T0, NULL), -ENXIO);
+    CHECK(epoch_of(st, T0) == e);
+    CHECK_EQ_INT(tenant_of(st, "m1", T0, &t), 0);
+    CHECK_EQ_STR(t.moving_to, "");
+
+    /* Asked: stored with an epoch bump, the owner unchanged; asking the
+     * same again changes nothing. */
+    memset(&t, 0, sizeof(t));
+    CHECK_EQ_INT(ctl_state_tenant_move(st, "m1", "gw-b", T0 + 100 * MS, &t), 0);
+    CHECK_EQ_STR(t.gateway, "gw-a");
+    CHECK_EQ_STR(t.moving_to, "gw-b");
+    CHECK(epoch_of(st, T0 + 100 * MS) == e + 1);
+    CHECK_EQ_INT(ctl_state_tenant_move(st, "m1", "gw-b", T0 + 100 * MS, NULL), 0);
+    CHECK(epoch_of(st, T0 + 100 * MS) == e + 1);
+    CHECK_EQ_INT(tenant_of(st, "m1", T0 + 100 * MS, &t), 0);
+    CHECK_EQ_STR(t.gateway, "gw-a");
+    CHECK_EQ_STR(t.moving_to, "gw-b");
+
+    /* To the owner: cancelled, with a bump; again, no bump. */
+    CHECK_EQ_INT(ctl_state_tenant_move(st, "m1", "gw-a", T0 + 100 * MS, &t), 0);
+    CHECK_EQ_STR(t.gateway, "gw-a");
+    CHECK_EQ_STR(t.moving_to, "");
+    CHECK(epoch_of(st, T0 + 100 * MS) == e + 2);
+    CHECK_EQ_INT(ctl_state_tenant_move(st, "m1", "gw-a", T0 + 100 * MS, NULL), 0);
+    CHECK(epoch_of(st, T0 + 100 * MS) == e + 2);
+
+    /* A gateway that is down is refused; up again, accepted. */
+    gw_poll(st, "gw-a", "http://127.0.0.1:9300", "", T0 + 6000 * MS);
+    CHECK_EQ_INT(ctl_state_tenant_move(st, "m1", "gw-b", T0 + 6000 * MS, NULL), -EHOSTDOWN);
+    CHECK_EQ_INT(tenant_of(st, "m1", T0 + 6000 * MS, &t), 0);
+    CHECK_EQ_STR(t.moving_to, "");
+    gw_poll(st, "gw-b", "http://127.0.0.1:9301", "", T0 + 6000 * MS);
+    CHECK_EQ_INT(ctl_state_tenant_move(st, "m1", "gw-b", T0 + 6000 * MS, NULL), 0);
+
+    /* Stored: "moving_to" only while a move is asked; both kept across a
+     * reopen. */
+    ctl_state_destroy(st);
+    ctl_store_close(store);
+    get_record(dir, m1, rec, sizeof(rec));
+    CHECK(strstr(rec, "\"moving_to\":\"gw-b\"") != NULL);
+    get_record(dir, m2, rec, sizeof(rec));
+    CHECK(strstr(rec, "moving_to") == NULL);
+    st = open_state(dir, &store);
+    CHECK_EQ_INT(tenant_of(st, "m1", T0, &t), 0);
+    CHECK_EQ_STR(t.gateway, "gw-a");
+    CHECK_EQ_STR(t.moving_to, "gw-b");
+    CHECK_EQ_INT(tenant_of(st, "m2", T0, &t), 0);
+    CHECK_EQ_STR(t.gateway, "gw-b");
+    CHECK_EQ_STR(t.moving_to, "");
+
+    /* Reports refused: not from the owner, a bad or equal pair, an
+     * unknown tenant; none changes anything. */
+    e = epoch_of(st, T0);
+    CHECK_EQ_INT(ctl_state_tenant_moved(st, m1, "gw-b", "gw-c"), CM_E_STALE);
+    CHECK_EQ_INT(ctl_state_tenant_moved(st, m1, "gw-a", "gw-a"), CM_E_BADARG);
+    CHECK_EQ_INT(ctl_state_tenant_moved(st, m1, "gw-a", "bad id"), CM_E_BADARG);
+    CHECK_EQ_INT(ctl_state_tenant_moved(st, 999, "gw-a", "gw-b"), CM_E_NOTFOUND);
+    CHECK(epoch_of(st, T0) == e);
+    CHECK_EQ_STR(owner_of(st, "m1", T0), "gw-a");
+
+    /* From the owner: the target owns it, the move is done, with a bump.
+     * No gateway is known after the reopen: the report needs none. */
+    CHECK_EQ_INT(ctl_state_tenant_moved(st, m1, "gw-a", "gw-b"), 0);
+    CHECK(epoch_of(st, T0) == e + 1);
+    CHECK_EQ_INT(tenant_of(st, "m1", T0, &t), 0);
+    CHECK_EQ_STR(t.gateway, "gw-b");
+    CHECK_EQ_STR(t.moving_to, "");
+    /* Repeated (its answer lost): 0 and nothing changes, not even a move
+     * asked since. */
+    gw_poll(st, "gw-a", "http://127.0.0.1:9300", "", T0);
+    e = epoch_of(st, T0);
+    CHECK_EQ_INT(ctl_state_tenant_moved(st, m1, "gw-a", "gw-b"), 0);
+    CHECK(epoch_of(st, T0) == e);
+    CHECK_EQ_INT(ctl_state_tenant_move(st, "m1", "gw-a", T0, NULL), 0);
+    CHECK_EQ_INT(ctl_state_tenant_moved(st, m1, "gw-a", "gw-b"), 0);
+    CHECK_EQ_INT(tenant_of(st, "m1", T0, &t), 0);
+    CHECK_EQ_STR(t.gateway, "gw-b");
+    CHECK_EQ_STR(t.moving_to, "gw-a");
+
+    /* The report wins over moving_to: m2 was asked to gw-a, its owner
+     * reports it handed it to gw-c (never registered). */
+    CHECK_EQ_INT(ctl_state_tenant_move(st, "m2", "gw-a", T0, NULL), 0);
+    CHECK_EQ_INT(ctl_state_tenant_moved(st, m2, "gw-b", "gw-c"), 0);
+    CHECK_EQ_INT(tenant_of(st, "m2", T0, &t), 0);
+    CHECK_EQ_STR(t.gateway, "gw-c");
+    CHECK_EQ_STR(t.moving_to, "");
+
+    /* A new owner is stored; a tenant deleted mid-move is just gone. */
+    ctl_state_destroy(st);
+    ctl_store_close(store);
+    st = open_state(dir, &store);
+    CHECK_EQ_STR(owner_of(st, "m2", T0), "gw-c");
+    CHECK_EQ_INT(tenant_of(st, "m1", T0, &t), 0);
+    CHECK_EQ_STR(t.gateway, "gw-b");
+    CHECK_EQ_STR(t.moving_to, "gw-a");
+    CHECK_EQ_INT(ctl_state_tenant_delete(st, "m1"), 0);
+    CHECK_EQ_INT(ctl_state_tenant_moved(st, m1, "gw-b", "gw-a"), CM_E_NOTFOUND);
     ctl_state_destroy(st);
     ctl_store_close(store);
     t_rmtree(dir);
@@ -433,6 +604,7 @@ main(void)
     ctl_store_close(store);
     t_rmtree(dir);
     test_gateways();
+    test_move();
     fprintf(stderr, "ok\n");
     return 0;
 }

@@ -14,9 +14,10 @@ endfunction()
 
 shoal_gw_pure_test(parse 60)
 shoal_gw_pure_test(meta 120)
-# the store's writes and its records are in files of their own
+# the store's writes, its records and its hand-overs are in files of their own
 target_sources(test_gw_meta PRIVATE ${SHOAL_SOURCE_DIR}/gateway/gw_meta_write.c
-               ${SHOAL_SOURCE_DIR}/gateway/gw_meta_rec.c)
+               ${SHOAL_SOURCE_DIR}/gateway/gw_meta_rec.c
+               ${SHOAL_SOURCE_DIR}/gateway/gw_meta_handover.c)
 shoal_gw_pure_test(grace 60)
 shoal_gw_pure_test(admit 60)
 
