@@ -60,6 +60,10 @@ static const char usage_text[] =
     "  placement show                    partition map with its epoch\n"
     "  placement rebalance               run partition placement now\n"
     "  placement status                  placement epoch, solver, migration progress\n"
+    "  gateway rebalance [--dry-run] [--wait SECONDS]\n"
+    "                                    move tenants between the up gateways, one at a time,\n"
+    "                                    until their loads (dominant shares) are even; each move\n"
+    "                                    waits SECONDS (60) to finish; --dry-run: the plan only\n"
     "  fairness                          per-tenant weight, demand, fair share, share; MMR,\n"
     "                                    Jain's index; local weights per node (allocated\n"
     "                                    by weight allocation, and applied by the node)\n"
@@ -72,7 +76,9 @@ static const char usage_text[] =
     "  --config FILE      'name = value' lines: controller, token-file, json\n"
     "                     (flags override the file, the file overrides env)\n"
     "  --weight W         weight for tenant create (default 1)\n"
-    "  --wait SECONDS     how long tenant move waits for the move to finish\n"
+    "  --wait SECONDS     how long tenant move (each move of gateway rebalance) waits\n"
+    "                     for the move to finish\n"
+    "  --dry-run          gateway rebalance prints its plan and moves nothing\n"
     "  --instance I, --all  what node reclaim takes\n"
     "  --help, --version\n"
     "\n"
@@ -432,6 +438,8 @@ main(int argc, char **argv)
             }
         } else if (strcmp(a, "--all") == 0) {
             cli.all = 1;
+        } else if (strcmp(a, "--dry-run") == 0) {
+            cli.dry_run = 1;
         } else if (matches(a, "--weight")) {
             if ((cli.weight = opt_value(argc, argv, &i, "--weight")) == NULL) {
                 return ctl_cli_usage_error("--weight needs a number");
@@ -467,8 +475,11 @@ main(int argc, char **argv)
     }
     if ((cli.instance != NULL || cli.all) && strcmp(cli.args[0], "node") != 0) {
         code = ctl_cli_usage_error("--instance and --all only apply to node reclaim");
-    } else if (cli.wait != NULL && strcmp(cli.args[0], "tenant") != 0) {
-        code = ctl_cli_usage_error("--wait only applies to tenant move");
+    } else if (cli.wait != NULL && strcmp(cli.args[0], "tenant") != 0 &&
+               strcmp(cli.args[0], "gateway") != 0) {
+        code = ctl_cli_usage_error("--wait only applies to tenant move and gateway rebalance");
+    } else if (cli.dry_run && strcmp(cli.args[0], "gateway") != 0) {
+        code = ctl_cli_usage_error("--dry-run only applies to gateway rebalance");
     } else if (strcmp(cli.args[0], "tenant") == 0) {
         code = ctl_cli_cmd_tenant(&cli);
     } else if (strcmp(cli.args[0], "node") == 0) {
@@ -477,6 +488,8 @@ main(int argc, char **argv)
         code = ctl_cli_cmd_placement(&cli);
     } else if (strcmp(cli.args[0], "fairness") == 0) {
         code = ctl_cli_cmd_fairness(&cli);
+    } else if (strcmp(cli.args[0], "gateway") == 0) {
+        code = ctl_cli_cmd_gateway(&cli);
     } else {
         code = ctl_cli_usage_error("unknown command %s", cli.args[0]);
     }

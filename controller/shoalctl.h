@@ -7,6 +7,7 @@
  *   shoalctl_tenant.c   tenant commands: create, list, show, set-weight,
  *                       rotate-key, delete, move, s3-key, cost
  *   shoalctl_cluster.c  node, placement and fairness commands
+ *   shoalctl_gateway.c  gateway rebalance (its plan: ctl_balance.c)
  *
  * A command reads its words from struct ctl_cli, makes one ctl_cli_call_api,
  * and prints the answer (ctl_cli_print_json with --json, else tables); it
@@ -33,7 +34,8 @@ struct ctl_cli {
     const char *token_file;
     int json;
     const char *weight;   /* --weight, for tenant create */
-    const char *wait;     /* --wait, for tenant move */
+    const char *wait;     /* --wait, for tenant move and gateway rebalance */
+    int dry_run;          /* --dry-run, for gateway rebalance */
     const char *instance; /* --instance, for node reclaim */
     int all;              /* --all, for node reclaim */
     int nargs;
@@ -91,5 +93,14 @@ int ctl_cli_cmd_tenant(struct ctl_cli *cli);    /* shoalctl_tenant.c */
 int ctl_cli_cmd_node(struct ctl_cli *cli);      /* shoalctl_cluster.c */
 int ctl_cli_cmd_placement(struct ctl_cli *cli); /* shoalctl_cluster.c */
 int ctl_cli_cmd_fairness(struct ctl_cli *cli);  /* shoalctl_cluster.c */
+int ctl_cli_cmd_gateway(struct ctl_cli *cli);   /* shoalctl_gateway.c */
+
+/* shoalctl_tenant.c: --wait's value in seconds into *wait_s (default when
+ * not given): 0, or the usage exit code. */
+int ctl_cli_wait_seconds(const struct ctl_cli *cli, double dflt, double *wait_s);
+/* shoalctl_tenant.c: polls tenant name until gateway gw owns it with no
+ * move asked ("tenant NAME moved to GW"), or wait_s have passed (exit 1,
+ * one line on stderr). */
+int ctl_cli_wait_moved(struct ctl_cli *cli, const char *name, const char *gw, double wait_s);
 
 #endif

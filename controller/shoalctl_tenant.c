@@ -99,8 +99,8 @@ moved_to(json_t *j, const char *gw)
  * asked, or wait_s have passed (exit 1, one line on stderr). The owner
  * changes only once the old one has handed the metadata over, so this is
  * when the move is done, not when it was taken. */
-static int
-wait_moved(struct ctl_cli *cli, const char *name, const char *gw, double wait_s)
+int
+ctl_cli_wait_moved(struct ctl_cli *cli, const char *name, const char *gw, double wait_s)
 {
     uint64_t deadline = cm_now_ns() + (uint64_t)(wait_s * 1e9);
     json_t *j = NULL;
@@ -141,6 +141,18 @@ wait_moved(struct ctl_cli *cli, const char *name, const char *gw, double wait_s)
     return code;
 }
 
+int
+ctl_cli_wait_seconds(const struct ctl_cli *cli, double dflt, double *wait_s)
+{
+    *wait_s = dflt;
+    if (cli->wait != NULL &&
+        (cm_parse_double(cli->wait, wait_s) < 0 || *wait_s < 0 || *wait_s > MOVE_WAIT_MAX_S)) {
+        return ctl_cli_usage_error("--wait must be a number of seconds from 0 to %g, got '%s'",
+                                   MOVE_WAIT_MAX_S, cli->wait);
+    }
+    return 0;
+}
+
 /* tenant move NAME GATEWAY [--wait SECONDS] */
 static int
 cmd_move(struct ctl_cli *cli)
@@ -155,10 +167,8 @@ cmd_move(struct ctl_cli *cli)
     }
     name = cli->args[2];
     gw = cli->args[3];
-    if (cli->wait != NULL &&
-        (cm_parse_double(cli->wait, &wait_s) < 0 || wait_s < 0 || wait_s > MOVE_WAIT_MAX_S)) {
-        return ctl_cli_usage_error("--wait must be a number of seconds from 0 to %g, got '%s'",
-                                   MOVE_WAIT_MAX_S, cli->wait);
+    if ((code = ctl_cli_wait_seconds(cli, -1, &wait_s)) != 0) {
+        return code;
     }
     code = ctl_cli_call_api(cli, "POST", "/v1/tenants/%s/move", name,
                             json_pack("{s:s}", "gateway", gw), &j);
@@ -180,7 +190,7 @@ cmd_move(struct ctl_cli *cli)
                ctl_cli_fmt_str(j, "moving_to"));
     }
     if (cli->wait != NULL) {
-        code = wait_moved(cli, name, gw, wait_s);
+        code = ctl_cli_wait_moved(cli, name, gw, wait_s);
     }
 out:
     json_decref(j);

@@ -24,6 +24,10 @@ under load, and a move that both gateways crash through.
    would not hide a wrong verdict); once a is back the hand-over finishes
    by itself: a owns the tenant, every object of both tenants reads back,
    and no scrub deleted a chunk.
+5. `shoalctl gateway rebalance`: with every tenant (four more of them,
+   idle) moved to a, its dry run plans moves from a to b and makes none;
+   the rebalance then makes exactly those moves, one at a time, every
+   object reads back, and a second rebalance finds nothing to move.
 """
 import json
 import os
@@ -293,13 +297,44 @@ def crash_through(t, c, ids, ten, acked, other, other_acked):
         t.eq(metric(c, g, "scrub_deleted_chunks_total"), 0, "gateway %d's scrub deleted nothing" % g)
 
 
+def rebalance(t, c, ids, tens, acked_by):
+    for i in range(4):  # tenants with one object each and no load
+        tn = c.create_tenant("rb%d" % i)
+        st.wait_until(lambda: st.Gateway(c.gw_port_of(0), tn["key"]).list(limit=1).status != 401,
+                      20, "gateway a knows tenant %s" % tn["name"])
+        t.status(st.Gateway(c.gw_port_of(0), tn["key"]).put("one", b"1" * 100), 201, "PUT one")
+        acked_by[tn["name"]] = {"one": st.sha256(b"1" * 100)}
+        tens.append(tn)
+    for tn in tens:
+        if owner(c, tn["id"])[0] != ids[0]:
+            c.shoalctl("tenant", "move", tn["name"], ids[0], "--wait", "30")
+    t.eq([owner(c, tn["id"])[0] for tn in tens], [ids[0]] * len(tens), "every tenant on a")
+    plan = json.loads(c.shoalctl("--json", "gateway", "rebalance", "--dry-run").stdout)["moves"]
+    t.check(len(plan) >= 1, "the dry run plans moves")
+    t.check(all(m["from"] == ids[0] and m["to"] == ids[1] for m in plan),
+            "the dry run moves from a to b: %r" % plan)
+    t.eq([owner(c, tn["id"])[0] for tn in tens], [ids[0]] * len(tens), "a dry run moves nothing")
+    p = c.shoalctl("gateway", "rebalance", "--wait", "30", timeout=120)
+    st.log("rebalance: %s" % p.stdout.decode().strip().replace("\n", " | "))
+    moved = {m["tenant"] for m in plan}
+    t.eq({tn["name"]: owner(c, tn["id"])[0] for tn in tens},
+         {tn["name"]: ids[1] if tn["name"] in moved else ids[0] for tn in tens},
+         "the owners as the plan said")
+    t.check("gateways even" in c.shoalctl("gateway", "rebalance").stdout.decode(),
+            "a second rebalance moves nothing")
+    for tn in tens:
+        read_all(t, c, tn, acked_by.get(tn["name"], {}), "after the rebalance")
+
+
 def main(t):
     c = t.cluster(nodes=4, gateways=2, gateway_args="--scrub-interval-ms %d" % SCRUB_MS)
     ids = tuple("127.0.0.1:%d" % c.gw_port_of(g) for g in (0, 1))
     st.wait_until(lambda: len(state(c).get("gateways", [])) == 2, 20, "both gateways known")
     ten = other = None
+    made = []
     for i in range(8):
         cand = c.create_tenant("mv%d" % i)
+        made.append(cand)
         if owner(c, cand["id"])[0] == ids[0]:
             ten = ten or cand
         else:
@@ -332,6 +367,8 @@ def main(t):
     t.section(move_under_load, c, ids, ten, rng, acked, s3key, s3files)
     t.section(refusals, c, ids, ten)
     t.section(crash_through, c, ids, ten, acked, other, other_acked)
+    t.section(rebalance, c, ids, [tn for tn in made if tn is not None],
+              {ten["name"]: acked, other["name"]: other_acked})
     s3_check(t, c, s3key, s3files, "at the end")
 
 
