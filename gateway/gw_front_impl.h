@@ -104,15 +104,15 @@ int gw_front_elsewhere(const struct gw_front *f, const struct gw_snap *s, const 
 /* gw_front_fwd.c: sends q on to peer, the gateway that owns its tenant
  * (NULL: not known: 503), and answers it with what comes back. */
 void gw_req_forward(struct req *q, const struct gw_peer *peer);
-/* gw_front_fwd.c: sends j (its request suspended, its base, reqid and done
- * set) on to the gateway that owns tenant (gw_forward.h); a large answer
- * first waits for its share of --inflight-bytes, or ends with CM_E_BUSY. */
 /* gw_front_fwd.c: a request of tenant to be served here enters the
  * grace period a hand-over waits out (*ticket, for gw_front_release):
  * 0; or 1 when the tenant is frozen (moving to another gateway), to be
  * answered 503 with Retry-After (no ticket). */
 int gw_front_hold(struct gw_front *f, uint32_t tenant, struct gw_grace_bucket **ticket);
 void gw_front_release(struct gw_front *f, struct gw_grace_bucket **ticket);
+/* gw_front_fwd.c: sends j (its request suspended, its base, reqid and done
+ * set) on to the gateway that owns tenant (gw_forward.h); a large answer
+ * first waits for its share of --inflight-bytes, or ends with CM_E_BUSY. */
 struct gw_fwd_job;
 void gw_front_forward(struct gw_front *f, struct gw_fwd_job *j, uint32_t tenant);
 /* gw_front_fwd.c: 1 when r came from another gateway (X-Shoal-Forwarded-By):

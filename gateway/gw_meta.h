@@ -45,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cm_gateway.h"
 #include "gw_engine.h"
 #include "gw_parse.h"
 
@@ -251,13 +252,14 @@ int gw_meta_mark_set(struct gw_meta *m, const char *name, uint64_t v);
 
 /* ---- hand-over (gw_meta_handover.c) ---- */
 
-#define GW_META_GATEWAY_MAX 64 /* a gateway id in an outbox entry */
+#define GW_META_GATEWAY_MAX CM_GATEWAY_ID_MAX /* a gateway id in an outbox entry */
 
 /*
  * Takes tenant's metadata out of the store into an outbox entry for
  * gateway to, in one transaction (*groups: how many groups went). -EBUSY
  * when the tenant still has pending versions or tombstones (nothing
- * changed); -EEXIST when an outbox entry exists already.
+ * changed); -EEXIST when an outbox entry exists already; CM_E_BADARG when
+ * to is longer than GW_META_GATEWAY_MAX.
  */
 int gw_meta_handover_out(struct gw_meta *m, uint32_t tenant, const char *to, uint32_t *groups);
 /* cb for every outbox entry: the bundle is borrowed for the call. */

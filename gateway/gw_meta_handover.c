@@ -282,12 +282,16 @@ gw_meta_handover_out(struct gw_meta *m, uint32_t tenant, const char *to, uint32_
 {
     struct cm_kv_txn *txn;
     struct cm_buf v;
-    uint8_t key[OUTBOX_KEY_LEN], idlen = (uint8_t)strlen(to);
+    uint8_t key[OUTBOX_KEY_LEN], idlen;
     const void *old;
     size_t oldlen;
-    int rc = cm_kv_begin(m->kv, 1, &txn);
+    int rc;
 
-    if (rc != 0) {
+    if (strlen(to) > GW_META_GATEWAY_MAX) {
+        return CM_E_BADARG;
+    }
+    idlen = (uint8_t)strlen(to);
+    if ((rc = cm_kv_begin(m->kv, 1, &txn)) != 0) {
         return rc;
     }
     outbox_key(tenant, key);

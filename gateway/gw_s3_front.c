@@ -706,9 +706,7 @@ dispatch(struct s3_req *q)
         return;
     }
     if (gw_front_hold(q->f, q->t->id, &q->served)) {
-        s3_fail(q, GW_S3_E_SERVICE_UNAVAILABLE,
-                "the bucket's tenant is moving to another "
-                "gateway: retry");
+        s3_fail(q, GW_S3_E_SERVICE_UNAVAILABLE, "the tenant is moving to another gateway: retry");
         return;
     }
     switch (q->rt.op) {
