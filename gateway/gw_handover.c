@@ -37,6 +37,7 @@
 #define POSTPONE_MS 5000    /* after a freeze that timed out, before the next */
 #define RECV_MAX 8          /* bundles taken in at once */
 #define RECV_QUIET_MS 30000 /* a bundle waits this long for the requests in */
+#define HURRY_MS 3000       /* state polls in a hurry after a hand-over's step */
 
 /* A tenant being frozen here, its records still in the store. */
 struct job {
@@ -336,7 +337,8 @@ outbox_step(void *arg, uint32_t tenant, const char *to, const void *bundle, size
         s->next_ns = op->now + (uint64_t)RETRY_MS * 1000000u;
         return;
     }
-    s->stage = 2; /* the next state names the new owner */
+    s->stage = 2; /* the next state names the new owner: polled for at once */
+    gw_state_hurry(h->state, HURRY_MS);
 }
 
 static void
@@ -629,6 +631,7 @@ gw_handover_receive(struct gw_handover *h, uint32_t tenant, const char *auth, co
     h->in_total++;
     pthread_mutex_unlock(&h->mu);
     CM_INFO("tenant metadata taken in tenant=%u groups=%u bytes=%zu", tenant, groups, len);
+    gw_state_hurry(h->state, HURRY_MS); /* the owner reports the move next */
     return 204;
 }
 

@@ -41,6 +41,7 @@
 #define PURGE_BATCH 256
 #define REFRESH_GAP_MS 200     /* between the starts of polls asked by requests */
 #define REFRESH_TIMEOUT_MS 500 /* a poll someone waits for */
+#define HURRY_GAP_MS 50        /* between the starts of polls in a hurry (gw_state_hurry) */
 
 struct gw_state {
     struct gw_state_cfg cfg;
@@ -57,6 +58,7 @@ struct gw_state {
     int running; /* the thread polls: refreshes can be had */
     int started;
     struct gw_state_wait *waiting, **waiting_tail; /* asked since the last poll began */
+    uint64_t hurry_until_ns;                       /* polls HURRY_GAP_MS apart until then */
     pthread_t thread;
     struct gw_state_stats stats;
 
@@ -352,10 +354,15 @@ wait_next_poll_locked(struct gw_state *st, uint64_t began)
 {
     uint64_t periodic = cm_now_ns() + (uint64_t)st->cfg.poll_ms * 1000000u;
     uint64_t refresh = began + (uint64_t)REFRESH_GAP_MS * 1000000u;
+    uint64_t hurry = began + (uint64_t)HURRY_GAP_MS * 1000000u;
 
     while (!st->stop) {
         uint64_t now = cm_now_ns();
         uint64_t until = st->waiting != NULL && refresh < periodic ? refresh : periodic;
+
+        if (now < st->hurry_until_ns && hurry < until) {
+            until = hurry;
+        }
         struct timespec ts;
 
         if (now >= until) {
@@ -402,6 +409,19 @@ state_main(void *arg)
     pthread_mutex_unlock(&st->mu);
     wake_waiters(left); /* refused against the last state */
     return NULL;
+}
+
+void
+gw_state_hurry(struct gw_state *st, int ms)
+{
+    uint64_t until = cm_now_ns() + (uint64_t)ms * 1000000u;
+
+    pthread_mutex_lock(&st->mu);
+    if (until > st->hurry_until_ns) {
+        st->hurry_until_ns = until;
+    }
+    pthread_cond_signal(&st->cv);
+    pthread_mutex_unlock(&st->mu);
 }
 
 int

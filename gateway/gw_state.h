@@ -160,6 +160,9 @@ struct gw_state_wait {
  * answer at once.
  */
 int gw_state_refresh(struct gw_state *st, struct gw_state_wait *w);
+/* Polls every 50 ms for the next ms (a change is expected soon: a tenant's
+ * owner, after a hand-over), then every poll_ms again. Any thread. */
+void gw_state_hurry(struct gw_state *st, int ms);
 
 /* The URL of path (e.g. "/v1/internal/state") at controller ("host:port"
  * or a URL) into url[cap]. */

@@ -30,7 +30,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ab  # noqa: E402
 
-OFFSET = 23500
+OFFSET = 18500  # every port below the ephemeral range (32768-)
 CTL = 9400 + OFFSET
 GW = (9300 + OFFSET, 9320 + OFFSET)
 
