@@ -464,6 +464,17 @@ http_access(void *cls, struct MHD_Connection *c, const char *url, const char *me
     return queue_stored(r); /* resumed */
 }
 
+/* Accept policy: none once stopping. */
+static enum MHD_Result
+http_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+    struct cm_http_server *s = cls;
+
+    (void)addr;
+    (void)addrlen;
+    return atomic_load(&s->stopping) ? MHD_NO : MHD_YES;
+}
+
 int
 cm_http_start(const struct cm_http_cfg *cfg, const struct cm_http_handlers *h, void *arg,
               struct cm_http_server **out)
@@ -493,7 +504,7 @@ cm_http_start(const struct cm_http_cfg *cfg, const struct cm_http_handlers *h, v
     atomic_init(&s->stopping, 0);
     s->d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO,
-        0, NULL, NULL, http_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        0, http_accept, s, http_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, 20000u,
         MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s ? cfg->timeout_s : 60u,
         MHD_OPTION_NOTIFY_COMPLETED, http_completed, s, MHD_OPTION_URI_LOG_CALLBACK, http_uri_log,
@@ -518,10 +529,14 @@ cm_http_stop(struct cm_http_server *s, int timeout_ms)
     if (s == NULL) {
         return;
     }
-    /* No new connections; requests already begun (still uploading, running
-     * or suspended) finish, and their answers close the connection. */
+    /* No new connections (http_accept closes them as they come);
+     * requests already begun (still uploading, running or suspended)
+     * finish, and their answers close the connection. Not
+     * MHD_quiesce_daemon: with epoll worker threads it races with the
+     * workers' own removal of the listening socket from their epoll sets
+     * and aborts the process ("Failed to remove listen FD from epoll
+     * set"), which a controller stopped under tests did. */
     atomic_store(&s->stopping, 1);
-    MHD_quiesce_daemon(s->d);
     for (waited = 0; waited < timeout_ms && atomic_load(&s->active) > 0; waited += 10) {
         usleep(10000);
     }
