@@ -117,8 +117,8 @@ gw_handover_frozen(struct gw_handover *h, uint32_t tenant)
 static void
 refreeze(struct gw_handover *h)
 {
-    size_t n = 0, cap = 0;
-    uint32_t *v = NULL;
+    size_t n = 0;
+    uint32_t *v;
 
     for (struct job *j = h->jobs; j != NULL; j = j->next) {
         if (!j->cancelled) {
@@ -128,8 +128,7 @@ refreeze(struct gw_handover *h)
     for (struct sent *s = h->sent; s != NULL; s = s->next) {
         n++;
     }
-    cap = n;
-    v = cm_calloc(cap + 1, sizeof(*v));
+    v = cm_calloc(n + 1, sizeof(*v));
     n = 0;
     for (struct job *j = h->jobs; j != NULL; j = j->next) {
         if (!j->cancelled) {

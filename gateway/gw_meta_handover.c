@@ -34,13 +34,12 @@
 #define MAGIC "SHM1"
 #define OUTBOX_KEY_LEN 6
 
-static size_t
+static void
 outbox_key(uint32_t tenant, uint8_t out[OUTBOX_KEY_LEN])
 {
     out[0] = '\0';
     out[1] = 'h';
     cm_put_be32(out + 2, tenant);
-    return OUTBOX_KEY_LEN;
 }
 
 /* ---- the bundle ---- */
@@ -167,13 +166,15 @@ out_collect(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
     h[0] = (uint8_t)c->table;
     h[1] = (uint8_t)klen;
     h[2] = (uint8_t)(klen >> 8);
-    cm_buf_append(c->bundle, h, 3);
-    cm_buf_append(c->bundle, k, klen);
     cm_buf_append(&c->keys, h + 1, 2);
     cm_buf_append(&c->keys, k, klen);
-    cm_put_le32(h, (uint32_t)vlen);
-    cm_buf_append(c->bundle, h, 4);
-    cm_buf_append(c->bundle, v, vlen);
+    if (c->bundle != NULL) {
+        cm_buf_append(c->bundle, h, 3);
+        cm_buf_append(c->bundle, k, klen);
+        cm_put_le32(h, (uint32_t)vlen);
+        cm_buf_append(c->bundle, h, 4);
+        cm_buf_append(c->bundle, v, vlen);
+    }
     c->n++;
     return 0;
 }
@@ -241,8 +242,8 @@ pending_sweep(struct cm_kv_txn *txn, uint32_t tenant, int all, size_t *live)
     return rc;
 }
 
-/* The tenant's groups of both tables into bundle (its header and CRC
- * added), and deleted. */
+/* The tenant's groups of both tables deleted; copied into bundle first (its
+ * header and CRC added) unless it is NULL. */
 static int
 take_groups(struct cm_kv_txn *txn, uint32_t tenant, struct cm_buf *bundle, uint32_t *groups)
 {
@@ -250,9 +251,11 @@ take_groups(struct cm_kv_txn *txn, uint32_t tenant, struct cm_buf *bundle, uint3
     uint8_t start[4], h[12];
     int rc = 0;
 
-    memcpy(h, MAGIC, 4);
-    cm_put_le32(h + 4, tenant);
-    cm_buf_append(bundle, h, 12);
+    if (bundle != NULL) {
+        memcpy(h, MAGIC, 4);
+        cm_put_le32(h + 4, tenant);
+        cm_buf_append(bundle, h, 12);
+    }
     cm_put_be32(start, tenant);
     cm_buf_init(&c.keys);
     for (c.table = 0; c.table < 2 && rc == 0; c.table++) {
@@ -270,9 +273,11 @@ take_groups(struct cm_kv_txn *txn, uint32_t tenant, struct cm_buf *bundle, uint3
         }
     }
     cm_buf_fini(&c.keys);
-    cm_put_le32((uint8_t *)bundle->p + 8, c.n);
-    cm_put_le32(h, cm_crc32c(0, bundle->p, bundle->len));
-    cm_buf_append(bundle, h, 4);
+    if (bundle != NULL) {
+        cm_put_le32((uint8_t *)bundle->p + 8, c.n);
+        cm_put_le32(h, cm_crc32c(0, bundle->p, bundle->len));
+        cm_buf_append(bundle, h, 4);
+    }
     *groups = c.n;
     return rc;
 }
@@ -398,7 +403,6 @@ gw_meta_handover_in(struct gw_meta *m, const void *bundle, size_t len, uint32_t 
 {
     const uint8_t *b = bundle;
     struct cm_kv_txn *txn;
-    struct cm_buf none;
     size_t pos = 12;
     struct bgroup g;
     uint32_t discard;
@@ -414,9 +418,7 @@ gw_meta_handover_in(struct gw_meta *m, const void *bundle, size_t len, uint32_t 
     /* What the store held of the tenant goes first: an earlier bundle of
      * the same hand-over, or the tenant's records from a time it was here
      * before, and what pending still named of them. */
-    cm_buf_init(&none);
-    rc = take_groups(txn, *tenant, &none, &discard);
-    cm_buf_fini(&none);
+    rc = take_groups(txn, *tenant, NULL, &discard);
     if (rc == 0) {
         size_t live;
 
