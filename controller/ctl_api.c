@@ -349,12 +349,17 @@ on_request(void *arg, struct cm_http_req *r)
     } else if (strncmp(p, "/v1/tenants/", 12) == 0) {
         route_tenant(a, r, m, p + 12);
     } else if (strncmp(p, "/v1/nodes/", 10) == 0 && strchr(p + 10, '/') != NULL &&
-               strcmp(strchr(p + 10, '/'), "/reclaim") == 0) {
+               (strcmp(strchr(p + 10, '/'), "/reclaim") == 0 ||
+                strcmp(strchr(p + 10, '/'), "/remove") == 0)) {
+        const char *op = strchr(p + 10, '/');
+
         call_init(&c, a, r, OP_NODES);
-        if (strcmp(m, "POST") == 0) {
-            ctl_admin_node_reclaim(&c, p + 10, (size_t)(strchr(p + 10, '/') - (p + 10)));
-        } else {
+        if (strcmp(m, "POST") != 0) {
             reply_method(&c, "POST");
+        } else if (strcmp(op, "/reclaim") == 0) {
+            ctl_admin_node_reclaim(&c, p + 10, (size_t)(op - (p + 10)));
+        } else {
+            ctl_admin_node_remove(&c, p + 10, (size_t)(op - (p + 10)));
         }
     } else if (strcmp(p, "/v1/placement/rebalance") == 0) {
         call_init(&c, a, r, OP_PLACEMENT);

@@ -161,7 +161,7 @@ render_nodes(const struct ctl_snapshot *s)
         const struct ctl_node_view *nv = &s->nodes[i];
         json_t *jn = json_pack(
             "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:f}", "id", (json_int_t)nv->n.id,
-            "addr", nv->n.addr, "metrics_addr", nv->n.metrics_addr, "state", nv->up ? "up" : "down",
+            "addr", nv->n.addr, "metrics_addr", nv->n.metrics_addr, "state", ctl_node_state(nv),
             "capacity_bytes", (json_int_t)nv->n.capacity_bytes, "used_bytes",
             (json_int_t)nv->used_bytes, "instances", (json_int_t)nv->instances, "incarnation",
             (json_int_t)nv->n.incarnation, "load", nv->load, "bytes_per_second", nv->byte_load);
@@ -171,6 +171,7 @@ render_nodes(const struct ctl_snapshot *s)
                           nv->sched[0] != '\0' ? json_string(nv->sched) : json_null(), "cap_ops",
                           nv->cap_ops, "cap_bytes", nv->cap_bytes, "dominant_load", nv->share_load,
                           "dominant_capacity", nv->capacity));
+        json_object_set_new(jn, "draining", json_boolean(nv->n.retire == CTL_NODE_DRAINING));
         json_object_set_new(jn, "last_seen_ms_ago",
                             nv->seen_ms_ago < 0 ? json_null() : json_integer(nv->seen_ms_ago));
         json_array_append_new(nodes, jn);
@@ -381,6 +382,33 @@ ctl_admin_tenant_move(struct ctl_call *c, const char *name)
     }
 out:
     json_decref(o);
+}
+
+/* POST /v1/nodes/{id}/remove: 202 while it drains, 200 once removed. */
+void
+ctl_admin_node_remove(struct ctl_call *c, const char *idstr, size_t idlen)
+{
+    struct ctl_node n;
+    char why[160] = "";
+    uint32_t id;
+    int rc;
+
+    if (ctl_parse_node_id(idstr, idlen, &id) < 0) {
+        ctl_reply_error(c, 400, "bad_request", "node id must be a non-negative integer");
+        return;
+    }
+    rc = ctl_state_node_remove(c->a->st, id, &n, why, sizeof(why));
+    if (rc == CM_E_NOTFOUND) {
+        ctl_reply_error(c, 404, "not_found", "no node %u", id);
+    } else if (rc == -ENOSPC) {
+        ctl_reply_error(c, 409, "conflict", "%s", why);
+    } else if (rc < 0) {
+        ctl_reply_error(c, 500, "internal", "node not stored: %s", cm_strerror(rc));
+    } else {
+        ctl_reply_json(c, n.retire == CTL_NODE_REMOVED ? 200 : 202,
+                       json_pack("{s:I, s:s, s:s}", "id", (json_int_t)n.id, "addr", n.addr, "state",
+                                 n.retire == CTL_NODE_REMOVED ? "removed" : "draining"));
+    }
 }
 
 void

@@ -232,6 +232,10 @@ ctl_internal_heartbeat(struct ctl_call *c)
         goto out;
     }
     rc = ctl_state_heartbeat(c->a->st, &hb, cm_now_ns());
+    if (rc == -EIDRM) {
+        ctl_reply_error(c, 410, "gone", "node %u was removed from the cluster", hb.node.id);
+        goto out;
+    }
     if (rc < 0) {
         ctl_reply_error(c, 500, "internal", "node update failed: %s", cm_strerror(rc));
         goto out;

@@ -20,7 +20,9 @@
  * figures are in nodes' worth of capacity (ctl_fair.h). */
 #define CTL_METRICS(X)                                                                             \
     X(M_TENANTS, "shoal_controller_tenants", "Tenants defined")                                    \
-    X(M_NODES, "shoal_controller_nodes", "Registered nodes by state")                              \
+    X(M_NODES, "shoal_controller_nodes", "Registered nodes by state (removed: for good)")          \
+    X(M_DRAINING, "shoal_controller_nodes_draining",                                               \
+      "Nodes being removed: their chunks move to the others (node remove)")                        \
     X(M_GATEWAYS, "shoal_controller_gateways",                                                     \
       "Gateways that polled the state since the controller started, by state (up: within 5 s)")    \
     X(M_EPOCH, "shoal_controller_epoch", "Current state epoch")                                    \
@@ -143,11 +145,12 @@ render_metrics(struct ctl_api *a, const struct ctl_snapshot *s, struct cm_buf *b
 {
     struct ctl_api_fair f;
     char lb[64];
-    uint64_t up = 0, gw_up = 0;
+    uint64_t up = 0, gw_up = 0, n[3] = {0};
 
     ctl_api_fair_init(&f, s);
     for (size_t i = 0; i < s->nnodes; i++) {
-        up += s->nodes[i].up != 0;
+        n[s->nodes[i].n.retire]++;
+        up += s->nodes[i].n.retire != CTL_NODE_REMOVED && s->nodes[i].up;
     }
     for (size_t i = 0; i < s->ngateways; i++) {
         gw_up += s->gateways[i].up != 0;
@@ -156,7 +159,11 @@ render_metrics(struct ctl_api *a, const struct ctl_snapshot *s, struct cm_buf *b
     cm_prom_u64(b, metric_defs[M_TENANTS].name, NULL, s->ntenants);
     metric_head(b, M_NODES);
     cm_prom_u64(b, metric_defs[M_NODES].name, "state=\"up\"", up);
-    cm_prom_u64(b, metric_defs[M_NODES].name, "state=\"down\"", s->nnodes - up);
+    cm_prom_u64(b, metric_defs[M_NODES].name, "state=\"down\"",
+                s->nnodes - n[CTL_NODE_REMOVED] - up);
+    cm_prom_u64(b, metric_defs[M_NODES].name, "state=\"removed\"", n[CTL_NODE_REMOVED]);
+    metric_head(b, M_DRAINING);
+    cm_prom_u64(b, metric_defs[M_DRAINING].name, NULL, n[CTL_NODE_DRAINING]);
     metric_head(b, M_GATEWAYS);
     cm_prom_u64(b, metric_defs[M_GATEWAYS].name, "state=\"up\"", gw_up);
     cm_prom_u64(b, metric_defs[M_GATEWAYS].name, "state=\"down\"", s->ngateways - gw_up);

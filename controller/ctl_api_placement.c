@@ -92,11 +92,15 @@ ctl_render_placement(const struct ctl_snapshot *s, const struct ctl_pp_rows *row
         for (size_t i = 0; i < s->nnodes; i++) {
             const struct ctl_node_view *nv = &s->nodes[i];
 
-            json_array_append_new(nodes,
-                                  json_pack("{s:I, s:s, s:s, s:s, s:I}", "id", (json_int_t)nv->n.id,
-                                            "addr", nv->n.addr, "metrics_addr", nv->n.metrics_addr,
-                                            "state", nv->up ? "up" : "down", "incarnation",
-                                            (json_int_t)nv->n.incarnation));
+            json_t *jn =
+                json_pack("{s:I, s:s, s:s, s:s, s:I}", "id", (json_int_t)nv->n.id, "addr",
+                          nv->n.addr, "metrics_addr", nv->n.metrics_addr, "state",
+                          ctl_node_state(nv), "incarnation", (json_int_t)nv->n.incarnation);
+
+            if (nv->n.retire == CTL_NODE_DRAINING) {
+                json_object_set_new(jn, "draining", json_true()); /* no new chunks for it */
+            }
+            json_array_append_new(nodes, jn);
         }
         json_object_set_new(j, "nodes", nodes);
         json_object_set_new(j, "gateways", ctl_render_gateways(s, 0));

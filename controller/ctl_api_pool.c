@@ -457,9 +457,8 @@ ctl_admin_tenant_cost(struct ctl_call *c, const char *name)
 
 /* ---- POST /v1/nodes/{id}/reclaim ---- */
 
-/* A node id in decimal, s[len] (not NUL-terminated). */
-static int
-parse_node_id(const char *s, size_t len, uint32_t *id)
+int
+ctl_parse_node_id(const char *s, size_t len, uint32_t *id)
 {
     uint64_t v = 0;
 
@@ -494,7 +493,7 @@ ctl_admin_node_reclaim(struct ctl_call *c, const char *idstr, size_t idlen)
     }
     ji = json_object_get(o, "instance");
     ja = json_object_get(o, "all");
-    if (parse_node_id(idstr, idlen, &id) < 0) {
+    if (ctl_parse_node_id(idstr, idlen, &id) < 0) {
         ctl_reply_error(c, 400, "bad_request", "node id must be a non-negative integer");
         goto out;
     }

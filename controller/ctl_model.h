@@ -40,6 +40,16 @@ struct ctl_tenant {
     char moving_to[CTL_GW_ID_MAX + 1];
 };
 
+/* A node's membership. An admin's `node remove` makes it draining: the
+ * placement rows leave it and the gateways move its chunks to the nodes
+ * that replaced it; once they have, it is removed for good (never up
+ * again, its id never reused). */
+enum ctl_retire {
+    CTL_NODE_MEMBER = 0,
+    CTL_NODE_DRAINING = 1,
+    CTL_NODE_REMOVED = 2,
+};
+
 /* What the controller persists about a node (liveness and load are not). */
 struct ctl_node {
     uint32_t id;
@@ -47,6 +57,7 @@ struct ctl_node {
     char metrics_addr[CTL_ADDR_MAX];
     uint64_t capacity_bytes;
     uint64_t incarnation;
+    int retire; /* enum ctl_retire */
 };
 
 /* 1 if s (len bytes, may hold NULs) is a valid tenant name, else 0. */

@@ -33,4 +33,16 @@ uint64_t ctl_place_score(uint32_t tenant, uint32_t partition, uint32_t node);
 size_t ctl_place_row(uint32_t tenant, uint32_t partition, const uint32_t *nodes, size_t nnodes,
                      size_t width, uint32_t *out);
 
+/*
+ * Replaces, in row[len], every node that keep[nkeep] (distinct ids) does
+ * not list by the node of keep that the row does not hold already, up
+ * ones (up[i] != 0) first, then the best score for (tenant, partition):
+ * a node leaving changes only its own positions, and each goes where
+ * rendezvous hashing over what is left would rank it. Positions keep their
+ * order. Returns how many were replaced; a position with no candidate left
+ * keeps its node.
+ */
+size_t ctl_place_replace(uint32_t tenant, uint32_t partition, uint32_t *row, size_t len,
+                         const uint32_t *keep, const uint8_t *up, size_t nkeep);
+
 #endif

@@ -147,20 +147,64 @@ hash_row(struct ctl_pp_trows *r, uint32_t p, const uint32_t *ids, size_t nids)
     return 1;
 }
 
+/* The member nodes of s (not draining or removed), with their up flags. */
+static size_t
+member_ids(const struct ctl_snapshot *s, uint32_t *ids, uint8_t *up)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < s->nnodes; i++) {
+        if (s->nodes[i].n.retire == CTL_NODE_MEMBER) {
+            up[n] = (uint8_t)(s->nodes[i].up != 0);
+            ids[n++] = s->nodes[i].n.id;
+        }
+    }
+    return n;
+}
+
+/* 1 if row p of r names a node that ids[n] does not list. */
+static int
+names_other(const struct ctl_pp_trows *r, uint32_t p, const uint32_t *ids, size_t n)
+{
+    for (uint32_t j = 0; j < r->len[p]; j++) {
+        int in = 0;
+
+        for (size_t i = 0; i < n && !in; i++) {
+            in = ids[i] == r->ids[(size_t)p * r->width + j];
+        }
+        if (!in) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether row p of r must change: a short hash row with more members
+ * known, or (gone: some node is no member) a position on such a node. */
+static int
+row_stale(const struct ctl_pp_trows *r, uint32_t p, const uint32_t *ids, size_t n, int gone)
+{
+    return (r->by_hash[p] && r->len[p] < r->width && n > r->len[p]) ||
+           (gone && names_other(r, p, ids, n));
+}
+
 int
 ctl_pp_sync_locked(struct ctl_pp *pp, const struct ctl_snapshot *s)
 {
     uint32_t *ids = cm_calloc(s->nnodes + 1, sizeof(*ids));
+    uint8_t *up = cm_calloc(s->nnodes + 1, sizeof(*up));
     struct ctl_pp_trows *puts = cm_calloc(s->ntenants + 1, sizeof(*puts));
     uint32_t *drops = cm_calloc(pp->nt + 1, sizeof(*drops));
-    size_t nput = 0, ndrop = 0;
+    size_t nput = 0, ndrop = 0, nids;
     int rc = 0;
 
     if (s->epoch < pp->synced) {
         goto out; /* an older snapshot than one already applied */
     }
+    nids = member_ids(s, ids, up);
+    pp->draining = 0;
     for (size_t i = 0; i < s->nnodes; i++) {
-        ids[i] = s->nodes[i].n.id;
+        pp->draining |= s->nodes[i].n.retire == CTL_NODE_DRAINING;
     }
     for (size_t i = 0; i < s->ntenants; i++) {
         const struct ctl_tenant *t = &s->tenants[i].t;
@@ -174,7 +218,7 @@ ctl_pp_sync_locked(struct ctl_pp *pp, const struct ctl_snapshot *s)
         if (cur != NULL) {
             cur->seen = s->epoch > cur->seen ? s->epoch : cur->seen;
             for (uint32_t p = 0; p < cur->parts && !changed; p++) {
-                changed = cur->by_hash[p] && cur->len[p] < width && s->nnodes > cur->len[p];
+                changed = row_stale(cur, p, ids, nids, nids < s->nnodes);
             }
             if (!changed) {
                 continue;
@@ -182,8 +226,16 @@ ctl_pp_sync_locked(struct ctl_pp *pp, const struct ctl_snapshot *s)
             ctl_pp_trows_copy(r, cur);
             changed = 0;
             for (uint32_t p = 0; p < r->parts; p++) {
-                if (r->by_hash[p] && r->len[p] < width && s->nnodes > r->len[p] &&
-                    hash_row(r, p, ids, s->nnodes)) {
+                int moved = 0;
+
+                if (r->by_hash[p] && r->len[p] < width && nids > r->len[p]) {
+                    moved = hash_row(r, p, ids, nids);
+                } else if (nids < s->nnodes && names_other(r, p, ids, nids)) {
+                    /* Only the leaving node's positions move. */
+                    moved = ctl_place_replace(r->tenant, p, &r->ids[(size_t)p * r->width],
+                                              r->len[p], ids, up, nids) > 0;
+                }
+                if (moved) {
                     r->row_epoch[p] = pp->epoch + 1;
                     changed = 1;
                 }
@@ -192,13 +244,13 @@ ctl_pp_sync_locked(struct ctl_pp *pp, const struct ctl_snapshot *s)
             ctl_pp_trows_alloc(r, t->id, width, (uint32_t)t->ec_k, pp->cfg.partitions);
             r->seen = s->epoch;
             for (uint32_t p = 0; p < r->parts; p++) {
-                hash_row(r, p, ids, s->nnodes);
+                hash_row(r, p, ids, nids);
                 r->row_epoch[p] = pp->epoch + 1;
                 r->by_hash[p] = 1;
             }
             changed = 1;
             CM_INFO("placement rows made tenant=%u partitions=%u width=%u nodes=%zu", t->id,
-                    r->parts, width, s->nnodes);
+                    r->parts, width, nids);
         }
         if (changed) {
             nput++;
@@ -229,6 +281,7 @@ ctl_pp_sync_locked(struct ctl_pp *pp, const struct ctl_snapshot *s)
     }
 out:
     free(ids);
+    free(up);
     free(puts);
     free(drops);
     return rc;
@@ -240,10 +293,9 @@ void
 ctl_pp_copy_locked(struct ctl_pp *pp, const struct ctl_snapshot *s, struct ctl_pp_rows *out)
 {
     uint32_t *ids = cm_calloc(s->nnodes + 1, sizeof(*ids));
+    uint8_t *up = cm_calloc(s->nnodes + 1, sizeof(*up));
+    size_t nids = member_ids(s, ids, up);
 
-    for (size_t i = 0; i < s->nnodes; i++) {
-        ids[i] = s->nodes[i].n.id;
-    }
     memset(out, 0, sizeof(*out));
     out->epoch = pp->epoch;
     snprintf(out->solver, sizeof(out->solver), "%s", pp->solver);
@@ -259,7 +311,7 @@ ctl_pp_copy_locked(struct ctl_pp *pp, const struct ctl_snapshot *s, struct ctl_p
         } else if (width <= POL_PP_MAX_WIDTH) {
             ctl_pp_trows_alloc(r, t->id, width, (uint32_t)t->ec_k, pp->cfg.partitions);
             for (uint32_t p = 0; p < r->parts; p++) {
-                hash_row(r, p, ids, s->nnodes);
+                hash_row(r, p, ids, nids);
                 r->by_hash[p] = 1;
             }
         } else {
@@ -268,6 +320,7 @@ ctl_pp_copy_locked(struct ctl_pp *pp, const struct ctl_snapshot *s, struct ctl_p
         out->n++;
     }
     free(ids);
+    free(up);
 }
 
 int

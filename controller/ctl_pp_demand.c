@@ -68,7 +68,9 @@ ctl_pp_report(struct ctl_pp *pp, const struct ctl_pp_report *r, uint64_t now_ns)
     }
     free(g->d);
     g->d = cm_calloc(r->n + 1, sizeof(*g->d));
-    memcpy(g->d, r->d, r->n * sizeof(*g->d));
+    if (r->n > 0) {
+        memcpy(g->d, r->d, r->n * sizeof(*g->d)); /* an empty report may have no array */
+    }
     g->n = r->n;
     qsort(g->d, g->n, sizeof(*g->d), ctl_pp_cmp_demand);
     g->mig = r->mig;
@@ -156,6 +158,17 @@ ctl_pp_migration_locked(const struct ctl_pp *pp, uint64_t now_ns, struct ctl_pp_
         out->bytes_moved += g->mig.bytes_moved;
         out->bytes_moved_total += g->mig.bytes_moved_total;
     }
+}
+
+int
+ctl_pp_reported_locked(const struct ctl_pp *pp, const char *name, uint64_t now_ns)
+{
+    for (size_t i = 0; i < pp->ngw; i++) {
+        if (strcmp(pp->gw[i].name, name) == 0) {
+            return do_fresh(pp, &pp->gw[i], now_ns);
+        }
+    }
+    return 0;
 }
 
 void

@@ -52,6 +52,7 @@ struct ctl_pp {
     size_t nt;
     struct ctl_pp_trows *t; /* tenant id order */
     uint64_t synced;        /* newest state epoch a sync applied */
+    int draining;           /* that sync saw a node being removed */
     size_t ngw;
     struct ctl_pp_gw *gw;
     struct ctl_pp_trig trig;
@@ -98,5 +99,7 @@ struct ctl_pp_demand *ctl_pp_demand_locked(const struct ctl_pp *pp, uint64_t now
 /* Adds the fresh gateways' migration to out: gateways, migrating, the
  * partitions and bytes to move and moved. */
 void ctl_pp_migration_locked(const struct ctl_pp *pp, uint64_t now_ns, struct ctl_pp_status *out);
+/* 1 if gateway name (its id) has a fresh report. */
+int ctl_pp_reported_locked(const struct ctl_pp *pp, const char *name, uint64_t now_ns);
 
 #endif

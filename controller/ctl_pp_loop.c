@@ -18,6 +18,7 @@
  *
  * Naming: do_x() expects pp->mu held.
  */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #include "ctl_state.h"
 
 #define REBALANCE_SLACK_MS 10000u
+#define RETIRE_NS (500ull * 1000000ull) /* draining nodes looked at this often */
 
 /* ---- pure parts: the trigger, the utilisation, acceptance ---- */
 
@@ -159,6 +161,7 @@ struct pp_check {
     struct ctl_pp_demand *dem;
     size_t ndem;
     int migrating;
+    int unreported; /* a gateway that owns tenants is down or sends no report */
     /* the view */
     struct pol_pp_node *nodes;
     struct pol_pp_tenant *tenants;
@@ -216,7 +219,7 @@ check_view(struct ctl_pp *pp, struct pp_check *c)
         struct pol_pp_node *n = &c->nodes[i];
 
         n->id = nv->n.id;
-        n->up = nv->up;
+        n->up = nv->up && nv->n.retire == CTL_NODE_MEMBER; /* nothing is placed on the others */
         n->cap[POL_PP_REQ] = nv->cap_ops > 0 ? nv->cap_ops : pp->cfg.nominal_ops;
         n->cap[POL_PP_BYTES] = nv->cap_bytes > 0 ? nv->cap_bytes : pp->cfg.nominal_bytes;
     }
@@ -317,6 +320,75 @@ do_commit(struct ctl_pp *pp, const struct pp_check *c, const struct pol_pp_out *
     return rc;
 }
 
+/* 1 if some row of rows names node. */
+static int
+rows_name(const struct ctl_pp_rows *rows, uint32_t node)
+{
+    for (size_t i = 0; i < rows->n; i++) {
+        const struct ctl_pp_trows *r = &rows->t[i];
+
+        for (uint32_t p = 0; p < r->parts; p++) {
+            for (uint32_t j = 0; j < r->len[p]; j++) {
+                if (r->ids[(size_t)p * r->width + j] == node) {
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* A draining node is removed once no row names it and the gateways have
+ * moved their chunks off it: every gateway that owns tenants reports (one
+ * down or not heard from would migrate later, and until then its versions
+ * still name the node), and none is migrating. */
+static void
+retire_drained(struct ctl_pp *pp, const struct pp_check *c)
+{
+    for (size_t i = 0; i < c->s.nnodes && !c->migrating && !c->unreported; i++) {
+        const struct ctl_node_view *nv = &c->s.nodes[i];
+
+        if (nv->n.retire == CTL_NODE_DRAINING && !rows_name(&c->rows, nv->n.id)) {
+            int rc = ctl_state_node_removed(pp->st, nv->n.id);
+
+            if (rc < 0) {
+                CM_ERROR("node not removed node=%u err=%s", nv->n.id, cm_strerror(rc));
+            }
+        }
+    }
+}
+
+/* The first part of a check: a snapshot, the rows synced with it and
+ * copied, the demand and whether a gateway migrates; then the removal of
+ * drained nodes. Returns the sync's result. */
+static int
+check_prepare(struct ctl_pp *pp, uint64_t now_ns, struct pp_check *c)
+{
+    struct ctl_pp_status ms;
+    int rc;
+
+    memset(c, 0, sizeof(*c));
+    memset(&ms, 0, sizeof(ms));
+    ctl_state_snapshot(pp->st, now_ns, &c->s);
+    pthread_mutex_lock(&pp->mu);
+    rc = ctl_pp_sync_locked(pp, &c->s);
+    ctl_pp_copy_locked(pp, &c->s, &c->rows);
+    c->dem = ctl_pp_demand_locked(pp, now_ns, &c->ndem);
+    ctl_pp_demand_scale(c->dem, c->ndem, pp->cfg.latency_ms);
+    ctl_pp_migration_locked(pp, now_ns, &ms);
+    c->migrating = ms.migrating;
+    for (size_t i = 0; i < c->s.ngateways; i++) {
+        const struct ctl_gateway_view *g = &c->s.gateways[i];
+
+        c->unreported |= g->tenants > 0 && !(g->up && ctl_pp_reported_locked(pp, g->id, now_ns));
+    }
+    pthread_mutex_unlock(&pp->mu);
+    if (rc == 0) {
+        retire_drained(pp, c);
+    }
+    return rc;
+}
+
 /* One check; manual: a rebalance asked for it. res (may be NULL) gets the
  * outcome. */
 static void
@@ -324,24 +396,12 @@ check_once(struct ctl_pp *pp, int manual, struct ctl_pp_result *res)
 {
     struct pp_check c;
     struct ctl_pp_result r;
-    struct ctl_pp_status ms;
     uint64_t now_ns = cm_now_ns(), now_ms = now_ns / 1000000u;
     double util = 0;
     int place, rc;
 
-    memset(&c, 0, sizeof(c));
     memset(&r, 0, sizeof(r));
-    memset(&ms, 0, sizeof(ms));
-    ctl_state_snapshot(pp->st, now_ns, &c.s);
-    pthread_mutex_lock(&pp->mu);
-    r.rc = ctl_pp_sync_locked(pp, &c.s);
-    ctl_pp_copy_locked(pp, &c.s, &c.rows);
-    c.dem = ctl_pp_demand_locked(pp, now_ns, &c.ndem);
-    ctl_pp_demand_scale(c.dem, c.ndem, pp->cfg.latency_ms);
-    ctl_pp_migration_locked(pp, now_ns, &ms);
-    c.migrating = ms.migrating;
-    pthread_mutex_unlock(&pp->mu);
-
+    r.rc = check_prepare(pp, now_ns, &c);
     check_view(pp, &c);
     rc = ctl_pp_util(&c.v, &util);
     if (rc != 0 && r.rc == 0) {
@@ -419,9 +479,19 @@ pp_main(void *arg)
         struct ctl_pp_result res;
 
         if (!manual && now < next) {
-            struct timespec ts = cm_deadline(CLOCK_MONOTONIC, next - now);
+            /* A node being removed is looked at more often than placement:
+             * `node remove --wait` returns soon after its chunks moved. */
+            uint64_t until = pp->draining && next - now > RETIRE_NS ? now + RETIRE_NS : next;
+            struct timespec ts = cm_deadline(CLOCK_MONOTONIC, until - now);
 
-            (void)pthread_cond_timedwait(&pp->cv, &pp->mu, &ts);
+            if (pthread_cond_timedwait(&pp->cv, &pp->mu, &ts) == ETIMEDOUT && until < next) {
+                struct pp_check c;
+
+                pthread_mutex_unlock(&pp->mu);
+                (void)check_prepare(pp, cm_now_ns(), &c);
+                check_fini(&c);
+                pthread_mutex_lock(&pp->mu);
+            }
             continue;
         }
         pthread_mutex_unlock(&pp->mu);

@@ -82,7 +82,7 @@ ctl_state_create(struct ctl_store *store, const struct ctl_state_cfg *cfg, struc
      * make gateways write around every node at once. */
     for (size_t i = 0; i < ss.nnodes; i++) {
         st->nodes[i].n = ss.nodes[i];
-        st->nodes[i].up = 1;
+        st->nodes[i].up = ss.nodes[i].retire != CTL_NODE_REMOVED;
     }
     free(ss.nodes);
     rc = ctl_s3set_create(cfg->s3_master, ss.s3keys, ss.ns3keys, &st->s3);
@@ -476,6 +476,7 @@ do_fold_stats(struct node_rec *nr, const struct ctl_hb_tenant *ht, uint64_t now_
 int
 ctl_state_heartbeat(struct ctl_state *st, const struct ctl_hb *hb, uint64_t now_ns)
 {
+    struct ctl_node n;
     struct node_rec *nr;
     int created, changed, rc = 0;
 
@@ -483,12 +484,17 @@ ctl_state_heartbeat(struct ctl_state *st, const struct ctl_hb *hb, uint64_t now_
     now_ns = ctl_do_clock(st, now_ns);
     do_tick(st, now_ns);
     nr = do_node_entry(st, hb->node.id, &created);
-    changed = created || strcmp(nr->n.addr, hb->node.addr) != 0 ||
-              strcmp(nr->n.metrics_addr, hb->node.metrics_addr) != 0 ||
-              nr->n.capacity_bytes != hb->node.capacity_bytes ||
-              nr->n.incarnation != hb->node.incarnation;
+    if (nr->n.retire == CTL_NODE_REMOVED) {
+        rc = -EIDRM; /* its id is never heard again */
+        goto out;
+    }
+    n = hb->node;
+    n.retire = created ? CTL_NODE_MEMBER : nr->n.retire;
+    changed = created || strcmp(nr->n.addr, n.addr) != 0 ||
+              strcmp(nr->n.metrics_addr, n.metrics_addr) != 0 ||
+              nr->n.capacity_bytes != n.capacity_bytes || nr->n.incarnation != n.incarnation;
     if (changed) {
-        rc = ctl_store_put_node(st->store, &hb->node, st->epoch + 1);
+        rc = ctl_store_put_node(st->store, &n, st->epoch + 1);
         if (rc < 0) {
             if (created) {
                 memmove(nr, nr + 1, (st->nnodes - (size_t)(nr - st->nodes) - 1) * sizeof(*nr));
@@ -501,7 +507,7 @@ ctl_state_heartbeat(struct ctl_state *st, const struct ctl_hb *hb, uint64_t now_
             CM_INFO("node restarted node=%u incarnation=%llu", hb->node.id,
                     (unsigned long long)hb->node.incarnation);
         }
-        nr->n = hb->node;
+        nr->n = n;
         CM_INFO("node %s node=%u addr=%s epoch=%llu", created ? "registered" : "updated", nr->n.id,
                 nr->n.addr, (unsigned long long)st->epoch);
     }
@@ -534,6 +540,107 @@ ctl_state_heartbeat(struct ctl_state *st, const struct ctl_hb *hb, uint64_t now_
 out:
     pthread_mutex_unlock(&st->mu);
     return rc;
+}
+
+static struct node_rec *
+do_find_node(struct ctl_state *st, uint32_t id)
+{
+    for (size_t i = 0; i < st->nnodes; i++) {
+        if (st->nodes[i].n.id == id) {
+            return &st->nodes[i];
+        }
+    }
+    return NULL;
+}
+
+/* Stores nr's membership as retire with an epoch bump. */
+static int
+do_set_retire(struct ctl_state *st, struct node_rec *nr, int retire)
+{
+    struct ctl_node n = nr->n;
+    int rc;
+
+    n.retire = retire;
+    rc = ctl_store_put_node(st->store, &n, st->epoch + 1);
+    if (rc < 0) {
+        return rc;
+    }
+    nr->n.retire = retire;
+    st->epoch++;
+    return 0;
+}
+
+int
+ctl_state_node_remove(struct ctl_state *st, uint32_t id, struct ctl_node *out, char *why,
+                      size_t whylen)
+{
+    struct node_rec *nr;
+    size_t left = 0;
+    int width = st->cfg.ec_k + st->cfg.ec_m, rc = 0;
+    const char *widest = NULL;
+
+    pthread_mutex_lock(&st->mu);
+    nr = do_find_node(st, id);
+    if (nr == NULL) {
+        rc = CM_E_NOTFOUND;
+        goto out;
+    }
+    if (nr->n.retire != CTL_NODE_MEMBER) {
+        goto done; /* asked again: as it is */
+    }
+    for (size_t i = 0; i < st->nnodes; i++) {
+        left += st->nodes[i].n.id != id && st->nodes[i].n.retire == CTL_NODE_MEMBER;
+    }
+    for (size_t i = 0; i < st->ntenants; i++) {
+        if (st->tenants[i].ec_k + st->tenants[i].ec_m > width) {
+            width = st->tenants[i].ec_k + st->tenants[i].ec_m;
+            widest = st->tenants[i].name;
+        }
+    }
+    if (left < (size_t)width) {
+        snprintf(why, whylen, "removing node %u leaves %zu nodes; %s%s needs %d", id, left,
+                 widest ? "tenant " : "a new tenant", widest ? widest : "", width);
+        rc = -ENOSPC;
+        goto out;
+    }
+    rc = do_set_retire(st, nr, CTL_NODE_DRAINING);
+    if (rc == 0) {
+        CM_INFO("node draining node=%u addr=%s epoch=%llu", id, nr->n.addr,
+                (unsigned long long)st->epoch);
+    }
+done:
+    if (rc == 0 && out != NULL) {
+        *out = nr->n;
+    }
+out:
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
+int
+ctl_state_node_removed(struct ctl_state *st, uint32_t id)
+{
+    struct node_rec *nr;
+    int rc = 0;
+
+    pthread_mutex_lock(&st->mu);
+    nr = do_find_node(st, id);
+    if (nr != NULL && nr->n.retire == CTL_NODE_DRAINING) {
+        rc = do_set_retire(st, nr, CTL_NODE_REMOVED);
+        if (rc == 0) {
+            nr->up = 0;
+            CM_INFO("node removed node=%u addr=%s epoch=%llu", id, nr->n.addr,
+                    (unsigned long long)st->epoch);
+        }
+    }
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
+const char *
+ctl_node_state(const struct ctl_node_view *nv)
+{
+    return nv->n.retire == CTL_NODE_REMOVED ? "removed" : nv->up ? "up" : "down";
 }
 
 static struct ctl_tenant_view *

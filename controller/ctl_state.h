@@ -162,10 +162,25 @@ int ctl_state_tenant_rotate_key(struct ctl_state *st, const char *name, char *ke
                                 struct ctl_tenant *out);
 int ctl_state_tenant_delete(struct ctl_state *st, const char *name);
 
-/* Registers or refreshes a node and folds its counters into the rates. */
+/* Registers or refreshes a node and folds its counters into the rates.
+ * -EIDRM for a removed node (nothing changed). */
 int ctl_state_heartbeat(struct ctl_state *st, const struct ctl_hb *hb, uint64_t now_ns);
 /* Marks nodes not heard from within the timeout down (bumping the epoch). */
 void ctl_state_tick(struct ctl_state *st, uint64_t now_ns);
+
+/*
+ * Removing a node (enum ctl_retire). ctl_state_node_remove makes member id
+ * draining, stored with an epoch bump; placement then takes it out of
+ * every row (ctl_pp.h). A node already draining or removed: 0, nothing
+ * changed. Errors: CM_E_NOTFOUND; -ENOSPC when fewer members would be left
+ * than the widest tenant's k + m (or the default's), with why (whylen
+ * bytes) saying so; a store error. out, if not NULL, gets the node.
+ * ctl_state_node_removed: draining id is removed for good (down, and its
+ * heartbeats refused with -EIDRM); anything else: 0, nothing changed.
+ */
+int ctl_state_node_remove(struct ctl_state *st, uint32_t id, struct ctl_node *out, char *why,
+                          size_t whylen);
+int ctl_state_node_removed(struct ctl_state *st, uint32_t id);
 
 /*
  * A gateway's state poll: registers gateway id at url (s3_url "" or NULL:
@@ -206,6 +221,9 @@ int ctl_state_tenant_move(struct ctl_state *st, const char *name, const char *to
  * CM_E_NOTFOUND, CM_E_STALE (from is not the owner), or a store error.
  */
 int ctl_state_tenant_moved(struct ctl_state *st, uint32_t id, const char *from, const char *to);
+
+/* A node's state as the APIs show it: "up", "down" or "removed". */
+const char *ctl_node_state(const struct ctl_node_view *nv);
 
 /* Ticks, then copies. Free with ctl_snapshot_fini. */
 void ctl_state_snapshot(struct ctl_state *st, uint64_t now_ns, struct ctl_snapshot *out);

@@ -204,9 +204,9 @@ out:
 static json_t *
 node_to_json(const struct ctl_node *n)
 {
-    return json_pack("{s:s, s:s, s:I, s:I}", "addr", n->addr, "metrics_addr", n->metrics_addr,
+    return json_pack("{s:s, s:s, s:I, s:I, s:i}", "addr", n->addr, "metrics_addr", n->metrics_addr,
                      "capacity_bytes", (json_int_t)n->capacity_bytes, "incarnation",
-                     (json_int_t)n->incarnation);
+                     (json_int_t)n->incarnation, "retire", n->retire);
 }
 
 static int
@@ -232,6 +232,10 @@ node_from_json(uint32_t id, const char *text, size_t len, struct ctl_node *n)
     }
     n->capacity_bytes = (uint64_t)json_integer_value(json_object_get(j, "capacity_bytes"));
     n->incarnation = (uint64_t)json_integer_value(json_object_get(j, "incarnation"));
+    n->retire = (int)json_integer_value(json_object_get(j, "retire")); /* absent: a member */
+    if (n->retire < CTL_NODE_MEMBER || n->retire > CTL_NODE_REMOVED) {
+        goto out;
+    }
     rc = 0;
 out:
     json_decref(j);

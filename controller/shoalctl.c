@@ -57,6 +57,11 @@ static const char usage_text[] =
     "  node reclaim NODE (--instance I | --all)\n"
     "                                    fault injection: the node loses instance I (a slot) or\n"
     "                                    all its instances at its next heartbeat\n"
+    "  node remove NODE [--wait SECONDS]\n"
+    "                                    take a node out of the cluster: placement leaves it,\n"
+    "                                    the gateways move its chunks to other nodes (read from\n"
+    "                                    copies or parity if it is down), then it is removed;\n"
+    "                                    --wait: until removed (exit 1 if not)\n"
     "  placement show                    partition map with its epoch\n"
     "  placement rebalance               run partition placement now\n"
     "  placement status                  placement epoch, solver, migration progress\n"
@@ -77,7 +82,7 @@ static const char usage_text[] =
     "                     (flags override the file, the file overrides env)\n"
     "  --weight W         weight for tenant create (default 1)\n"
     "  --wait SECONDS     how long tenant move (each move of gateway rebalance) waits\n"
-    "                     for the move to finish\n"
+    "                     for the move to finish, and node remove for the removal\n"
     "  --dry-run          gateway rebalance prints its plan and moves nothing\n"
     "  --instance I, --all  what node reclaim takes\n"
     "  --help, --version\n"
@@ -476,8 +481,9 @@ main(int argc, char **argv)
     if ((cli.instance != NULL || cli.all) && strcmp(cli.args[0], "node") != 0) {
         code = ctl_cli_usage_error("--instance and --all only apply to node reclaim");
     } else if (cli.wait != NULL && strcmp(cli.args[0], "tenant") != 0 &&
-               strcmp(cli.args[0], "gateway") != 0) {
-        code = ctl_cli_usage_error("--wait only applies to tenant move and gateway rebalance");
+               strcmp(cli.args[0], "gateway") != 0 && strcmp(cli.args[0], "node") != 0) {
+        code = ctl_cli_usage_error(
+            "--wait only applies to tenant move, node remove and gateway rebalance");
     } else if (cli.dry_run && strcmp(cli.args[0], "gateway") != 0) {
         code = ctl_cli_usage_error("--dry-run only applies to gateway rebalance");
     } else if (strcmp(cli.args[0], "tenant") == 0) {

@@ -21,6 +21,7 @@
 #define SHOALCTL_H
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stddef.h>
 
 struct cm_buf;
@@ -102,5 +103,7 @@ int ctl_cli_wait_seconds(const struct ctl_cli *cli, double dflt, double *wait_s)
  * move asked ("tenant NAME moved to GW"), or wait_s have passed (exit 1,
  * one line on stderr). */
 int ctl_cli_wait_moved(struct ctl_cli *cli, const char *name, const char *gw, double wait_s);
+/* Sleeps the poll interval of the waits (200 ms), or left_ns if shorter. */
+void ctl_cli_nap(uint64_t left_ns);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * shoalctl_cluster.c - shoalctl's commands about the cluster as a whole:
- * node list (with the gateways) and node reclaim (fault injection), placement show, rebalance
+ * node list (with the gateways), node reclaim (fault injection) and node remove (with
+ * --wait, polls the list until it is removed), placement show, rebalance
  * and status, fairness (per-tenant figures, MMR, Jain's index, and the
  * local weights per node). Each is one call to the admin API (API.md), its
  * answer printed as tables or as the API's JSON with --json.
@@ -12,6 +13,7 @@
 
 #include "cm_buf.h"
 #include "cm_config.h"
+#include "cm_time.h"
 #include "shoalctl.h"
 
 /* node reclaim NODE (--instance I | --all) */
@@ -53,6 +55,82 @@ cmd_reclaim(struct ctl_cli *cli)
     return code;
 }
 
+/* The entry of node id in GET /v1/nodes's answer j (borrowed), or NULL. */
+static json_t *
+find_node(json_t *j, const char *id)
+{
+    json_t *e;
+    size_t i;
+
+    json_array_foreach(json_object_get(j, "nodes"), i, e)
+    {
+        if (strcmp(ctl_cli_fmt_num(e, "id", -1), id) == 0) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
+/* node remove NODE [--wait SECONDS]: asks, then with --wait polls the node
+ * list until the node is removed (its chunks moved off), or exit 1. */
+static int
+cmd_remove(struct ctl_cli *cli)
+{
+    const char *id = cli->nargs == 3 ? cli->args[2] : NULL;
+    double wait_s = -1;
+    uint64_t deadline;
+    json_t *j = NULL;
+    int code;
+
+    if (id == NULL || cli->instance != NULL || cli->all) {
+        return ctl_cli_usage_error("usage: node remove NODE [--wait SECONDS]");
+    }
+    if ((code = ctl_cli_wait_seconds(cli, -1, &wait_s)) != 0) {
+        return code;
+    }
+    deadline = cm_now_ns() + (uint64_t)(wait_s * 1e9);
+    code = ctl_cli_call_api(cli, "POST", "/v1/nodes/%s/remove", id, NULL, &j);
+    if (code != 0) {
+        goto out;
+    }
+    if (cli->json) {
+        ctl_cli_print_json(j);
+    } else {
+        printf("node %s %s\n", id, ctl_cli_fmt_str(j, "state"));
+    }
+    while (cli->wait != NULL && strcmp(ctl_cli_fmt_str(j, "state"), "removed") != 0) {
+        uint64_t now = cm_now_ns();
+        json_t *e;
+
+        if (now >= deadline) {
+            fprintf(stderr, "shoalctl: node %s not removed within %g s (still draining)\n", id,
+                    wait_s);
+            code = CTL_CLI_EXIT_REFUSED;
+            goto out;
+        }
+        ctl_cli_nap(deadline - now);
+        json_decref(j);
+        j = NULL;
+        if ((code = ctl_cli_call_api(cli, "GET", "/v1/nodes", NULL, NULL, &j)) != 0) {
+            goto out;
+        }
+        if ((e = find_node(j, id)) == NULL) {
+            fprintf(stderr, "shoalctl: node %s is no longer listed\n", id);
+            code = CTL_CLI_EXIT_REFUSED;
+            goto out;
+        }
+        json_incref(e);
+        json_decref(j);
+        j = e; /* the node's entry: its state */
+        if (strcmp(ctl_cli_fmt_str(j, "state"), "removed") == 0 && !cli->json) {
+            printf("node %s removed\n", id);
+        }
+    }
+out:
+    json_decref(j);
+    return code;
+}
+
 /* node list's second table: the gateways, when any has polled. */
 static void
 print_gateways(json_t *gws)
@@ -83,11 +161,16 @@ ctl_cli_cmd_node(struct ctl_cli *cli)
     size_t i;
     int code;
 
-    if (cli->nargs >= 2 && strcmp(cli->args[1], "reclaim") == 0) {
+    if (cli->nargs >= 2 && strcmp(cli->args[1], "reclaim") == 0 && cli->wait == NULL) {
         return cmd_reclaim(cli);
     }
-    if (cli->nargs != 2 || strcmp(cli->args[1], "list") != 0 || cli->instance != NULL || cli->all) {
-        return ctl_cli_usage_error("usage: node list | node reclaim NODE (--instance I | --all)");
+    if (cli->nargs >= 2 && strcmp(cli->args[1], "remove") == 0) {
+        return cmd_remove(cli);
+    }
+    if (cli->nargs != 2 || strcmp(cli->args[1], "list") != 0 || cli->instance != NULL || cli->all ||
+        cli->wait != NULL) {
+        return ctl_cli_usage_error("usage: node list | node reclaim NODE (--instance I | --all) | "
+                                   "node remove NODE [--wait SECONDS]");
     }
     code = ctl_cli_call_api(cli, "GET", "/v1/nodes", NULL, NULL, &j);
     if (code == 0 && cli->json) {

@@ -130,15 +130,19 @@ ctl_cli_wait_moved(struct ctl_cli *cli, const char *name, const char *gw, double
         }
         json_decref(j);
         j = NULL;
-        {
-            uint64_t ns = deadline - now < MOVE_POLL_NS ? deadline - now : MOVE_POLL_NS;
-            struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-
-            nanosleep(&ts, NULL);
-        }
+        ctl_cli_nap(deadline - now);
     }
     json_decref(j);
     return code;
+}
+
+void
+ctl_cli_nap(uint64_t left_ns)
+{
+    uint64_t ns = left_ns < MOVE_POLL_NS ? left_ns : MOVE_POLL_NS;
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+
+    nanosleep(&ts, NULL);
 }
 
 int

@@ -31,6 +31,7 @@ struct fns_heartbeat {
     char token[256];
     int have_token;
     int interval_ms;
+    int removed;   /* the controller answered 410: logged once */
     int reachable; /* -1 unknown, 0 no, 1 yes */
     pthread_t thread;
     pthread_mutex_t mu;
@@ -380,7 +381,16 @@ fns_heartbeat_beat(struct fns_heartbeat *c)
         fns_heartbeat_state(c, 0, cm_errname(rc));
         return;
     }
-    if (resp.status != 200) {
+    if (resp.status == 410) {
+        /* `shoalctl node remove` took this id out: nothing is placed here
+         * any more, and the id is never taken back. */
+        if (!c->removed) {
+            CM_ERROR("node removed from the cluster: the controller refuses its heartbeats "
+                     "(http 410); nothing is placed here any more, and it can be stopped");
+            c->removed = 1;
+        }
+        c->reachable = 0;
+    } else if (resp.status != 200) {
         snprintf(why, sizeof(why), "http %d", resp.status);
         fns_heartbeat_state(c, 0, why);
     } else if (fns_heartbeat_apply_answer(c->node, resp.body != NULL ? resp.body : "") != 0) {

@@ -775,6 +775,7 @@ gw_conn_new(struct gw_net *n, const struct gw_node *node)
     c->h.id = node->id;
     snprintf(c->h.addr, sizeof(c->h.addr), "%s", node->addr);
     c->h.up = node->up;
+    c->h.draining = node->draining;
     c->h.healthy = 1;
     c->fd = -1;
     c->backoff_ms = GW_BACKOFF_MIN_MS;

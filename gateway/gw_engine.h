@@ -113,6 +113,7 @@ struct gw_node {
     uint32_t id;
     char addr[64]; /* "127.0.0.1:9500" */
     int up;        /* controller's view; the engine also tracks its own */
+    int draining;  /* being removed (controller): read from it, put nothing new there */
 };
 
 struct pol_rs_ops;

@@ -121,6 +121,8 @@ struct gw_migrate {
     pthread_t thread;
     uint64_t last_scan_ns;
     uint32_t blocked_passes;
+    uint64_t quiet_epoch;             /* the requests in when it came have ended */
+    uint64_t quiet_asked, quiet_seen; /* under mu */
 };
 
 /* ---- the ends of a move ---- */
@@ -481,6 +483,41 @@ start_one(struct gw_migrate *m, struct mv_item *it)
     return bytes;
 }
 
+/* The requests that were in at a gw_grace_defer have ended (any thread). */
+static void
+quiet_run(void *arg)
+{
+    struct gw_migrate *m = arg;
+
+    pthread_mutex_lock(&m->mu);
+    m->quiet_seen++;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* Waits (mu held) until the requests served now have ended: 0, or 1 when
+ * stopping. Without memory to wait, it waits a second instead. */
+static int
+quiet_locked(struct gw_migrate *m)
+{
+    uint64_t want = ++m->quiet_asked, until = cm_now_ns() + 1000000000ull;
+    int rc;
+
+    pthread_mutex_unlock(&m->mu);
+    rc = gw_grace_defer(m->cfg.served, quiet_run, m);
+    pthread_mutex_lock(&m->mu);
+    if (rc != 0) {
+        m->quiet_seen++; /* as if it had run: quiet_seen counts every ask */
+        return wait_locked(m, until);
+    }
+    while (m->quiet_seen < want) {
+        if (wait_locked(m, cm_now_ns() + 1000000000ull)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* One pass for target (s's placement epoch). 1 when everything moved. */
 static int
 run_pass(struct gw_migrate *m, struct gw_snap *s, uint64_t done)
@@ -576,6 +613,18 @@ migrate_main(void *arg)
 
         pthread_mutex_unlock(&m->mu);
         s = gw_state_snap(m->state);
+        if (s->placement_epoch > done && m->cfg.served != NULL &&
+            s->placement_epoch > m->quiet_epoch) {
+            pthread_mutex_lock(&m->mu);
+            int stop = quiet_locked(m);
+            pthread_mutex_unlock(&m->mu);
+            if (stop) {
+                gw_snap_unref(s);
+                pthread_mutex_lock(&m->mu);
+                break;
+            }
+            m->quiet_epoch = s->placement_epoch;
+        }
         if (s->placement_epoch > done) {
             if (run_pass(m, s, done)) {
                 done = s->placement_epoch;

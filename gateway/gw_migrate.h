@@ -59,6 +59,11 @@ struct gw_migrate_cfg {
      * (metadata a --rebuild-meta brought in) are its to move, not ours.
      * NULL: every tenant's. Borrowed. */
     const char *self;
+    /* Every request served here (gw_front_served; NULL: none). A pass for
+     * new rows begins once the requests in when it saw them have ended: a
+     * PUT that chose its holders from the old rows is committed by then,
+     * so the scan sees it (a node being removed keeps none of its chunks). */
+    struct gw_grace *served;
 };
 
 /* Everything borrowed; must outlive the migration. */

@@ -176,7 +176,7 @@ pick(const struct gw_mjob *j, const uint32_t *dir, size_t ndir, uint32_t *node)
         }
     }
     for (size_t i = 0; i < ndir; i++) {
-        if (!chosen(j, dir[i]) && gw_net_node_usable(n, dir[i])) {
+        if (!chosen(j, dir[i]) && gw_net_node_placeable(n, dir[i])) {
             *node = dir[i];
             return 0;
         }

@@ -88,6 +88,8 @@ int gw_net_post(struct gw_net *n, gw_net_fn fn, void *arg);
 void gw_net_set_nodes(struct gw_net *n, const struct gw_node *nodes, size_t count);
 /* Known, up per controller, and not suspect. */
 int gw_net_node_usable(struct gw_net *n, uint32_t id);
+/* Usable and not draining: a place for new chunks and records. */
+int gw_net_node_placeable(struct gw_net *n, uint32_t id);
 /* In the directory (up or not). */
 int gw_net_node_known(struct gw_net *n, uint32_t id);
 /* Monotonic ns since which the node has been unreachable; 0 if reachable. */

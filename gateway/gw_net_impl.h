@@ -56,6 +56,7 @@ struct gw_conn_health {
     uint32_t id;
     char addr[64];
     int up;
+    int draining; /* being removed: reads only, no new chunks */
     int healthy;
     uint64_t suspect_until, down_since;
 };

@@ -87,6 +87,7 @@ gw_net_set_nodes(struct gw_net *n, const struct gw_node *nodes, size_t count)
                 }
             }
             h->up = nodes[i].up;
+            h->draining = nodes[i].draining;
         } else {
             c = gw_conn_new(n, &nodes[i]);
             if (!c) {
@@ -129,6 +130,13 @@ int
 gw_net_node_usable(struct gw_net *n, uint32_t id)
 {
     return usable(conn_find(n, id), cm_now_ns());
+}
+
+int
+gw_net_node_placeable(struct gw_net *n, uint32_t id)
+{
+    struct gw_conn *c = conn_find(n, id);
+    return usable(c, cm_now_ns()) && !gw_conn_health(c)->draining;
 }
 
 int

@@ -304,7 +304,7 @@ obj_choose(struct gw_obj *o, uint64_t fixed, uint64_t moving, uint32_t min_nodes
     uint32_t dir[GW_MAX_NODES], usable[GW_MAX_NODES];
     size_t ndir = gw_net_node_ids(e->net, dir, GW_MAX_NODES), nusable = 0;
     for (size_t i = 0; i < ndir; i++) {
-        if (gw_net_node_usable(e->net, dir[i])) {
+        if (gw_net_node_placeable(e->net, dir[i])) {
             usable[nusable++] = dir[i];
         }
     }

@@ -307,6 +307,7 @@ gw_snap_parse(const char *json, size_t len, struct gw_snap **out, const char **w
         s->nodes[i].id = (uint32_t)u;
         strcpy(s->nodes[i].addr, addr);
         s->nodes[i].up = st != NULL && strcmp(st, "up") == 0;
+        s->nodes[i].draining = json_is_true(json_object_get(v, "draining"));
     }
 
     tenants = json_object_get(root, "tenants");

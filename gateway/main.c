@@ -484,7 +484,8 @@ main(int argc, char **argv)
     if (rc != 0) {
         die("cannot start the state poller", rc);
     }
-    struct gw_migrate_cfg mcfg = {.rate = cfg.migrate_rate, .self = self};
+    struct gw_migrate_cfg mcfg = {
+        .rate = cfg.migrate_rate, .self = self, .served = gw_front_served(front)};
     rc = gw_migrate_create(&mcfg, meta, state, engine, gw_front_committer(front),
                            gw_front_grace(front), &migrate);
     if (rc == 0) {

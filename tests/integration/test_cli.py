@@ -109,7 +109,8 @@ def main(t):
     p = run([ctl, "tenant", "list"], env=env)
     t.eq(p.returncode, 3, "shoalctl with SHOAL_CONTROLLER of a dead controller: exit code")
     for bad in (["tenant"], ["tenant", "frobnicate"], ["tenant", "create"], ["nothing"],
-                ["tenant", "set-weight", "a"], []):
+                ["tenant", "set-weight", "a"], ["node", "remove"], ["node", "remove", "1", "2"],
+                ["node", "list", "--wait", "3"], ["node", "remove", "1", "--wait", "soon"], []):
         p = run([ctl, "--controller", dead, "--token-file", tok] + bad)
         t.eq(p.returncode, 2, "shoalctl %s: exit code (%r)" % (" ".join(bad) or "(none)",
                                                                p.stderr[:300]))

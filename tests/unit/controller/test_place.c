@@ -1,7 +1,8 @@
 /*
  * test_place.c - rendezvous placement: rows are distinct and deterministic,
  * match a brute-force sort of every node's score, and adding or removing
- * a node moves only the rows it enters or leaves.
+ * a node moves only the rows it enters or leaves; a node leaving a row is
+ * replaced at its position only (ctl_place_replace).
  */
 #include "t_check.h"
 
@@ -207,6 +208,78 @@ test_balance(void)
     }
 }
 
+/* Random rows with some of their nodes leaving: only the leaving nodes'
+ * positions change; each goes to the best-scoring node left that the row
+ * does not hold (brute force over the candidates), up nodes first; the
+ * row stays distinct. */
+static void
+test_replace(void)
+{
+    for (int iter = 0; iter < 2000; iter++) {
+        uint32_t nodes[MAXN], keep[MAXN], row[MAXN], was[MAXN];
+        uint8_t up[MAXN];
+        size_t n = (size_t)t_range(2, 24), width = (size_t)t_range(1, 9), nkeep = 0, len;
+        uint32_t t = (uint32_t)t_range(0, 50), p = (uint32_t)t_range(0, 64);
+
+        random_nodes(nodes, n);
+        len = ctl_place_row(t, p, nodes, n, width, row);
+        memcpy(was, row, len * sizeof(*row));
+        for (size_t i = 0; i < n; i++) {
+            if (t_range(0, 4) > 0) {
+                up[nkeep] = (uint8_t)(t_range(0, 3) > 0);
+                keep[nkeep++] = nodes[i];
+            }
+        }
+        size_t replaced = ctl_place_replace(t, p, row, len, keep, up, nkeep), counted = 0;
+
+        for (size_t j = 0; j < len; j++) {
+            int kept = 0;
+
+            for (size_t i = 0; i < nkeep; i++) {
+                kept |= keep[i] == was[j];
+            }
+            if (kept) {
+                CHECK_EQ_INT((int)row[j], (int)was[j]); /* a member's position stays */
+                continue;
+            }
+            /* The best candidate: not in the row before this position was
+             * replaced (the earlier replacements and every later old node
+             * count), up first, then the score. */
+            long best = -1;
+
+            for (size_t i = 0; i < nkeep; i++) {
+                int held = 0;
+
+                for (size_t q = 0; q < len; q++) {
+                    held |= (q < j ? row[q] : was[q]) == keep[i];
+                }
+                if (held) {
+                    continue;
+                }
+                if (best < 0 || up[i] > up[best] ||
+                    (up[i] == up[best] &&
+                     (ctl_place_score(t, p, keep[i]) > ctl_place_score(t, p, keep[best]) ||
+                      (ctl_place_score(t, p, keep[i]) == ctl_place_score(t, p, keep[best]) &&
+                       keep[i] < keep[best])))) {
+                    best = (long)i;
+                }
+            }
+            if (best < 0) {
+                CHECK_EQ_INT((int)row[j], (int)was[j]); /* nothing left to take it */
+            } else {
+                CHECK_EQ_INT((int)row[j], (int)keep[best]);
+                counted++;
+            }
+        }
+        CHECK_EQ_INT((int)replaced, (int)counted);
+        for (size_t a = 0; a < len; a++) {
+            for (size_t b = a + 1; b < len; b++) {
+                CHECK(row[a] != row[b]);
+            }
+        }
+    }
+}
+
 int
 main(void)
 {
@@ -215,6 +288,7 @@ main(void)
     test_brute_force();
     test_stability();
     test_balance();
+    test_replace();
     fprintf(stderr, "ok\n");
     return 0;
 }

@@ -3,8 +3,9 @@
  * hash, the epoch, tenants added and dropped, short rows filled, a reopen,
  * the record codec), the trigger's hysteresis, the utilisation of a view,
  * the acceptance rule, the demand of requests in flight, a rebalance
- * through the loop thread that is stored, and small reads modelled on the
- * small-object copies.
+ * through the loop thread that is stored, small reads modelled on the
+ * small-object copies, and a node removed (its positions only, then
+ * removed once the gateway has migrated).
  */
 #include "t_check.h"
 
@@ -451,6 +452,91 @@ test_rebalance(const char *policy)
     t_rmtree(dir);
 }
 
+/* The membership of node id in st now. */
+static int
+retire_now(struct ctl_state *st, uint32_t id)
+{
+    struct ctl_snapshot s;
+    int r = -1;
+
+    ctl_state_snapshot(st, cm_now_ns(), &s);
+    for (size_t i = 0; i < s.nnodes; i++) {
+        r = s.nodes[i].n.id == id ? s.nodes[i].n.retire : r;
+    }
+    ctl_snapshot_fini(&s);
+    return r;
+}
+
+/* A node removed: the rows leave it at its own positions only (the others
+ * keep their nodes and row epochs), in one placement epoch; it is removed
+ * once no gateway that reports is migrating, not before. */
+static void
+test_remove(const char *policy)
+{
+    char *dir = t_tmpdir();
+    struct ctl_store *store;
+    struct ctl_state *st;
+    struct ctl_pp *pp;
+    struct ctl_pp_cfg c = pp_cfg(policy);
+    struct ctl_pp_rows r0, r1;
+    struct ctl_pp_result res;
+    struct ctl_pp_report rep = {"gw1", 0, NULL, {0}};
+    char key[CTL_KEY_LEN + 1], why[160];
+    size_t changed = 0;
+
+    CHECK_EQ_INT(ctl_store_open(dir, &store), 0);
+    CHECK_EQ_INT(ctl_state_create(store, &scfg, &st), 0);
+    for (uint32_t i = 0; i < 6; i++) {
+        heartbeat(st, i, 100);
+    }
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "a", 1, 2, 1, 0, 0, key, NULL), 0);
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "b", 1, 1, 1, 0, 0, key, NULL), 0);
+    CHECK_EQ_INT(ctl_pp_create(store, st, &c, &pp), 0);
+    CHECK_EQ_INT(ctl_pp_start(pp), 0);
+    rows_now(pp, st, &r0);
+    /* The gateway has migrated up to now. */
+    rep.mig.done_epoch = r0.epoch;
+    CHECK_EQ_INT(ctl_pp_report(pp, &rep, cm_now_ns()), 0);
+    CHECK_EQ_INT(ctl_state_node_remove(st, 2, NULL, why, sizeof(why)), 0);
+    rows_now(pp, st, &r1);
+    CHECK(r1.epoch == r0.epoch + 1);
+    for (size_t i = 0; i < r0.n; i++) {
+        const struct ctl_pp_trows *a = &r0.t[i], *b = &r1.t[i];
+
+        for (uint32_t p = 0; p < a->parts; p++) {
+            int moved = 0;
+
+            CHECK_EQ_INT((int)b->len[p], (int)a->len[p]);
+            for (uint32_t j = 0; j < a->len[p]; j++) {
+                uint32_t was = a->ids[(size_t)p * a->width + j];
+                uint32_t now = b->ids[(size_t)p * b->width + j];
+
+                CHECK(now != 2);
+                CHECK(was == 2 || now == was);
+                moved |= was == 2;
+            }
+            CHECK(b->row_epoch[p] == (moved ? r1.epoch : a->row_epoch[p]));
+            changed += (size_t)moved;
+        }
+    }
+    CHECK(changed > 0);
+    /* The gateway has not migrated the new rows yet: 2 stays draining. */
+    ctl_pp_rebalance(pp, &res);
+    CHECK_EQ_INT(res.rc, 0);
+    CHECK_EQ_INT(retire_now(st, 2), CTL_NODE_DRAINING);
+    rep.mig.done_epoch = r1.epoch;
+    CHECK_EQ_INT(ctl_pp_report(pp, &rep, cm_now_ns()), 0);
+    ctl_pp_rebalance(pp, &res);
+    CHECK_EQ_INT(res.rc, 0);
+    CHECK_EQ_INT(retire_now(st, 2), CTL_NODE_REMOVED);
+    ctl_pp_rows_fini(&r0);
+    ctl_pp_rows_fini(&r1);
+    ctl_pp_destroy(pp);
+    ctl_state_destroy(st);
+    ctl_store_close(store);
+    t_rmtree(dir);
+}
+
 /* A 4+2 tenant's partition read in 1 KiB requests is read from its 1+m
  * small-object copies in slots 0..2, 1/3 each, not from the four data
  * positions at 1/4; in 1 MiB requests from the data positions. */
@@ -508,6 +594,8 @@ main(void)
     test_accept_demand();
     test_rebalance("milp");
     test_rebalance("hash");
+    test_remove("hash");
+    test_remove("milp");
     test_small_reads();
     return 0;
 }

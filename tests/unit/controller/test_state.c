@@ -4,7 +4,9 @@
  * reopen, node liveness and rates driven by a fake clock; gateways and the
  * tenants they own (least-loaded up gateway, ties by id, not reassigned
  * by polls, kept across a reopen, old records without an owner); moving a
- * tenant to another gateway (asked, cancelled, refused, reported moved).
+ * tenant to another gateway (asked, cancelled, refused, reported moved);
+ * removing a node (refused below a tenant's width, draining, removed,
+ * stored, its heartbeats refused).
  */
 #include "t_check.h"
 
@@ -424,6 +426,103 @@ test_move(void)
     t_rmtree(dir);
 }
 
+/* The membership of node id in a snapshot, and whether it is up. */
+static int
+retire_of(struct ctl_state *st, uint32_t id, uint64_t now, int *up)
+{
+    struct ctl_snapshot s;
+    int r = -1;
+
+    ctl_state_snapshot(st, now, &s);
+    for (size_t i = 0; i < s.nnodes; i++) {
+        if (s.nodes[i].n.id == id) {
+            r = s.nodes[i].n.retire;
+            *up = s.nodes[i].up;
+        }
+    }
+    ctl_snapshot_fini(&s);
+    return r;
+}
+
+/* Removing nodes: refused below the widest tenant (or the default 4+2),
+ * draining then removed, stored, heartbeats of a removed node refused. */
+static void
+test_remove(void)
+{
+    char *dir = t_tmpdir();
+    struct ctl_store *store;
+    struct ctl_state *st = open_state(dir, &store);
+    struct ctl_node n;
+    char why[160] = "", key[CTL_KEY_LEN + 1];
+    uint64_t e;
+    int up;
+
+    for (uint32_t id = 0; id < 8; id++) {
+        heartbeat(st, id, T0, 0, 0);
+    }
+    CHECK_EQ_INT(ctl_state_tenant_create(st, "wide", 1.0, 5, 2, 123, 0, key, NULL), 0);
+    CHECK_EQ_INT(ctl_state_node_remove(st, 42, &n, why, sizeof(why)), CM_E_NOTFOUND);
+    e = epoch_of(st, T0);
+    CHECK_EQ_INT(ctl_state_node_remove(st, 2, &n, why, sizeof(why)), 0);
+    CHECK_EQ_INT(n.retire, CTL_NODE_DRAINING);
+    CHECK(epoch_of(st, T0) == e + 1);
+    /* Asked again: as it is, no epoch. */
+    CHECK_EQ_INT(ctl_state_node_remove(st, 2, &n, why, sizeof(why)), 0);
+    CHECK(epoch_of(st, T0) == e + 1);
+    /* Seven members left, width 7: one more would leave six. */
+    CHECK_EQ_INT(ctl_state_node_remove(st, 5, &n, why, sizeof(why)), -ENOSPC);
+    CHECK(strstr(why, "leaves 6 nodes; tenant wide needs 7") != NULL);
+    CHECK_EQ_INT(retire_of(st, 5, T0, &up), CTL_NODE_MEMBER);
+    /* A draining node still beats and is up (it serves reads). */
+    heartbeat(st, 2, T0 + 100 * MS, 0, 0);
+    CHECK_EQ_INT(retire_of(st, 2, T0 + 100 * MS, &up), CTL_NODE_DRAINING);
+    CHECK(up);
+    /* Only a draining node is removed. */
+    e = epoch_of(st, T0 + 100 * MS);
+    CHECK_EQ_INT(ctl_state_node_removed(st, 3), 0);
+    CHECK(epoch_of(st, T0 + 100 * MS) == e);
+    CHECK_EQ_INT(ctl_state_node_removed(st, 2), 0);
+    CHECK(epoch_of(st, T0 + 100 * MS) == e + 1);
+    CHECK_EQ_INT(retire_of(st, 2, T0 + 100 * MS, &up), CTL_NODE_REMOVED);
+    CHECK(!up);
+    /* Its heartbeats are refused and change nothing. */
+    {
+        struct ctl_hb hb;
+
+        memset(&hb, 0, sizeof(hb));
+        hb.node.id = 2;
+        snprintf(hb.node.addr, sizeof(hb.node.addr), "127.0.0.1:9999");
+        hb.node.incarnation = 2;
+        CHECK_EQ_INT(ctl_state_heartbeat(st, &hb, T0 + 200 * MS), -EIDRM);
+    }
+    CHECK_EQ_INT(retire_of(st, 2, T0 + 200 * MS, &up), CTL_NODE_REMOVED);
+    CHECK(!up);
+    CHECK(epoch_of(st, T0 + 200 * MS) == e + 1);
+    /* Removing a removed node: as it is. */
+    CHECK_EQ_INT(ctl_state_node_remove(st, 2, &n, why, sizeof(why)), 0);
+    CHECK_EQ_INT(n.retire, CTL_NODE_REMOVED);
+    CHECK_EQ_STR(n.addr, "127.0.0.1:9502");
+    /* Stored: after a reopen it is removed and down, 4 draining. */
+    CHECK_EQ_INT(ctl_state_tenant_delete(st, "wide"), 0);
+    CHECK_EQ_INT(ctl_state_node_remove(st, 4, &n, why, sizeof(why)), 0);
+    ctl_state_destroy(st);
+    ctl_store_close(store);
+    st = open_state(dir, &store);
+    CHECK_EQ_INT(retire_of(st, 2, T0, &up), CTL_NODE_REMOVED);
+    CHECK(!up);
+    CHECK_EQ_INT(retire_of(st, 4, T0, &up), CTL_NODE_DRAINING);
+    CHECK(up);
+    /* A draining node's beat keeps its membership (the beat carries none). */
+    heartbeat(st, 4, T0, 0, 0);
+    CHECK_EQ_INT(retire_of(st, 4, T0, &up), CTL_NODE_DRAINING);
+    /* Six members, the default width 6: no more. */
+    CHECK_EQ_INT(ctl_state_node_remove(st, 0, &n, why, sizeof(why)), -ENOSPC);
+    CHECK(strstr(why, "a new tenant needs 6") != NULL);
+    ctl_state_destroy(st);
+    ctl_store_close(store);
+    t_rmtree(dir);
+}
+
 /* Bit i: the i-th node (id order) is up. */
 static unsigned
 up_mask(struct ctl_state *st, uint64_t now)
@@ -605,6 +704,7 @@ main(void)
     t_rmtree(dir);
     test_gateways();
     test_move();
+    test_remove();
     fprintf(stderr, "ok\n");
     return 0;
 }

@@ -40,7 +40,10 @@ test_parse(void)
         json, sizeof(json),
         "{\"epoch\": 12, \"partitions\": 2,"
         " \"nodes\": [{\"id\": 0, \"addr\": \"127.0.0.1:9500\", \"state\": \"up\"},"
-        "             {\"id\": 1, \"addr\": \"127.0.0.1:9501\", \"state\": \"down\"}],"
+        "             {\"id\": 1, \"addr\": \"127.0.0.1:9501\", \"state\": \"down\"},"
+        "             {\"id\": 2, \"addr\": \"127.0.0.1:9502\", \"state\": \"up\", \"draining\": "
+        "true},"
+        "             {\"id\": 3, \"addr\": \"127.0.0.1:9503\", \"state\": \"removed\"}],"
         " \"tenants\": [{\"id\": 7, \"name\": \"b\", \"weight\": 2.5, \"key_hashes\": [\"%s\"],"
         "               \"ec_k\": 1, \"ec_m\": 1, \"placement\": [[1,0],[0,1]]},"
         "              {\"id\": 3, \"name\": \"a\", \"weight\": 1.0, \"key_hashes\": [\"%s\"],"
@@ -49,8 +52,11 @@ test_parse(void)
     CHECK_EQ_INT(gw_snap_parse(json, strlen(json), &s, &why), 0);
     CHECK_EQ_INT(s->epoch, 12);
     CHECK_EQ_INT(s->partitions, 2);
-    CHECK_EQ_INT(s->nnodes, 2);
+    CHECK_EQ_INT(s->nnodes, 4);
     CHECK(s->nodes[0].up && !s->nodes[1].up);
+    CHECK(!s->nodes[0].draining && !s->nodes[1].draining);
+    CHECK(s->nodes[2].up && s->nodes[2].draining); /* being removed: read, not placed */
+    CHECK(!s->nodes[3].up && !s->nodes[3].draining);
     CHECK_EQ_STR(s->nodes[1].addr, "127.0.0.1:9501");
 
     t = gw_snap_auth(s, "key-one", 7);
