@@ -182,8 +182,12 @@ ctl_cli_cmd_node(struct ctl_cli *cli)
                           "MEMORY", "INCARNATION", "LOAD(req/s)");
         json_array_foreach(json_object_get(j, "nodes"), i, e)
         {
+            char state[48];
+
+            snprintf(state, sizeof(state), "%s%s", ctl_cli_fmt_str(e, "state"),
+                     json_is_true(json_object_get(e, "draining")) ? ",draining" : "");
             ctl_cli_table_row(&t, ctl_cli_fmt_num(e, "id", -1), ctl_cli_fmt_str(e, "addr"),
-                              ctl_cli_fmt_str(e, "metrics_addr"), ctl_cli_fmt_str(e, "state"),
+                              ctl_cli_fmt_str(e, "metrics_addr"), state,
                               ctl_cli_fmt_str(e, "sched"), ctl_cli_fmt_bytes(e, "capacity_bytes"),
                               ctl_cli_fmt_bytes(e, "used_bytes"),
                               ctl_cli_fmt_bytes(e, "memory_bytes"),

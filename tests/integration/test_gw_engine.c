@@ -441,7 +441,7 @@ wait_persisted(uint64_t object, int ms)
 static void
 set_nodes(struct gw_engine *e, int n)
 {
-    struct gw_node nodes[NNODES];
+    struct gw_node nodes[NNODES] = {0};
     for (int i = 0; i < n; i++) {
         nodes[i].id = (uint32_t)i;
         snprintf(nodes[i].addr, sizeof(nodes[i].addr), "127.0.0.1:%d", ports[i]);

@@ -174,6 +174,9 @@ def slow_puts(t, c, tens, acked):
         t.status(r, 202, "POST /v1/nodes/3/remove")
         t.eq(r.json()["state"], "draining", "its answer")
         t.eq(ctl_metrics(c).get("shoal_controller_nodes_draining"), 1.0, "nodes draining")
+        out = c.shoalctl("node", "list").stdout.decode()
+        t.check(any(ln.split()[:1] == ["3"] and "draining" in ln for ln in out.splitlines()),
+                "node list shows node 3 draining:\n%s" % out)
         time.sleep(1.5)
     finally:
         c.kill("fnstore-3", signal.SIGCONT, wait=False)

@@ -308,7 +308,7 @@ main(void)
     struct sockaddr_in sin = {.sin_family = AF_INET};
     socklen_t slen = sizeof(sin);
     static struct call c;
-    struct nodes_ctx nodes;
+    struct nodes_ctx nodes = {0};
     struct gw_net *n;
     pthread_t th;
 

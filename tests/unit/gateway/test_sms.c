@@ -566,7 +566,7 @@ main(void)
 {
     const uint32_t row[NNODES] = {0, 1, 2, 3, 4, 5};
     const uint32_t row2[NNODES] = {3, 4, 5, 0, 1, 2};
-    struct gw_node dir[NNODES];
+    struct gw_node dir[NNODES] = {0};
     struct gw_mrec rec;
     struct gw_layout big, small, lay, got;
     struct gw_engine_stats s0, s1;
