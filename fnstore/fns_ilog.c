@@ -28,6 +28,7 @@ struct ilog_meta {
     uint16_t klen;
     uint8_t kind;
     uint64_t version, seq;
+    uint32_t gen;
     uint8_t key[];
 };
 
@@ -309,31 +310,29 @@ ilog_apply(struct fns_ilog *x, const struct cm_ilog_rec *r, uint64_t seq)
         ilog_live(x, seq);
         return;
     case CM_ILOG_META: {
-        uint8_t kind;
-        uint32_t tenant;
-        const uint8_t *k;
-        uint16_t klen;
-        uint64_t version;
+        struct fns_meta_head h;
         struct ilog_meta *m;
 
-        if (fns_ilog_meta_parse(r->data, r->data_len, &kind, &tenant, &k, &klen, &version) != 0) {
+        if (fns_ilog_meta_parse(r->data, r->data_len, &h) != 0) {
             return; /* kept in its object, never live */
         }
-        m = ilog_meta(x, tenant, k, klen);
-        if (m != NULL && m->version > version) {
-            return; /* an older version arriving late: never needed */
+        m = ilog_meta(x, h.tenant, h.key, h.key_len);
+        if (m != NULL && (m->version > h.version || (m->version == h.version && m->kind != 2 &&
+                                                     h.kind != 2 && m->gen > h.gen))) {
+            return; /* an older version, or an older move of it, arriving late */
         }
         if (m != NULL) {
             ilog_kill(x, m->seq);
         } else {
-            m = cm_calloc(1, sizeof(*m) + klen);
-            m->tenant = tenant;
-            m->klen = klen;
-            memcpy(m->key, k, klen);
-            cm_hmap_add(&x->metas, &m->hn, ilog_meta_hash(tenant, k, klen));
+            m = cm_calloc(1, sizeof(*m) + h.key_len);
+            m->tenant = h.tenant;
+            m->klen = h.key_len;
+            memcpy(m->key, h.key, h.key_len);
+            cm_hmap_add(&x->metas, &m->hn, ilog_meta_hash(h.tenant, h.key, h.key_len));
         }
-        m->kind = kind;
-        m->version = version;
+        m->kind = h.kind;
+        m->version = h.version;
+        m->gen = h.gen;
         m->seq = seq;
         ilog_live(x, seq);
         return;
@@ -404,32 +403,31 @@ fns_ilog_add_instance(struct fns_ilog *x, uint32_t tag, uint32_t tenant, uint64_
 }
 
 int
-fns_ilog_meta_parse(const uint8_t *data, size_t len, uint8_t *kind, uint32_t *tenant,
-                    const uint8_t **key, uint16_t *key_len, uint64_t *version)
+fns_ilog_meta_parse(const uint8_t *data, size_t len, struct fns_meta_head *h)
 {
-    uint16_t kl;
+    size_t head;
 
-    if (len < 7) {
+    memset(h, 0, sizeof(*h));
+    if (len < 7 || data[0] < 1 || data[0] > 3) {
         return CM_E_BADARG;
     }
-    kl = cm_get_le16(data + 5);
-    if (kl == 0 || (data[0] != 1 && data[0] != 2) || len < 7u + kl + 8u ||
-        (data[0] == 2 && len != 7u + kl + 8u) ||
-        (data[0] == 1 &&
-         (len < 7u + kl + 12u || cm_get_le32(data + 7 + kl + 8) != len - (7u + kl + 12u)))) {
+    h->key_len = cm_get_le16(data + 5);
+    head = 7u + h->key_len + 8u + (data[0] == 3 ? 4u : 0u);
+    if (h->key_len == 0 || len < head || (data[0] == 2 && len != head) ||
+        (data[0] != 2 && (len < head + 4 || cm_get_le32(data + head) != len - head - 4))) {
         return CM_E_BADARG;
     }
-    *kind = data[0];
-    *tenant = cm_get_le32(data + 1);
-    *key_len = kl;
-    *key = data + 7;
-    *version = cm_get_le64(data + 7 + kl);
+    h->kind = data[0];
+    h->tenant = cm_get_le32(data + 1);
+    h->key = data + 7;
+    h->version = cm_get_le64(data + 7 + h->key_len);
+    h->gen = data[0] == 3 ? cm_get_le32(data + 7 + h->key_len + 8) : 0;
     return 0;
 }
 
 /* The length of the meta record data starts with (kind 1: its layout's
- * length follows key and version; kind 2: key and version only), or 0
- * when what is there cannot be one. */
+ * length follows key and version; kind 3: a gen, then the same; kind 2:
+ * key and version only), or 0 when what is there cannot be one. */
 static size_t
 meta_span(const uint8_t *data, size_t len)
 {
@@ -438,7 +436,7 @@ meta_span(const uint8_t *data, size_t len)
     if (len < 7) {
         return 0;
     }
-    head = 7u + cm_get_le16(data + 5) + 8u;
+    head = 7u + cm_get_le16(data + 5) + 8u + (data[0] == 3 ? 4u : 0u);
     if (data[0] == 2) {
         return head <= len ? head : 0;
     }
@@ -454,15 +452,11 @@ fns_ilog_add_meta(struct fns_ilog *x, const uint8_t *data, size_t len, void *wai
 {
     struct ilog_batch *b = &x->pending;
     size_t at, n;
-    uint8_t kind;
-    uint32_t tenant;
-    const uint8_t *k;
-    uint16_t klen;
-    uint64_t version;
+    struct fns_meta_head h;
 
     for (at = 0; at < len; at += n) {
         n = meta_span(data + at, len - at);
-        if (n == 0 || fns_ilog_meta_parse(data + at, n, &kind, &tenant, &k, &klen, &version) != 0) {
+        if (n == 0 || fns_ilog_meta_parse(data + at, n, &h) != 0) {
             return CM_E_BADARG;
         }
     }
@@ -743,11 +737,7 @@ ilog_still_live(const struct fns_ilog *x, const struct cm_ilog_rec *r, uint64_t 
     const struct fns_ilog_chunk *c;
     const struct fns_ilog_inst *in;
     const struct ilog_meta *m;
-    uint8_t kind;
-    uint32_t tenant;
-    const uint8_t *k;
-    uint16_t klen;
-    uint64_t version;
+    struct fns_meta_head h;
 
     switch (r->kind) {
     case CM_ILOG_CHUNK:
@@ -758,11 +748,12 @@ ilog_still_live(const struct fns_ilog *x, const struct cm_ilog_rec *r, uint64_t 
         in = ilog_inst(x, r->tag);
         return in != NULL && in->seq == seq && in->gen == r->gen && (uint32_t)in->state == r->state;
     case CM_ILOG_META:
-        if (fns_ilog_meta_parse(r->data, r->data_len, &kind, &tenant, &k, &klen, &version) != 0) {
+        if (fns_ilog_meta_parse(r->data, r->data_len, &h) != 0) {
             return 0;
         }
-        m = ilog_meta(x, tenant, k, klen);
-        return m != NULL && m->seq == seq && m->version == version && m->kind == kind;
+        m = ilog_meta(x, h.tenant, h.key, h.key_len);
+        return m != NULL && m->seq == seq && m->version == h.version && m->kind == h.kind &&
+               m->gen == h.gen;
     default:
         return 0;
     }

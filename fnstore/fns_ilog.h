@@ -153,8 +153,17 @@ void fns_ilog_stats(const struct fns_ilog *x, struct fns_ilog_stats *out);
 /* Records not yet durable (pending, or in flight). */
 size_t fns_ilog_pending(const struct fns_ilog *x);
 
-/* A meta record's head: 0 with its fields, or CM_E_BADARG. */
-int fns_ilog_meta_parse(const uint8_t *data, size_t len, uint8_t *kind, uint32_t *tenant,
-                        const uint8_t **key, uint16_t *key_len, uint64_t *version);
+/* A meta record's head (the gateway's gw_mrec: kind 1 a version's record,
+ * 2 a tombstone, 3 a version's record again after a move, with its gen). */
+struct fns_meta_head {
+    uint8_t kind;
+    uint32_t tenant;
+    const uint8_t *key; /* points into the record */
+    uint16_t key_len;
+    uint64_t version;
+    uint32_t gen; /* kind 3; 0 otherwise */
+};
+/* 0 with *h, or CM_E_BADARG when data[len] is not exactly one record. */
+int fns_ilog_meta_parse(const uint8_t *data, size_t len, struct fns_meta_head *h);
 
 #endif

@@ -333,6 +333,21 @@ gw_engine_tombstone(struct gw_engine *e, const struct gw_layout *layout, const c
              (unsigned long long)layout->object);
 }
 
+void
+gw_engine_relog(struct gw_engine *e, const struct gw_layout *layout,
+                const struct gw_meta_attrs *attrs, const char *key, size_t klen, uint32_t gen,
+                void (*logged)(void *arg, int rc), void *arg)
+{
+    struct gw_mjob *j = gw_mlog_moved_new(e, layout, attrs, key, klen, gen, logged, arg);
+    if (!j) {
+        logged(arg, -ENOMEM);
+        return;
+    }
+    if (gw_net_post(e->net, gw_mlog_start, j) != 0) {
+        gw_mlog_cancel(j); /* tells logged */
+    }
+}
+
 struct nodes_cmd {
     struct gw_engine *e;
     size_t n;

@@ -238,6 +238,16 @@ void gw_engine_committed(struct gw_engine *e, const struct gw_layout *layout,
 void gw_engine_tombstone(struct gw_engine *e, const struct gw_layout *layout, const char *key,
                          size_t klen);
 
+/* A migration committed a move of a stored version: sends its record again
+ * (MOVED, gen: the pass's placement epoch) with the layout and attrs as
+ * stored now (all copied), so that --rebuild-meta finds the new holders.
+ * logged(arg, 0) runs on the engine's thread once m + 1 nodes logged it;
+ * logged(arg, rc < 0) instead when it cannot be sent (out of memory, the
+ * engine stopping), possibly on the caller's thread. */
+void gw_engine_relog(struct gw_engine *e, const struct gw_layout *layout,
+                     const struct gw_meta_attrs *attrs, const char *key, size_t klen, uint32_t gen,
+                     void (*logged)(void *arg, int rc), void *arg);
+
 /* After a restart: a committed version still pending (layout, attrs and
  * key copied). Keeps polling it until every chunk is persisted, rebuilding
  * (by decoding from other holders) chunks whose holder is gone, then sends

@@ -325,5 +325,12 @@ struct gw_mjob *gw_mlog_tomb_new(struct gw_engine *e, const struct gw_layout *l,
                                  size_t klen);
 struct gw_mjob *gw_mlog_record_new(struct gw_engine *e, const struct gw_layout *l,
                                    const struct gw_meta_attrs *a, const char *key, size_t klen);
+/* The MOVED record of a version a migration moved (gen: the pass's
+ * placement epoch, at least 1), for gw_engine_relog to post; logged(arg,
+ * 0) runs once it is logged, logged(arg, -ECANCELED) if it is dropped
+ * first (the engine stops). NULL when out of memory. */
+struct gw_mjob *gw_mlog_moved_new(struct gw_engine *e, const struct gw_layout *l,
+                                  const struct gw_meta_attrs *a, const char *key, size_t klen,
+                                  uint32_t gen, void (*logged)(void *arg, int rc), void *arg);
 
 #endif

@@ -448,7 +448,7 @@ front_headers(void *arg, struct cm_http_req *r)
       "Overdue GET holders left to answer, not read around: the hedge budget was spent")           \
     X(meta_records_total, "counter", "META records a node logged in COS (versions, tombstones)")   \
     X(meta_unlogged_total, "counter", "META records refused by nodes that keep no insertion log")  \
-    X(meta_waiting, "gauge", "Versions and tombstones whose META record is not logged yet")        \
+    X(meta_waiting, "gauge", "META records not logged yet (versions, tombstones, moved versions)") \
     X(deletes_waiting, "gauge", "Chunk DELs kept until their unreachable holder is back")          \
     X(deletes_resent_total, "counter", "Chunk DELs sent again once their holder was back")         \
     X(deletes_dropped_total, "counter",                                                            \

@@ -140,13 +140,18 @@ int gw_meta_attrs_dup(const struct gw_meta_attrs *a, struct gw_meta_attrs *out, 
  * A META record (docs/internal-api.md): what the gateway has nodes append to
  * their insertion logs (CM_OP_META), and --rebuild-meta reads back.
  * Little-endian: u8 kind | u32 tenant | u16 key_len | key | u64 version |
- * VERSION only: u32 rec_len | the version record (any format above).
- * For one (tenant, key) the highest version wins, and a tombstone wins
- * over a version record of the same number (it deleted that version).
+ * MOVED only: u32 gen | VERSION and MOVED: u32 rec_len | the version
+ * record (any format above). A MOVED record is a version's record again
+ * after a migration moved some of its positions; gen is the placement
+ * epoch of the pass that moved it, so a later move has a higher one.
+ * For one (tenant, key) the highest version wins; of one version a
+ * tombstone wins (it deleted that version), then the highest gen (a
+ * VERSION record's is 0).
  */
 enum gw_mrec_kind {
     GW_MREC_VERSION = 1,
     GW_MREC_TOMB = 2,
+    GW_MREC_MOVED = 3,
 };
 struct gw_mrec {
     uint8_t kind;
@@ -154,7 +159,8 @@ struct gw_mrec {
     const char *key; /* klen bytes, 1..65535; borrowed */
     size_t klen;
     uint64_t version;
-    const uint8_t *rec; /* VERSION: the version record; borrowed */
+    uint32_t gen;       /* MOVED; 0 otherwise */
+    const uint8_t *rec; /* VERSION, MOVED: the version record; borrowed */
     size_t rec_len;
 };
 /* Bytes m encodes to; encode writes them to out. */

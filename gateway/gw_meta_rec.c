@@ -482,7 +482,8 @@ gw_meta_attrs_dup(const struct gw_meta_attrs *a, struct gw_meta_attrs *out, void
 size_t
 gw_mrec_len(const struct gw_mrec *m)
 {
-    return 1 + 4 + 2 + m->klen + 8 + (m->kind == GW_MREC_VERSION ? 4 + m->rec_len : 0);
+    return 1 + 4 + 2 + m->klen + 8 + (m->kind == GW_MREC_MOVED ? 4 : 0) +
+           (m->kind != GW_MREC_TOMB ? 4 + m->rec_len : 0);
 }
 
 void
@@ -494,10 +495,15 @@ gw_mrec_encode(const struct gw_mrec *m, uint8_t *out)
     memcpy(out + 7, m->key, m->klen);
     out += 7 + m->klen;
     cm_put_le64(out, m->version);
-    if (m->kind == GW_MREC_VERSION) {
-        cm_put_le32(out + 8, (uint32_t)m->rec_len);
+    out += 8;
+    if (m->kind == GW_MREC_MOVED) {
+        cm_put_le32(out, m->gen);
+        out += 4;
+    }
+    if (m->kind != GW_MREC_TOMB) {
+        cm_put_le32(out, (uint32_t)m->rec_len);
         if (m->rec_len > 0) {
-            memcpy(out + 12, m->rec, m->rec_len);
+            memcpy(out + 4, m->rec, m->rec_len);
         }
     }
 }
@@ -509,7 +515,7 @@ gw_mrec_decode(const void *buf, size_t len, struct gw_mrec *out)
     size_t klen, at;
 
     memset(out, 0, sizeof(*out));
-    if (len < 7 || (p[0] != GW_MREC_VERSION && p[0] != GW_MREC_TOMB)) {
+    if (len < 7 || p[0] < GW_MREC_VERSION || p[0] > GW_MREC_MOVED) {
         return CM_E_PROTO;
     }
     klen = cm_get_le16(p + 5);
@@ -517,7 +523,15 @@ gw_mrec_decode(const void *buf, size_t len, struct gw_mrec *out)
         return CM_E_PROTO;
     }
     at = 7 + klen + 8;
+    if (p[0] == GW_MREC_MOVED) {
+        if (len - at < 4) {
+            return CM_E_PROTO;
+        }
+        out->gen = cm_get_le32(p + at);
+        at += 4;
+    }
     if (p[0] == GW_MREC_TOMB ? at != len : len - at < 4 || len - at - 4 != cm_get_le32(p + at)) {
+        memset(out, 0, sizeof(*out));
         return CM_E_PROTO;
     }
     out->kind = p[0];
@@ -525,7 +539,7 @@ gw_mrec_decode(const void *buf, size_t len, struct gw_mrec *out)
     out->key = (const char *)p + 7;
     out->klen = klen;
     out->version = cm_get_le64(p + 7 + klen);
-    if (out->kind == GW_MREC_VERSION) {
+    if (out->kind != GW_MREC_TOMB) {
         out->rec = p + at + 4;
         out->rec_len = len - at - 4;
     }
@@ -538,7 +552,10 @@ gw_mrec_newer(const struct gw_mrec *a, const struct gw_mrec *b)
     if (a->version != b->version) {
         return a->version > b->version;
     }
-    return a->kind == GW_MREC_TOMB && b->kind != GW_MREC_TOMB;
+    if (a->kind == GW_MREC_TOMB || b->kind == GW_MREC_TOMB) {
+        return a->kind == GW_MREC_TOMB && b->kind != GW_MREC_TOMB;
+    }
+    return a->gen > b->gen;
 }
 
 int

@@ -5,9 +5,10 @@
  * A pass: scan (plan every version of a changed partition) ─▶ for each
  * planned version, paced by the rate and bounded in flight: read its
  * layout again (it may have been replaced, or moved), plan again against
- * the newest rows, gw_engine_move ─▶ COMMIT_MOVE ─▶ a drop of the old
- * chunks after the grace period. Every move ends in item_end, which counts
- * it and wakes the thread.
+ * the newest rows, gw_engine_move ─▶ COMMIT_MOVE ─▶ its META record again
+ * (MOVED, with the new holders: gw_engine_relog) ─▶ once logged, a drop of
+ * the old chunks after the grace period. Every move ends in item_end,
+ * which counts it and wakes the thread.
  *
  * Locks: m->mu guards the progress, the resident bytes, inflight and the
  * per-partition counts; it is never held across a call into the engine,
@@ -93,6 +94,7 @@ struct mv_item {
     uint32_t to[GW_MAX_HOLDERS];
     uint64_t bytes; /* chunk bytes the move carries */
     size_t pidx;    /* its (tenant, partition) in the pass's arrays */
+    uint32_t gen;   /* its MOVED record's: the pass's placement epoch */
     size_t klen;
     char key[];
 };
@@ -185,6 +187,44 @@ drop_run(void *arg)
     free(d);
 }
 
+/* The moved version's MOVED record is logged, or not (any thread). Logged:
+ * the old copies go once the GETs that read the old layout before the
+ * commit have ended. Not (the gateway stops): they stay where they were,
+ * and so does what --rebuild-meta would find from the older record. */
+static void
+relogged(void *arg, int rc)
+{
+    struct mv_drop *d = arg;
+
+    if (rc == 0 && gw_grace_defer(d->m->grace, drop_run, d) == 0) {
+        return;
+    }
+    CM_WARN("moved chunks left on their old holders object=%016llx tenant=%u err=%s",
+            (unsigned long long)d->old.object, d->old.tenant, cm_errname(rc ? rc : -ENOMEM));
+    free(d);
+}
+
+/* Sends the record of it's version again, as committed with its new
+ * holders (committer thread, after the commit), then drops the old copies
+ * (relogged). A version replaced since has a record of its own. */
+static void
+relog(struct gw_migrate *m, struct mv_item *it, struct mv_drop *d)
+{
+    struct gw_meta_obj o;
+
+    if (atomic_load(&m->detached)) {
+        free(d);
+        return;
+    }
+    if (gw_meta_get_obj(m->meta, it->old.tenant, it->key, it->klen, &o) == 0 &&
+        o.lay.object == it->old.object) {
+        gw_engine_relog(m->engine, &o.lay, &o.a, it->key, it->klen, it->gen, relogged, d);
+    } else {
+        relogged(d, 0);
+    }
+    gw_meta_obj_fini(&o);
+}
+
 /* The committer's answer to a COMMIT_MOVE (committer thread). */
 static void
 commit_done(struct gw_commit_op *op)
@@ -202,12 +242,10 @@ commit_done(struct gw_commit_op *op)
             d->old = it->old;
             d->old.tags = NULL; /* it->old's, freed with it; a DEL names no instance */
             d->mask = it->mask;
-        }
-        /* GETs that read the old layout before this commit finish first. */
-        if (d == NULL || gw_grace_defer(m->grace, drop_run, d) != 0) {
+            relog(m, it, d);
+        } else {
             CM_WARN("moved chunks left on their old holders object=%016llx tenant=%u err=ENOMEM",
                     (unsigned long long)op->lay.object, op->lay.tenant);
-            free(d);
         }
         gw_layout_fini(&op->lay);
         item_end(it, 0);
@@ -479,6 +517,7 @@ start_one(struct gw_migrate *m, struct mv_item *it)
         item_end(it, 1);
         return 0;
     }
+    it->gen = (uint32_t)m->pr.target_epoch; /* this thread's to write */
     gw_engine_move(m->engine, &it->old, it->mask, it->to, move_done, it);
     return bytes;
 }

@@ -11,6 +11,9 @@
  *   record-only version (a composite, a bucket, an upload: no chunks, never
  *              in the buffer): committed (gw_engine_committed) ─▶ m + 1
  *              nodes ─▶ logged ─▶ GW_REPORT_DONE: it leaves pending
+ *   moved:     a migration's move committed (gw_engine_relog) ─▶ a MOVED
+ *              record with the new holders ─▶ m + 1 nodes, the new holders
+ *              first ─▶ logged ─▶ its caller is told (and drops the old copies)
  *
  * Nodes: the version's holders in position order (distinct), then the
  * other usable nodes in directory order; m + 1 of them, so that losing m
@@ -87,6 +90,9 @@ struct gw_mjob {
     size_t len;
     struct gw_mtarget t[CM_EC_MAX_M + 1];
     size_t nt;
+    /* a moved version's record: told once logged (0), or dropped */
+    void (*logged)(void *arg, int rc);
+    void *logged_arg;
 };
 
 static struct gw_mjob *
@@ -133,6 +139,9 @@ static void
 mjob_free(struct gw_mjob *j)
 {
     struct gw_engine *e = j->e;
+    if (j->logged) { /* dropped before it was logged */
+        j->logged(j->logged_arg, -ECANCELED);
+    }
     for (size_t i = 0; i < j->nt; i++) {
         target_detach(&j->t[i]);
     }
@@ -358,11 +367,16 @@ mjob_finish(struct gw_mjob *j)
     struct gw_obj *o = j->o;
     struct gw_layout l = j->lay;
     int record_only = j->record_only;
+    void (*logged)(void *arg, int rc) = j->logged;
+    void *logged_arg = j->logged_arg;
     CM_DEBUG("gateway meta record logged tenant=%u object=%016llx version=%llu tomb=%d nodes=%zu",
              l.tenant, (unsigned long long)l.object, (unsigned long long)l.version, o == NULL,
              j->nt);
+    j->logged = NULL;
     mjob_free(j);
-    if (o) {
+    if (logged) {
+        logged(logged_arg, 0);
+    } else if (o) {
         gw_pbuf_meta_done(o);
     } else if (e->on_layout) {
         l.k = 0;
@@ -449,10 +463,10 @@ target_answered(struct gw_mtarget *t, int status, const struct cm_wire_hdr *rsp)
 }
 
 /* The job of a version's record: layout and attrs as they are now
- * (persisted: every bit). */
+ * (persisted: every bit); gen > 0: a MOVED record. */
 static struct gw_mjob *
 version_job(struct gw_engine *e, const struct gw_layout *l, const struct gw_meta_attrs *a,
-            const char *key, size_t klen)
+            const char *key, size_t klen, uint32_t gen)
 {
     size_t rlen = gw_meta_rec_len(l, a);
     uint8_t *rec = malloc(rlen);
@@ -461,11 +475,12 @@ version_job(struct gw_engine *e, const struct gw_layout *l, const struct gw_meta
     }
     gw_meta_encode(l, a, rec);
     struct gw_mrec m = {
-        .kind = GW_MREC_VERSION,
+        .kind = gen > 0 ? GW_MREC_MOVED : GW_MREC_VERSION,
         .tenant = l->tenant,
         .key = key,
         .klen = klen,
         .version = l->version,
+        .gen = gen,
         .rec = rec,
         .rec_len = rlen,
     };
@@ -477,7 +492,7 @@ version_job(struct gw_engine *e, const struct gw_layout *l, const struct gw_meta
 int
 gw_mlog_version(struct gw_obj *o)
 {
-    struct gw_mjob *j = version_job(o->e, &o->lay, &o->attrs, o->key, o->klen);
+    struct gw_mjob *j = version_job(o->e, &o->lay, &o->attrs, o->key, o->klen, 0);
     if (!j) {
         return -ENOMEM;
     }
@@ -492,9 +507,22 @@ struct gw_mjob *
 gw_mlog_record_new(struct gw_engine *e, const struct gw_layout *l, const struct gw_meta_attrs *a,
                    const char *key, size_t klen)
 {
-    struct gw_mjob *j = version_job(e, l, a, key, klen);
+    struct gw_mjob *j = version_job(e, l, a, key, klen, 0);
     if (j) {
         j->record_only = 1;
+    }
+    return j;
+}
+
+struct gw_mjob *
+gw_mlog_moved_new(struct gw_engine *e, const struct gw_layout *l, const struct gw_meta_attrs *a,
+                  const char *key, size_t klen, uint32_t gen, void (*logged)(void *arg, int rc),
+                  void *arg)
+{
+    struct gw_mjob *j = version_job(e, l, a, key, klen, gen > 0 ? gen : 1);
+    if (j) {
+        j->logged = logged;
+        j->logged_arg = arg;
     }
     return j;
 }

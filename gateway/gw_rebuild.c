@@ -40,9 +40,10 @@
 struct newest {
     struct cm_hnode hn;
     uint32_t tenant;
-    uint8_t kind;
+    uint8_t kind;      /* GW_MREC_VERSION (a MOVED record too) or GW_MREC_TOMB */
     uint8_t part_kept; /* a part a whole composite names */
     uint64_t version;
+    uint32_t gen; /* of a MOVED record; 0 otherwise */
     uint8_t *rec; /* VERSION: the layout record */
     size_t rec_len;
     size_t klen;
@@ -124,7 +125,7 @@ fold_locked(struct rebuild *r, const struct gw_mrec *m)
         cm_hmap_add(&r->map, &e->hn, h);
         r->nkeys++;
     } else {
-        cur = (struct gw_mrec){.kind = e->kind, .version = e->version};
+        cur = (struct gw_mrec){.kind = e->kind, .version = e->version, .gen = e->gen};
         if (!gw_mrec_newer(m, &cur)) {
             return;
         }
@@ -132,9 +133,10 @@ fold_locked(struct rebuild *r, const struct gw_mrec *m)
         e->rec = NULL;
         e->rec_len = 0;
     }
-    e->kind = m->kind;
+    e->kind = m->kind == GW_MREC_TOMB ? GW_MREC_TOMB : GW_MREC_VERSION;
     e->version = m->version;
-    if (m->kind == GW_MREC_VERSION) {
+    e->gen = m->gen;
+    if (m->kind != GW_MREC_TOMB) {
         e->rec = cm_malloc(m->rec_len);
         memcpy(e->rec, m->rec, m->rec_len);
         e->rec_len = m->rec_len;

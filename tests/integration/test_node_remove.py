@@ -19,8 +19,15 @@ objects are two whole copies, larger ones stripes of three chunks.
    stripe's three chunks gone).
 3. Refusals: a third removal would leave fewer nodes than a tenant's width
    (409, nothing changes); an unknown node is 404, a bad id 400, GET 405.
+4. The gateway's store lost: --rebuild-meta finds every moved version at
+   its new holders (the migration logged its record again, MOVED), so with
+   node 0 still down everything reads back; from the records as first
+   logged, the versions moved off nodes 3 and 4 would name them, and a
+   stripe would have one chunk left of three.
 """
+import os
 import random
+import shutil
 import signal
 import threading
 import time
@@ -29,6 +36,7 @@ import shoaltest as st
 
 NODES = 5
 SIZES = [700, 5000, 60 << 10, 300 << 10, 1 << 20, 3 << 20]
+GW_ARGS = "--migrate-rate 256MiB"
 REMOVED = (3, 4)  # the nodes removed, in order
 GW_SUSPECT_S = 2.5  # a reconnected node is used after 2 s (operations.md, "Faults")
 
@@ -239,9 +247,29 @@ def refusals(t, c):
     t.eq(p.returncode, 1, "shoalctl node remove refused: exit code")
 
 
+def drained(c):
+    """Every version out of the persistent buffer, every META record logged."""
+    m = c.gw_metrics()
+    return m.get("shoal_gateway_buffered_objects", -1) == 0 and \
+        m.get("shoal_gateway_meta_waiting", -1) == 0
+
+
+def rebuild(t, c, tens, acked):
+    st.wait_until(lambda: drained(c), 20, "every META record logged")
+    c.stop(only=["gateway"])
+    shutil.rmtree(os.path.join(c.dir, "gateway", "meta"))
+    c.cluster_cmd("start", "--only", "gateway", "--gateway-args",
+                  "%s --rebuild-meta --cos %s" % (GW_ARGS, os.path.join(c.dir, "cos")))
+    with open(os.path.join(c.dir, "logs", "gateway.log"), errors="replace") as f:
+        line = [ln.strip() for ln in f if "rebuild-meta done" in ln]
+    t.check(line, "the gateway logged its rebuild")
+    st.log(line[-1])
+    read_all(t, c, tens, acked, "after --rebuild-meta (node 0 down)")
+
+
 def main(t):
     c = t.cluster(nodes=NODES, controller_args="--ec-k 2 --ec-m 1 --pp-interval-ms 300",
-                  gateway_args="--migrate-rate 256MiB")
+                  gateway_args=GW_ARGS)
     rng = random.Random(5)
     tens = {}
     acked = {}
@@ -260,6 +288,7 @@ def main(t):
     t.section(repair, c, tens, acked)
     t.section(refusals, c)
     read_all(t, c, tens, acked, "at the end (node 0 down)")
+    t.section(rebuild, c, tens, acked)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,11 @@ meta_rec(uint8_t *out, uint8_t kind, uint32_t tenant, const char *key, uint64_t 
     n += kl;
     cm_put_le64(out + n, version);
     n += 8;
-    if (kind == 1) {
+    if (kind == 3) { /* a moved version's record: its gen, then as kind 1 */
+        cm_put_le32(out + n, 7);
+        n += 4;
+    }
+    if (kind == 1 || kind == 3) {
         cm_put_le32(out + n, 3);
         memcpy(out + n + 4, "LAY", 3);
         n += 7;
@@ -566,6 +570,41 @@ test_meta_run(void)
     fns_ilog_destroy(x);
 }
 
+/* A moved version's record (kind 3): its head parsed with its gen, every
+ * cut refused; logged like the others, and it replaces its version's
+ * earlier record as the live one of its key. */
+static void
+test_meta_moved(void)
+{
+    struct fns_ilog *x;
+    struct fns_ilog_stats st;
+    struct fns_meta_head h;
+    uint8_t rec[64];
+    size_t n = meta_rec(rec, 3, 4, "key", 9), len, nw;
+    uint64_t seq;
+    int marker;
+
+    CHECK(n == 7 + 3 + 8 + 4 + 4 + 3);
+    CHECK(fns_ilog_meta_parse(rec, n, &h) == 0);
+    CHECK(h.kind == 3 && h.tenant == 4 && h.key_len == 3 && memcmp(h.key, "key", 3) == 0);
+    CHECK(h.version == 9 && h.gen == 7);
+    for (size_t cut = 0; cut < n; cut++) {
+        CHECK(fns_ilog_meta_parse(rec, cut, &h) == CM_E_BADARG);
+    }
+    CHECK(fns_ilog_meta_parse(rec, n + 1, &h) == CM_E_BADARG);
+    fns_ilog_create(6, &x);
+    fns_ilog_replayed(x);
+    CHECK(fns_ilog_add_meta(x, rec, meta_rec(rec, 1, 4, "key", 9), &marker) == 0);
+    free(flush(x, &len, &seq, &nw));
+    fns_ilog_stats(x, &st);
+    CHECK(st.metas == 1 && st.live == 1);
+    CHECK(fns_ilog_add_meta(x, rec, meta_rec(rec, 3, 4, "key", 9), &marker) == 0);
+    free(flush(x, &len, &seq, &nw));
+    fns_ilog_stats(x, &st);
+    CHECK(st.metas == 1 && st.live == 1); /* the kind 1 record died */
+    fns_ilog_destroy(x);
+}
+
 int
 main(void)
 {
@@ -574,6 +613,7 @@ main(void)
     test_appended();
     test_state();
     test_meta_run();
+    test_meta_moved();
     test_carry();
     test_linger();
     test_random();

@@ -529,19 +529,47 @@ test_mrec(void)
     CHECK_EQ_INT(gw_mrec_decode(buf, gw_mrec_len(&m), &d), 0);
     CHECK(d.kind == GW_MREC_TOMB && d.version == 42 && d.rec == NULL && d.rec_len == 0);
     CHECK_EQ_INT(gw_mrec_decode(buf, gw_mrec_len(&m) + 4, &d), CM_E_PROTO);
-    buf[0] = 3;
+    buf[0] = 4;
     CHECK_EQ_INT(gw_mrec_decode(buf, gw_mrec_len(&m), &d), CM_E_PROTO);
     buf[0] = GW_MREC_TOMB;
     cm_put_le16(buf + 5, 0);
     CHECK_EQ_INT(gw_mrec_decode(buf, gw_mrec_len(&m) - 3, &d), CM_E_PROTO); /* empty key */
 
+    /* MOVED: a gen after the version, then as VERSION. */
+    m = (struct gw_mrec){.kind = GW_MREC_MOVED,
+                         .tenant = 7,
+                         .key = "a/b",
+                         .klen = 3,
+                         .version = 42,
+                         .gen = 0x01020304,
+                         .rec = rec,
+                         .rec_len = sizeof(rec)};
+    CHECK_EQ_INT(gw_mrec_len(&m), 1 + 4 + 2 + 3 + 8 + 4 + 4 + 100);
+    gw_mrec_encode(&m, buf);
+    CHECK(buf[0] == 3 && cm_get_le64(buf + 10) == 42 && cm_get_le32(buf + 18) == 0x01020304);
+    CHECK(cm_get_le32(buf + 22) == 100 && memcmp(buf + 26, rec, 100) == 0);
+    CHECK_EQ_INT(gw_mrec_decode(buf, gw_mrec_len(&m), &d), 0);
+    CHECK(d.kind == GW_MREC_MOVED && d.version == 42 && d.gen == 0x01020304);
+    CHECK(d.rec_len == 100 && memcmp(d.rec, rec, 100) == 0);
+    for (size_t cut = 0; cut < gw_mrec_len(&m); cut++) {
+        CHECK_EQ_INT(gw_mrec_decode(buf, cut, &d), CM_E_PROTO);
+    }
+    CHECK_EQ_INT(gw_mrec_decode(buf, gw_mrec_len(&m) + 1, &d), CM_E_PROTO);
+
+    /* Higher versions win; of one version a tombstone, then the higher gen. */
     struct gw_mrec v5 = {.kind = GW_MREC_VERSION, .version = 5};
     struct gw_mrec v6 = {.kind = GW_MREC_VERSION, .version = 6};
     struct gw_mrec t5 = {.kind = GW_MREC_TOMB, .version = 5};
+    struct gw_mrec m5 = {.kind = GW_MREC_MOVED, .version = 5, .gen = 3};
+    struct gw_mrec m5b = {.kind = GW_MREC_MOVED, .version = 5, .gen = 9};
     CHECK(gw_mrec_newer(&v6, &v5) && !gw_mrec_newer(&v5, &v6));
     CHECK(gw_mrec_newer(&t5, &v5) && !gw_mrec_newer(&v5, &t5));
     CHECK(gw_mrec_newer(&v6, &t5) && !gw_mrec_newer(&t5, &v6));
     CHECK(!gw_mrec_newer(&v5, &v5) && !gw_mrec_newer(&t5, &t5));
+    CHECK(gw_mrec_newer(&m5, &v5) && !gw_mrec_newer(&v5, &m5));
+    CHECK(gw_mrec_newer(&m5b, &m5) && !gw_mrec_newer(&m5, &m5b) && !gw_mrec_newer(&m5, &m5));
+    CHECK(gw_mrec_newer(&t5, &m5b) && !gw_mrec_newer(&m5b, &t5));
+    CHECK(gw_mrec_newer(&v6, &m5b) && !gw_mrec_newer(&m5b, &v6));
     printf("ok meta records\n");
 }
 

@@ -6,7 +6,8 @@
  * version; a deleted key keeps later versions above it; duplicates; a
  * record or layout that does not decode never wins; a torn batch is
  * skipped whole; other COS objects are left alone), then random histories
- * spread over random batches in random order, checked against the rule
+ * (moves among them: MOVED records of a higher gen) spread over random
+ * batches in random order, checked against the rule
  * applied by brute force, with 1 and 4 readers; then what the S3 front
  * door keeps (buckets, uploads, parts, multipart objects whole or left
  * out, their attributes).
@@ -57,25 +58,40 @@ add_raw(struct cm_buf *b, const void *p, size_t len)
     cm_ilog_add(b, &r);
 }
 
-/* One META record appended to b. */
+/* One META record appended to b; a MOVED one (gen > 0) names holder
+ * 10 + gen first, where the others name 1. */
 static void
-add_meta(struct cm_buf *b, uint8_t kind, uint32_t tenant, const char *key, uint64_t version,
-         uint64_t object)
+add_meta_gen(struct cm_buf *b, uint8_t kind, uint32_t tenant, const char *key, uint64_t version,
+             uint64_t object, uint32_t gen)
 {
     struct gw_layout l = mk_layout(tenant, object, version);
     uint32_t tags[3] = {0x100001, 0x200002, (uint32_t)object};
     uint8_t rec[256], pay[2048];
-    struct gw_mrec m = {
-        .kind = kind, .tenant = tenant, .key = key, .klen = strlen(key), .version = version};
+    struct gw_mrec m = {.kind = kind,
+                        .tenant = tenant,
+                        .key = key,
+                        .klen = strlen(key),
+                        .version = version,
+                        .gen = gen};
 
     l.tags = tags;
-    if (kind == GW_MREC_VERSION) {
+    if (gen > 0) {
+        l.holders[0] = 10 + gen;
+    }
+    if (kind != GW_MREC_TOMB) {
         m.rec = rec;
         m.rec_len = gw_meta_encode(&l, NULL, rec);
     }
     CHECK(gw_mrec_len(&m) <= sizeof(pay));
     gw_mrec_encode(&m, pay);
     add_raw(b, pay, gw_mrec_len(&m));
+}
+
+static void
+add_meta(struct cm_buf *b, uint8_t kind, uint32_t tenant, const char *key, uint64_t version,
+         uint64_t object)
+{
+    add_meta_gen(b, kind, tenant, key, version, object, 0);
 }
 
 /* A batch of node's, under the next sequence number. */
@@ -116,6 +132,8 @@ fresh_meta(const char *root, const char *name)
 }
 
 /* The live version's object of (tenant, key), or 0 when it has none. */
+static uint32_t live_holder0; /* the first holder of the last version live found */
+
 static uint64_t
 live(struct gw_meta *m, uint32_t tenant, const char *key, uint64_t *version)
 {
@@ -129,6 +147,7 @@ live(struct gw_meta *m, uint32_t tenant, const char *key, uint64_t *version)
     CHECK_EQ_INT(rc, 0);
     *version = l.version;
     obj = l.object;
+    live_holder0 = l.holders[0];
     CHECK(l.tags != NULL && l.tags[2] == (uint32_t)obj); /* tags kept */
     CHECK(l.holders[1] == 2 && l.size == obj % 5000);
     gw_layout_fini(&l);
@@ -256,6 +275,7 @@ struct rrec {
     uint32_t tenant;
     char key[8];
     uint64_t version, object;
+    uint32_t gen; /* MOVED */
 };
 
 static void
@@ -265,10 +285,12 @@ test_random(const char *root)
     size_t n = 0;
     char sub[64];
 
-    /* Every key's history: versions growing, a delete now and then
+    /* Every key's history: versions growing, a move now and then (the
+     * live version's record again, a higher gen), a delete now and then
      * (tombstone of the live version); each record logged 1 to 3 times. */
     for (int k = 0; k < NKEYS; k++) {
         uint64_t ver = 0;
+        uint32_t gen = 0;
         int alive = 0;
         int steps = (int)t_range(1, 12);
         for (int s = 0; s < steps && n + 3 < MAXREC; s++) {
@@ -278,6 +300,11 @@ test_random(const char *root)
                 r.kind = GW_MREC_TOMB;
                 r.version = ver;
                 alive = 0;
+            } else if (alive && t_range(0, 2) == 0) {
+                r.kind = GW_MREC_MOVED;
+                r.version = ver;
+                r.object = 100000 * (uint64_t)(k + 1) + ver;
+                r.gen = gen += (uint32_t)t_range(1, 3);
             } else {
                 r.kind = GW_MREC_VERSION;
                 r.version = ++ver;
@@ -305,8 +332,8 @@ test_random(const char *root)
         cm_buf_init(&b);
         begin(&b, (uint32_t)t_range(0, 5));
         for (size_t j = 0; j < take && i < n; j++, i++) {
-            add_meta(&b, recs[i].kind, recs[i].tenant, recs[i].key, recs[i].version,
-                     recs[i].object);
+            add_meta_gen(&b, recs[i].kind, recs[i].tenant, recs[i].key, recs[i].version,
+                         recs[i].object, recs[i].gen);
         }
         put_batch(&b, 0);
         cm_buf_fini(&b);
@@ -331,7 +358,8 @@ test_random(const char *root)
                     continue;
                 }
                 if (!any || r->version > best.version ||
-                    (r->version == best.version && r->kind == GW_MREC_TOMB)) {
+                    (r->version == best.version && best.kind != GW_MREC_TOMB &&
+                     (r->kind == GW_MREC_TOMB || r->gen > best.gen))) {
                     best = *r;
                     any = 1;
                 }
@@ -345,6 +373,7 @@ test_random(const char *root)
             } else {
                 CHECK_EQ_INT(obj, best.object);
                 CHECK_EQ_INT(v, best.version);
+                CHECK_EQ_INT(live_holder0, best.gen > 0 ? 10 + best.gen : 1); /* the newest move */
             }
         }
         gw_meta_close(m);
