@@ -204,7 +204,7 @@ relogged(void *arg, int rc)
     free(d);
 }
 
-/* Sends the record of it's version again, as committed with its new
+/* Sends the record of the item's version again, as committed with its new
  * holders (committer thread, after the commit), then drops the old copies
  * (relogged). A version replaced since has a record of its own. */
 static void

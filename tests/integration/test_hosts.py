@@ -16,8 +16,8 @@ host cut off while its process runs (silence, no reset), a slow link.
 3. A node behind a slow link (20 Mbit/s each way): reads ask it a few
    times until its RTT estimate says slow (its GETs hedged and canceled
    count), then once a second (a probe), so the reads stay fast, also for
-   a tenant that had never read from it; the link at full speed again, the
-   next probe finds it fast and it serves its share of reads again.
+   a tenant that had never read from it; the link at full speed again, a
+   probe finds it fast and it serves its share of reads again within 4 s.
 4. A gateway cut off: the requests for its tenants through the other
    gateway get 503 with Retry-After within seconds (the forward gives up
    on a host that acknowledges nothing), not after the forward's two
@@ -38,6 +38,7 @@ import time
 import shoaltest as st
 
 IO_TIMEOUT_MS = 2000
+RECOVER_S = 4.0  # a node fast again serves its share within this (a probe a second)
 OBJ = 3 << 20  # an RS(4+2) stripe: a 768 KiB chunk on every node
 
 
@@ -195,14 +196,23 @@ def slow_link(t, c, rng):
     t.check(slowest < 0.5, "slowest read with node 3 slow: %.2f s" % slowest)
 
     c.link("fnstore-3", "unlimited")
+    t0 = time.monotonic()
     time.sleep(1.2)  # a probe is due
-    before = asked(0)
-    for _ in range(3):
-        read_all(t, gws[0], acked[0], "node 3 fast again", 5)
-    back = asked(0) - before
-    st.log("node 3 at full speed again: asked %d times in 36 reads" % back)
-    t.check(back >= share // 2, "node 3 asked %d times in 36 reads once fast again, %d before "
-            "its link was slow" % (back, share))
+    # Rounds of 36 reads until one asks node 3 its share again. The answers
+    # canceled while the link was slow may still fill its queue when the
+    # first probe goes, which then measures them (seen once in CI: asked
+    # once in the round after it): the next probe, a second later, does not.
+    rounds = []
+    while not rounds or (rounds[-1] < share // 2 and time.monotonic() - t0 < RECOVER_S):
+        before = asked(0)
+        for _ in range(3):
+            read_all(t, gws[0], acked[0], "node 3 fast again", 5)
+        rounds.append(asked(0) - before)
+    st.log("node 3 at full speed again: asked %s times in rounds of 36 reads, %.1f s after" %
+           (rounds, time.monotonic() - t0))
+    t.check(rounds[-1] >= share // 2,
+            "node 3 asked %s times in rounds of 36 reads within %.0f s of being fast again, %d "
+            "before its link was slow" % (rounds, RECOVER_S, share))
 
 
 def owner_of(c, ten):
