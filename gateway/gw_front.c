@@ -446,7 +446,7 @@ front_headers(void *arg, struct cm_http_req *r)
     X(hedges_total, "counter", "GET holders marked slow, to be read around (hedged)")              \
     X(hedges_denied_total, "counter",                                                              \
       "Overdue GET holders left to answer, not read around: the hedge budget was spent")           \
-    X(meta_records_total, "counter", "META records a node logged in COS (versions, tombstones)")   \
+    X(meta_records_total, "counter", "META records logged in COS (versions, tombstones, moves)")   \
     X(meta_unlogged_total, "counter", "META records refused by nodes that keep no insertion log")  \
     X(meta_waiting, "gauge", "META records not logged yet (versions, tombstones, moved versions)") \
     X(deletes_waiting, "gauge", "Chunk DELs kept until their unreachable holder is back")          \

@@ -476,8 +476,8 @@ obj_step(struct gw_obj *o)
      * partial progress is learnt again by STAT after a restart. */
     if (o->src) {
         /* A migration's move commits only when whole: its caller is told,
-         * and it ends. Its META record is not sent again (docs: what
-         * --rebuild-meta cannot bring back). */
+         * and it ends. The migration sends its META record again once the
+         * move is committed (gw_engine_relog). */
         if (mask == gw_stripe_all(l)) {
             if (o->move_cb) {
                 gw_move_cb cb = o->move_cb;
