@@ -513,6 +513,7 @@ gw_mrec_decode(const void *buf, size_t len, struct gw_mrec *out)
 {
     const uint8_t *p = buf;
     size_t klen, at;
+    uint32_t gen = 0;
 
     memset(out, 0, sizeof(*out));
     if (len < 7 || p[0] < GW_MREC_VERSION || p[0] > GW_MREC_MOVED) {
@@ -527,14 +528,14 @@ gw_mrec_decode(const void *buf, size_t len, struct gw_mrec *out)
         if (len - at < 4) {
             return CM_E_PROTO;
         }
-        out->gen = cm_get_le32(p + at);
+        gen = cm_get_le32(p + at);
         at += 4;
     }
     if (p[0] == GW_MREC_TOMB ? at != len : len - at < 4 || len - at - 4 != cm_get_le32(p + at)) {
-        memset(out, 0, sizeof(*out));
         return CM_E_PROTO;
     }
     out->kind = p[0];
+    out->gen = gen;
     out->tenant = cm_get_le32(p + 1);
     out->key = (const char *)p + 7;
     out->klen = klen;

@@ -198,10 +198,11 @@ def slow_link(t, c, rng):
     c.link("fnstore-3", "unlimited")
     t0 = time.monotonic()
     time.sleep(1.2)  # a probe is due
-    # Rounds of 36 reads until one asks node 3 its share again. The answers
-    # canceled while the link was slow may still fill its queue when the
-    # first probe goes, which then measures them (seen once in CI: asked
-    # once in the round after it): the next probe, a second later, does not.
+    # Rounds of 36 reads until one asks node 3 its share again. A probe is
+    # hedged like any GET: one answered past the hedge's wait (the first
+    # answer after a pause is in TCP slow start, slower still on a busy VM)
+    # is canceled and counts slow, and the next probe is a second later
+    # (pol_rs_fast.c). Seen once in CI: asked once in the first round.
     rounds = []
     while not rounds or (rounds[-1] < share // 2 and time.monotonic() - t0 < RECOVER_S):
         before = asked(0)
