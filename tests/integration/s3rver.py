@@ -40,24 +40,17 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
+from shoaltest import free_port
+
 ACCESS_KEY = "S3RVER"
 SECRET_KEY = "S3RVER"
 BUCKET = "shoal"
-
-
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def s3rver_script(src):

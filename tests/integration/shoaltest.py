@@ -92,13 +92,22 @@ def port_free(port):
         s.close()
 
 
+_ports_given = set()
+
+
 def free_port():
-    """A loopback port the kernel just gave out (free for a moment)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+    """A free loopback port in 10000-18999: below the clusters' offsets (19300
+    and up) and below the kernel's ephemeral range (32768+), so that no outgoing
+    connection of a test running beside this one can take it before its server
+    binds it (one that the kernel gave out did, and the server exited). Never
+    the same port twice in one process."""
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    for _ in range(1000):
+        p = rng.randrange(10000, 19000)
+        if p not in _ports_given and port_free(p):
+            _ports_given.add(p)
+            return p
+    raise TestFailure("no free port in 10000-18999")
 
 
 def stop_process(proc, timeout=30):

@@ -8,7 +8,6 @@ shoalctl's exit codes (2 usage, 3 controller unreachable) and its environment.
 import json
 import os
 import re
-import socket
 import subprocess
 
 import shoaltest as st
@@ -34,14 +33,6 @@ FLAGS = {
 def run(cmd, timeout=20, env=None):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
                           env=env)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def main(t):
@@ -101,7 +92,7 @@ def main(t):
     with open(tok, "w") as f:
         f.write("x" * 32 + "\n")
     os.chmod(tok, 0o600)
-    dead = "http://127.0.0.1:%d" % free_port()
+    dead = "http://127.0.0.1:%d" % st.free_port()
     p = run([ctl, "--controller", dead, "--token-file", tok, "tenant", "list"])
     t.eq(p.returncode, 3, "shoalctl against a dead controller: exit code (%r)" % p.stderr[:300])
     t.check(p.stderr.strip(), "shoalctl unreachable: nothing on stderr")
@@ -155,7 +146,7 @@ def main(t):
 
     # A real process: --config sets the listen address; a flag overrides the file.
     path = t.binary("shoal-controller")
-    port1, port2 = free_port(), free_port()
+    port1, port2 = st.free_port(), st.free_port()
     d = os.path.join(t.tmp, "ctl")
     os.mkdir(d)
     cfg = os.path.join(t.tmp, "ctl.conf")

@@ -16,7 +16,7 @@ import tempfile
 import time
 import urllib.request
 
-from shoaltest import crc32c
+from shoaltest import crc32c, free_port
 
 MAGIC = 0x4C4F4853
 HDR = struct.Struct("<IBBHiIQQQIIIII")  # 60 bytes, then hdr_crc
@@ -77,14 +77,6 @@ class Conn:
 
     def close(self):
         self.s.close()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def wait_port(addr, proc, timeout=10):
