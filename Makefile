@@ -4,7 +4,7 @@ JOBS     ?= $(shell nproc)
 CC       := clang
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-asan perf perf-all experiments clean
+.PHONY: all deps build build-asan run test test-asan perf perf-all experiments clean
 
 all: build
 
@@ -24,10 +24,16 @@ TESTS ?= -LE 'perf|experiment'
 test: build
 	@cd $(BUILD) && ctest --output-on-failure --timeout 600 $(TESTS) -j 2
 
-# Unit, fuzz and the `sanitize` integration tests under ASan+UBSan.
+# Unit, fuzz and the `sanitize` integration tests under ASan+UBSan
+# (ASAN_TESTS picks others; `build-asan` only builds).
+ASAN_TESTS ?= -L 'unit|fuzz|sanitize'
+ASAN_FLAGS := -DSHOAL_SANITIZE=ON -DSHOAL_WERROR=ON -DCMAKE_BUILD_TYPE=Debug
+
 test-asan:
-	@$(MAKE) --no-print-directory test BUILD=build-asan TESTS="-L 'unit|fuzz|sanitize'" \
-	    CMAKE_FLAGS="-DSHOAL_SANITIZE=ON -DSHOAL_WERROR=ON -DCMAKE_BUILD_TYPE=Debug"
+	@$(MAKE) --no-print-directory test BUILD=build-asan TESTS="$(ASAN_TESTS)" CMAKE_FLAGS="$(ASAN_FLAGS)"
+
+build-asan:
+	@$(MAKE) --no-print-directory build BUILD=build-asan CMAKE_FLAGS="$(ASAN_FLAGS)"
 
 # The regression guard: the ratios recorded in docs/benchmarks.json, measured
 # again (tests/perf/run.py --check, ~4 minutes). `perf-all`: every benchmark.
