@@ -352,14 +352,17 @@ on_request(void *arg, struct cm_http_req *r)
                (strcmp(strchr(p + 10, '/'), "/reclaim") == 0 ||
                 strcmp(strchr(p + 10, '/'), "/remove") == 0)) {
         const char *op = strchr(p + 10, '/');
+        int remove = strcmp(op, "/remove") == 0;
 
         call_init(&c, a, r, OP_NODES);
-        if (strcmp(m, "POST") != 0) {
-            reply_method(&c, "POST");
-        } else if (strcmp(op, "/reclaim") == 0) {
-            ctl_admin_node_reclaim(&c, p + 10, (size_t)(op - (p + 10)));
-        } else {
+        if (remove && strcmp(m, "DELETE") == 0) {
+            ctl_admin_node_keep(&c, p + 10, (size_t)(op - (p + 10)));
+        } else if (strcmp(m, "POST") != 0) {
+            reply_method(&c, remove ? "POST, DELETE" : "POST");
+        } else if (remove) {
             ctl_admin_node_remove(&c, p + 10, (size_t)(op - (p + 10)));
+        } else {
+            ctl_admin_node_reclaim(&c, p + 10, (size_t)(op - (p + 10)));
         }
     } else if (strcmp(p, "/v1/placement/rebalance") == 0) {
         call_init(&c, a, r, OP_PLACEMENT);

@@ -411,6 +411,33 @@ ctl_admin_node_remove(struct ctl_call *c, const char *idstr, size_t idlen)
     }
 }
 
+/* DELETE /v1/nodes/{id}/remove: a removal canceled (or none asked), 200
+ * with the node's state; 409 once it is removed. */
+void
+ctl_admin_node_keep(struct ctl_call *c, const char *idstr, size_t idlen)
+{
+    struct ctl_node n;
+    uint32_t id;
+    int up = 0, rc;
+
+    if (ctl_parse_node_id(idstr, idlen, &id) < 0) {
+        ctl_reply_error(c, 400, "bad_request", "node id must be a non-negative integer");
+        return;
+    }
+    rc = ctl_state_node_keep(c->a->st, id, &n, &up);
+    if (rc == CM_E_NOTFOUND) {
+        ctl_reply_error(c, 404, "not_found", "no node %u", id);
+    } else if (rc == -EIDRM) {
+        ctl_reply_error(c, 409, "conflict", "node %u is removed for good", id);
+    } else if (rc < 0) {
+        ctl_reply_error(c, 500, "internal", "node not stored: %s", cm_strerror(rc));
+    } else {
+        ctl_reply_json(c, 200,
+                       json_pack("{s:I, s:s, s:s}", "id", (json_int_t)n.id, "addr", n.addr, "state",
+                                 up ? "up" : "down"));
+    }
+}
+
 void
 ctl_admin_nodes(struct ctl_call *c)
 {

@@ -637,6 +637,31 @@ ctl_state_node_removed(struct ctl_state *st, uint32_t id)
     return rc;
 }
 
+int
+ctl_state_node_keep(struct ctl_state *st, uint32_t id, struct ctl_node *out, int *up)
+{
+    struct node_rec *nr;
+    int rc = 0;
+
+    pthread_mutex_lock(&st->mu);
+    nr = do_find_node(st, id);
+    if (nr == NULL) {
+        rc = CM_E_NOTFOUND;
+    } else if (nr->n.retire == CTL_NODE_REMOVED) {
+        rc = -EIDRM;
+    } else if (nr->n.retire == CTL_NODE_DRAINING &&
+               (rc = do_set_retire(st, nr, CTL_NODE_MEMBER)) == 0) {
+        CM_INFO("node removal canceled node=%u addr=%s epoch=%llu", id, nr->n.addr,
+                (unsigned long long)st->epoch);
+    }
+    if (rc == 0 && out != NULL) {
+        *out = nr->n;
+        *up = nr->up;
+    }
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
 const char *
 ctl_node_state(const struct ctl_node_view *nv)
 {

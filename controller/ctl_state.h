@@ -177,10 +177,15 @@ void ctl_state_tick(struct ctl_state *st, uint64_t now_ns);
  * bytes) saying so; a store error. out, if not NULL, gets the node.
  * ctl_state_node_removed: draining id is removed for good (down, and its
  * heartbeats refused with -EIDRM); anything else: 0, nothing changed.
+ * ctl_state_node_keep cancels a removal: draining id is a member again,
+ * stored with an epoch bump (the rows keep what placement moved off it); a
+ * member: 0, nothing changed; a removed node: -EIDRM; CM_E_NOTFOUND. out,
+ * if not NULL, gets the node and *up whether it is up.
  */
 int ctl_state_node_remove(struct ctl_state *st, uint32_t id, struct ctl_node *out, char *why,
                           size_t whylen);
 int ctl_state_node_removed(struct ctl_state *st, uint32_t id);
+int ctl_state_node_keep(struct ctl_state *st, uint32_t id, struct ctl_node *out, int *up);
 
 /*
  * A gateway's state poll: registers gateway id at url (s3_url "" or NULL:

@@ -57,11 +57,12 @@ static const char usage_text[] =
     "  node reclaim NODE (--instance I | --all)\n"
     "                                    fault injection: the node loses instance I (a slot) or\n"
     "                                    all its instances at its next heartbeat\n"
-    "  node remove NODE [--wait SECONDS]\n"
+    "  node remove NODE [--wait SECONDS | --cancel]\n"
     "                                    take a node out of the cluster: placement leaves it,\n"
     "                                    the gateways move its chunks to other nodes (read from\n"
     "                                    copies or parity if it is down), then it is removed;\n"
-    "                                    --wait: until removed (exit 1 if not)\n"
+    "                                    --wait: until removed (exit 1 if not); --cancel: it\n"
+    "                                    stays a member (while it still drains)\n"
     "  placement show                    partition map with its epoch\n"
     "  placement rebalance               run partition placement now\n"
     "  placement status                  placement epoch, solver, migration progress\n"
@@ -84,6 +85,7 @@ static const char usage_text[] =
     "  --wait SECONDS     how long tenant move (each move of gateway rebalance) waits\n"
     "                     for the move to finish, and node remove for the removal\n"
     "  --dry-run          gateway rebalance prints its plan and moves nothing\n"
+    "  --cancel           node remove cancels the node's removal\n"
     "  --instance I, --all  what node reclaim takes\n"
     "  --help, --version\n"
     "\n"
@@ -445,6 +447,8 @@ main(int argc, char **argv)
             cli.all = 1;
         } else if (strcmp(a, "--dry-run") == 0) {
             cli.dry_run = 1;
+        } else if (strcmp(a, "--cancel") == 0) {
+            cli.cancel = 1;
         } else if (matches(a, "--weight")) {
             if ((cli.weight = opt_value(argc, argv, &i, "--weight")) == NULL) {
                 return ctl_cli_usage_error("--weight needs a number");
@@ -486,6 +490,8 @@ main(int argc, char **argv)
             "--wait only applies to tenant move, node remove and gateway rebalance");
     } else if (cli.dry_run && strcmp(cli.args[0], "gateway") != 0) {
         code = ctl_cli_usage_error("--dry-run only applies to gateway rebalance");
+    } else if (cli.cancel && strcmp(cli.args[0], "node") != 0) {
+        code = ctl_cli_usage_error("--cancel only applies to node remove");
     } else if (strcmp(cli.args[0], "tenant") == 0) {
         code = ctl_cli_cmd_tenant(&cli);
     } else if (strcmp(cli.args[0], "node") == 0) {

@@ -37,6 +37,7 @@ struct ctl_cli {
     const char *weight;   /* --weight, for tenant create */
     const char *wait;     /* --wait, for tenant move and gateway rebalance */
     int dry_run;          /* --dry-run, for gateway rebalance */
+    int cancel;           /* --cancel, for node remove */
     const char *instance; /* --instance, for node reclaim */
     int all;              /* --all, for node reclaim */
     int nargs;

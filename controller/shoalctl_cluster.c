@@ -72,7 +72,8 @@ find_node(json_t *j, const char *id)
 }
 
 /* node remove NODE [--wait SECONDS]: asks, then with --wait polls the node
- * list until the node is removed (its chunks moved off), or exit 1. */
+ * list until the node is removed (its chunks moved off), or exit 1.
+ * --cancel: the node stays a member. */
 static int
 cmd_remove(struct ctl_cli *cli)
 {
@@ -82,8 +83,19 @@ cmd_remove(struct ctl_cli *cli)
     json_t *j = NULL;
     int code;
 
-    if (id == NULL || cli->instance != NULL || cli->all) {
-        return ctl_cli_usage_error("usage: node remove NODE [--wait SECONDS]");
+    if (id == NULL || cli->instance != NULL || cli->all || (cli->cancel && cli->wait != NULL)) {
+        return ctl_cli_usage_error("usage: node remove NODE [--wait SECONDS | --cancel]");
+    }
+    if (cli->cancel) {
+        if ((code = ctl_cli_call_api(cli, "DELETE", "/v1/nodes/%s/remove", id, NULL, &j)) == 0) {
+            if (cli->json) {
+                ctl_cli_print_json(j);
+            } else {
+                printf("node %s %s (its removal canceled)\n", id, ctl_cli_fmt_str(j, "state"));
+            }
+        }
+        json_decref(j);
+        return code;
     }
     if ((code = ctl_cli_wait_seconds(cli, -1, &wait_s)) != 0) {
         return code;
@@ -161,16 +173,17 @@ ctl_cli_cmd_node(struct ctl_cli *cli)
     size_t i;
     int code;
 
-    if (cli->nargs >= 2 && strcmp(cli->args[1], "reclaim") == 0 && cli->wait == NULL) {
+    if (cli->nargs >= 2 && strcmp(cli->args[1], "reclaim") == 0 && cli->wait == NULL &&
+        !cli->cancel) {
         return cmd_reclaim(cli);
     }
     if (cli->nargs >= 2 && strcmp(cli->args[1], "remove") == 0) {
         return cmd_remove(cli);
     }
     if (cli->nargs != 2 || strcmp(cli->args[1], "list") != 0 || cli->instance != NULL || cli->all ||
-        cli->wait != NULL) {
+        cli->wait != NULL || cli->cancel) {
         return ctl_cli_usage_error("usage: node list | node reclaim NODE (--instance I | --all) | "
-                                   "node remove NODE [--wait SECONDS]");
+                                   "node remove NODE [--wait SECONDS | --cancel]");
     }
     code = ctl_cli_call_api(cli, "GET", "/v1/nodes", NULL, NULL, &j);
     if (code == 0 && cli->json) {

@@ -101,7 +101,9 @@ def main(t):
     t.eq(p.returncode, 3, "shoalctl with SHOAL_CONTROLLER of a dead controller: exit code")
     for bad in (["tenant"], ["tenant", "frobnicate"], ["tenant", "create"], ["nothing"],
                 ["tenant", "set-weight", "a"], ["node", "remove"], ["node", "remove", "1", "2"],
-                ["node", "list", "--wait", "3"], ["node", "remove", "1", "--wait", "soon"], []):
+                ["node", "list", "--wait", "3"], ["node", "remove", "1", "--wait", "soon"],
+                ["node", "remove", "1", "--cancel", "--wait", "5"], ["node", "list", "--cancel"],
+                ["tenant", "list", "--cancel"], []):
         p = run([ctl, "--controller", dead, "--token-file", tok] + bad)
         t.eq(p.returncode, 2, "shoalctl %s: exit code (%r)" % (" ".join(bad) or "(none)",
                                                                p.stderr[:300]))

@@ -5,6 +5,9 @@ alive (a drain) or dead (a repair), under PUTs and GETs, and loses nothing.
 Five nodes, tenants of RS(2+1) (the controller's --ec-k 2 --ec-m 1): small
 objects are two whole copies, larger ones stripes of three chunks.
 
+0. A removal canceled: node 2 asked to leave, then kept (`node remove 2
+   --cancel`) while it drains: a member again, up, and the controller does
+   not remove it.
 1. A live node drained: asked while PUTs wait for it (stopped for 2 s), then
    `node remove 3 --wait` returns once it is removed;
    placement names it nowhere, it holds no chunk in memory, and once it is
@@ -18,7 +21,8 @@ objects are two whole copies, larger ones stripes of three chunks.
    not had the dead node's chunks been left where they were (two of a
    stripe's three chunks gone).
 3. Refusals: a third removal would leave fewer nodes than a tenant's width
-   (409, nothing changes); an unknown node is 404, a bad id 400, GET 405.
+   (409, nothing changes); an unknown node is 404, a bad id 400, GET 405; a
+   removed node's removal is not canceled (409).
 4. The gateway's store lost: --rebuild-meta finds every moved version at
    its new holders (the migration logged its record again, MOVED), so with
    node 0 still down everything reads back; from the records as first
@@ -160,6 +164,20 @@ def remove(t, c, nid, wait_s):
          (0.0, float(REMOVED.index(nid) + 1)), "nodes draining and removed")
 
 
+def cancel(t, c):
+    p = c.shoalctl("node", "remove", "2")
+    t.check(b"node 2 draining" in p.stdout, "node remove 2 printed %r" % p.stdout)
+    p = c.shoalctl("node", "remove", "2", "--cancel")
+    t.check(b"node 2 up (its removal canceled)" in p.stdout, "--cancel printed %r" % p.stdout)
+    t.eq(ctl_metrics(c).get("shoal_controller_nodes_draining"), 0.0, "nodes draining")
+    time.sleep(1.5)  # the controller looks at draining nodes every 500 ms
+    n = node_entry(c, 2)
+    t.eq((n["state"], n["draining"]), ("up", False), "node 2 after its removal was canceled")
+    r = c.admin("DELETE", "/v1/nodes/2/remove")
+    t.status(r, 200, "canceling a removal never asked")
+    t.eq(r.json()["state"], "up", "its answer")
+
+
 def slow_puts(t, c, tens, acked):
     """PUTs that chose their holders before the drain and end after it began:
     node 3 is stopped (SIGSTOP) under them while the removal is asked, for
@@ -243,6 +261,14 @@ def refusals(t, c):
     r = c.admin("POST", "/v1/nodes/3/remove")
     t.status(r, 200, "removing a removed node again")
     t.eq(r.json()["state"], "removed", "its answer")
+    t.api_error(c.admin("DELETE", "/v1/nodes/3/remove"), 409, "conflict",
+                "canceling the removal of a removed node")
+    t.api_error(c.admin("DELETE", "/v1/nodes/77/remove"), 404, "not_found", "cancel: unknown node")
+    t.api_error(c.admin("DELETE", "/v1/nodes/x1/remove"), 400, "bad_request", "cancel: bad id")
+    t.api_error(c.admin("DELETE", "/v1/nodes/1/reclaim"), 405, "method_not_allowed",
+                "DELETE of a reclaim")
+    p = c.shoalctl("node", "remove", "3", "--cancel", check=False)
+    t.eq(p.returncode, 1, "shoalctl node remove --cancel of a removed node: exit code")
     p = c.shoalctl("node", "remove", "1", check=False)
     t.eq(p.returncode, 1, "shoalctl node remove refused: exit code")
 
@@ -284,6 +310,7 @@ def main(t):
             t.status(g.put(k, body), 201, "PUT %s" % k)
             acked[ten["name"]][k] = st.sha256(body)
 
+    t.section(cancel, c)
     t.section(drain, c, tens, acked)
     t.section(repair, c, tens, acked)
     t.section(refusals, c)

@@ -523,6 +523,69 @@ test_remove(void)
     t_rmtree(dir);
 }
 
+/* A removal canceled while the node drains: a member again, stored; not
+ * once it is removed. */
+static void
+test_keep(void)
+{
+    char *dir = t_tmpdir();
+    struct ctl_store *store;
+    struct ctl_state *st = open_state(dir, &store);
+    struct ctl_node n;
+    char why[160] = "";
+    uint64_t e;
+    int up = 0;
+
+    for (uint32_t id = 0; id < 8; id++) {
+        heartbeat(st, id, T0, 0, 0);
+    }
+    CHECK_EQ_INT(ctl_state_node_keep(st, 42, &n, &up), CM_E_NOTFOUND);
+    /* A member: as it is, no epoch. */
+    e = epoch_of(st, T0);
+    CHECK_EQ_INT(ctl_state_node_keep(st, 3, &n, &up), 0);
+    CHECK_EQ_INT(n.retire, CTL_NODE_MEMBER);
+    CHECK(up);
+    CHECK(epoch_of(st, T0) == e);
+    /* Draining, then kept: a member again with an epoch bump. */
+    CHECK_EQ_INT(ctl_state_node_remove(st, 3, &n, why, sizeof(why)), 0);
+    CHECK_EQ_INT(ctl_state_node_keep(st, 3, &n, &up), 0);
+    CHECK_EQ_INT(n.retire, CTL_NODE_MEMBER);
+    CHECK_EQ_STR(n.addr, "127.0.0.1:9503");
+    CHECK(epoch_of(st, T0) == e + 2);
+    CHECK_EQ_INT(retire_of(st, 3, T0, &up), CTL_NODE_MEMBER);
+    /* What the removal check would do next finds a member: nothing. */
+    CHECK_EQ_INT(ctl_state_node_removed(st, 3), 0);
+    CHECK_EQ_INT(retire_of(st, 3, T0, &up), CTL_NODE_MEMBER);
+    CHECK(up);
+    CHECK(epoch_of(st, T0) == e + 2);
+    /* Removed for good: not kept. */
+    CHECK_EQ_INT(ctl_state_node_remove(st, 5, &n, why, sizeof(why)), 0);
+    CHECK_EQ_INT(ctl_state_node_removed(st, 5), 0);
+    CHECK_EQ_INT(ctl_state_node_keep(st, 5, &n, &up), -EIDRM);
+    CHECK_EQ_INT(retire_of(st, 5, T0, &up), CTL_NODE_REMOVED);
+    /* Stored: after a reopen 3 is a member, 6 (kept while down) too. */
+    CHECK_EQ_INT(ctl_state_node_remove(st, 6, &n, why, sizeof(why)), 0);
+    for (uint64_t at = 1000; at <= 8000; at += 1000) { /* the others heard, 6 silent */
+        for (uint32_t id = 0; id < 8; id++) {
+            if (id != 5 && id != 6) {
+                heartbeat(st, id, T0 + at * MS, 0, 0);
+            }
+        }
+        ctl_state_tick(st, T0 + at * MS);
+    }
+    CHECK_EQ_INT(ctl_state_node_keep(st, 6, &n, &up), 0);
+    CHECK(!up);
+    ctl_state_destroy(st);
+    ctl_store_close(store);
+    st = open_state(dir, &store);
+    CHECK_EQ_INT(retire_of(st, 3, T0, &up), CTL_NODE_MEMBER);
+    CHECK_EQ_INT(retire_of(st, 6, T0, &up), CTL_NODE_MEMBER);
+    CHECK_EQ_INT(retire_of(st, 5, T0, &up), CTL_NODE_REMOVED);
+    ctl_state_destroy(st);
+    ctl_store_close(store);
+    t_rmtree(dir);
+}
+
 /* Bit i: the i-th node (id order) is up. */
 static unsigned
 up_mask(struct ctl_state *st, uint64_t now)
@@ -705,6 +768,7 @@ main(void)
     test_gateways();
     test_move();
     test_remove();
+    test_keep();
     fprintf(stderr, "ok\n");
     return 0;
 }
