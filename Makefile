@@ -18,19 +18,27 @@ build: deps
 run: build
 	@deploy/local/run-demo --build $(BUILD) --dir var
 
-# Every test but the long benchmarks and experiments (`make perf`, `ctest -L experiment`).
-TESTS ?= -LE 'perf|experiment'
-
-test: build
-	@cd $(BUILD) && ctest --output-on-failure --timeout 600 $(TESTS) -j 2
-
-# Unit, fuzz and the `sanitize` integration tests under ASan+UBSan
-# (ASAN_TESTS picks others; `build-asan` only builds).
+# Every test but the long benchmarks and experiments (`make perf`, `ctest -L
+# experiment`), each once: the integration tests on the optimized build (TESTS);
+# the unit and fuzz tests and the core integration tests (label `sanitize`) on
+# a second build with ASan+UBSan (ASAN_TESTS, in build-asan/), which compiles at
+# the lowest priority while the first ones run (a cluster test leaves most of
+# the CPU idle) and runs its tests after them. `test-asan`: those alone.
+CTEST := ctest --output-on-failure --timeout 600 -j 2
+TESTS ?= -LE 'perf|experiment|unit|fuzz|sanitize'
 ASAN_TESTS ?= -L 'unit|fuzz|sanitize'
 ASAN_FLAGS := -DSHOAL_SANITIZE=ON -DSHOAL_WERROR=ON -DCMAKE_BUILD_TYPE=Debug
 
-test-asan:
-	@$(MAKE) --no-print-directory test BUILD=build-asan TESTS="$(ASAN_TESTS)" CMAKE_FLAGS="$(ASAN_FLAGS)"
+test: build
+	@mkdir -p build-asan
+	@nice -n 19 $(MAKE) --no-print-directory build-asan >build-asan/make.log 2>&1 & asan=$$!; \
+	rc=0; (cd $(BUILD) && $(CTEST) $(TESTS)) || rc=$$?; \
+	if ! wait $$asan; then tail -n 60 build-asan/make.log; echo "the ASan build failed" >&2; exit 1; fi; \
+	(cd build-asan && $(CTEST) $(ASAN_TESTS)) || rc=$$?; \
+	exit $$rc
+
+test-asan: build-asan
+	@cd build-asan && $(CTEST) $(ASAN_TESTS)
 
 build-asan:
 	@$(MAKE) --no-print-directory build BUILD=build-asan CMAKE_FLAGS="$(ASAN_FLAGS)"
