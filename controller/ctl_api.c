@@ -355,12 +355,10 @@ on_request(void *arg, struct cm_http_req *r)
         int remove = strcmp(op, "/remove") == 0;
 
         call_init(&c, a, r, OP_NODES);
-        if (remove && strcmp(m, "DELETE") == 0) {
-            ctl_admin_node_keep(&c, p + 10, (size_t)(op - (p + 10)));
+        if (remove && (strcmp(m, "POST") == 0 || strcmp(m, "DELETE") == 0)) {
+            ctl_admin_node_remove(&c, p + 10, (size_t)(op - (p + 10)), strcmp(m, "DELETE") == 0);
         } else if (strcmp(m, "POST") != 0) {
             reply_method(&c, remove ? "POST, DELETE" : "POST");
-        } else if (remove) {
-            ctl_admin_node_remove(&c, p + 10, (size_t)(op - (p + 10)));
         } else {
             ctl_admin_node_reclaim(&c, p + 10, (size_t)(op - (p + 10)));
         }

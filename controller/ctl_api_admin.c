@@ -384,39 +384,13 @@ out:
     json_decref(o);
 }
 
-/* POST /v1/nodes/{id}/remove: 202 while it drains, 200 once removed. */
+/* POST /v1/nodes/{id}/remove: 202 while it drains, 200 once removed.
+ * DELETE (cancel): 200 with its state, up or down; 409 once removed. */
 void
-ctl_admin_node_remove(struct ctl_call *c, const char *idstr, size_t idlen)
+ctl_admin_node_remove(struct ctl_call *c, const char *idstr, size_t idlen, int cancel)
 {
     struct ctl_node n;
     char why[160] = "";
-    uint32_t id;
-    int rc;
-
-    if (ctl_parse_node_id(idstr, idlen, &id) < 0) {
-        ctl_reply_error(c, 400, "bad_request", "node id must be a non-negative integer");
-        return;
-    }
-    rc = ctl_state_node_remove(c->a->st, id, &n, why, sizeof(why));
-    if (rc == CM_E_NOTFOUND) {
-        ctl_reply_error(c, 404, "not_found", "no node %u", id);
-    } else if (rc == -ENOSPC) {
-        ctl_reply_error(c, 409, "conflict", "%s", why);
-    } else if (rc < 0) {
-        ctl_reply_error(c, 500, "internal", "node not stored: %s", cm_strerror(rc));
-    } else {
-        ctl_reply_json(c, n.retire == CTL_NODE_REMOVED ? 200 : 202,
-                       json_pack("{s:I, s:s, s:s}", "id", (json_int_t)n.id, "addr", n.addr, "state",
-                                 n.retire == CTL_NODE_REMOVED ? "removed" : "draining"));
-    }
-}
-
-/* DELETE /v1/nodes/{id}/remove: a removal canceled (or none asked), 200
- * with the node's state; 409 once it is removed. */
-void
-ctl_admin_node_keep(struct ctl_call *c, const char *idstr, size_t idlen)
-{
-    struct ctl_node n;
     uint32_t id;
     int up = 0, rc;
 
@@ -424,17 +398,25 @@ ctl_admin_node_keep(struct ctl_call *c, const char *idstr, size_t idlen)
         ctl_reply_error(c, 400, "bad_request", "node id must be a non-negative integer");
         return;
     }
-    rc = ctl_state_node_keep(c->a->st, id, &n, &up);
+    if (cancel) {
+        rc = ctl_state_node_keep(c->a->st, id, &n, &up);
+        snprintf(why, sizeof(why), "node %u is removed for good", id);
+    } else {
+        rc = ctl_state_node_remove(c->a->st, id, &n, why, sizeof(why));
+    }
     if (rc == CM_E_NOTFOUND) {
         ctl_reply_error(c, 404, "not_found", "no node %u", id);
-    } else if (rc == -EIDRM) {
-        ctl_reply_error(c, 409, "conflict", "node %u is removed for good", id);
+    } else if (rc == -ENOSPC || rc == -EIDRM) {
+        ctl_reply_error(c, 409, "conflict", "%s", why);
     } else if (rc < 0) {
         ctl_reply_error(c, 500, "internal", "node not stored: %s", cm_strerror(rc));
     } else {
-        ctl_reply_json(c, 200,
+        ctl_reply_json(c, n.retire == CTL_NODE_DRAINING ? 202 : 200,
                        json_pack("{s:I, s:s, s:s}", "id", (json_int_t)n.id, "addr", n.addr, "state",
-                                 up ? "up" : "down"));
+                                 n.retire == CTL_NODE_REMOVED    ? "removed"
+                                 : n.retire == CTL_NODE_DRAINING ? "draining"
+                                 : up                            ? "up"
+                                                                 : "down"));
     }
 }
 

@@ -199,8 +199,8 @@ json_t *ctl_pool_render_cost(const struct ctl_prices *pr, const struct ctl_tenan
                              const struct ctl_sms_pool_view *p, uint64_t now_wall_ms);
 /* id[len]: the node's path segment, unchecked. */
 void ctl_admin_node_reclaim(struct ctl_call *c, const char *id, size_t len);
-void ctl_admin_node_remove(struct ctl_call *c, const char *id, size_t len);
-void ctl_admin_node_keep(struct ctl_call *c, const char *id, size_t len);
+/* cancel: DELETE, the removal taken back. */
+void ctl_admin_node_remove(struct ctl_call *c, const char *id, size_t len, int cancel);
 /* A node id in decimal, s[len] (not NUL-terminated): 0, or -1. */
 int ctl_parse_node_id(const char *s, size_t len, uint32_t *id);
 /* Adds "pool" to tenant's JSON j (borrowed). */
